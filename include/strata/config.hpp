@@ -1,0 +1,31 @@
+// Strata's one configuration header: feature flags and the macros every layer uses.
+#pragma once
+
+#include <strata/detail/features.hpp>
+
+// Device-callable code carries STRATA_FN: host+device under nvcc (or clang CUDA), nothing
+// for a host compiler. Public headers must compile under nvcc (DESIGN.md, "Layers").
+#if defined(__CUDACC__)
+#define STRATA_FN __host__ __device__
+#define STRATA_DEVICE_COMPILER 1
+#else
+#define STRATA_FN
+#define STRATA_DEVICE_COMPILER 0
+#endif
+
+// True while compiling the device side of a CUDA translation unit.
+#if defined(__CUDA_ARCH__)
+#define STRATA_DEVICE_CODE 1
+#else
+#define STRATA_DEVICE_CODE 0
+#endif
+
+namespace strata {
+
+/// The version of the headers in use; `strata::version()` gives the library's.
+inline constexpr char const* header_version = STRATA_VERSION_STRING;
+
+/// The version libstrata was built as (may differ from the headers when mixing installs).
+char const* version() noexcept;
+
+}  // namespace strata

@@ -1,0 +1,7 @@
+// Everything public in Strata, one include.
+#pragma once
+
+#include <strata/config.hpp>
+#include <strata/error.hpp>
+#include <strata/machine.hpp>
+#include <strata/runtime.hpp>

@@ -1,0 +1,53 @@
+// CUDA GPUs as device places: SMs as processors, device memory attached (Phalanx Fig. 1).
+// Compiled by the host compiler against cudart; only in builds with STRATA_ENABLE_CUDA.
+#include "machine/discovery_parts.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+namespace strata::detail {
+
+void discover_cuda(machine_builder& builder, std::vector<std::string>& notes) {
+  int count = 0;
+  if (auto err = cudaGetDeviceCount(&count); err != cudaSuccess) {
+    // No driver, an old driver or no device: GPUs are simply absent (issue: one info line).
+    notes.push_back(fmt::format("no CUDA device: cudaGetDeviceCount: {}", cudaGetErrorString(err)));
+    (void)cudaGetLastError();  // clear the sticky error for later CUDA use
+    return;
+  }
+  if (count == 0) {
+    notes.emplace_back("no CUDA device: the CUDA runtime reports 0 devices");
+    return;
+  }
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop{};
+    if (auto err = cudaGetDeviceProperties(&prop, d); err != cudaSuccess) {
+      notes.push_back(fmt::format("CUDA device {} skipped: cudaGetDeviceProperties: {}", d,
+                                  cudaGetErrorString(err)));
+      continue;
+    }
+    auto name = "cuda" + std::to_string(d);
+    place_info dev{
+        .type = place_type::device,
+        .isa = isa::cuda,
+        .name = name,
+        .os_index = d,
+        .attributes = {{"model", prop.name},
+                       {"compute_capability", fmt::format("{}.{}", prop.major, prop.minor)},
+                       {"pci_bus", fmt::format("{:04x}:{:02x}:{:02x}", prop.pciDomainID,
+                                               prop.pciBusID, prop.pciDeviceID)}}};
+    auto id = builder.add(builder.root(), std::move(dev));
+    builder.add(id, {.type = place_type::device_memory,
+                     .isa = isa::cuda,
+                     .name = name + " memory",
+                     .os_index = d,
+                     .capacity = prop.totalGlobalMem});
+    for (int sm = 0; sm < prop.multiProcessorCount; ++sm)
+      builder.add(id, {.type = place_type::compute_unit,
+                       .isa = isa::cuda,
+                       .name = name + " SM " + std::to_string(sm),
+                       .os_index = sm});
+  }
+}
+
+}  // namespace strata::detail

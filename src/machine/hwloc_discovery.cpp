@@ -1,0 +1,150 @@
+// Host discovery with hwloc (Phalanx §III-A: "a NUMA-aware runtime might present the
+// CPU's storage as one memory per NUMA domain" — Strata does).
+#include <strata/error.hpp>
+
+#include "machine/discovery_parts.hpp"
+
+#include <fmt/format.h>
+#include <hwloc.h>
+
+#include <memory>
+
+#include <unistd.h>
+
+namespace strata::detail {
+namespace {
+
+struct topology_deleter {
+  void operator()(hwloc_topology* t) const noexcept { hwloc_topology_destroy(t); }
+};
+using topology_ptr = std::unique_ptr<hwloc_topology, topology_deleter>;
+
+[[noreturn]] void hwloc_failed(char const* call, std::string const& detail = {}) {
+  throw backend_error(
+      fmt::format("hwloc: {} failed{}{}", call, detail.empty() ? "" : ": ", detail));
+}
+
+topology_ptr load_topology(machine_options const& options) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0) hwloc_failed("hwloc_topology_init");
+  topology_ptr topo(raw);
+  auto const& spec = options.topology;
+  auto bad_spec = [&](std::string const& what) {
+    throw config_error(
+        fmt::format("{}=\"{}\": {}; expected \"synthetic:<hwloc synthetic description>\" (e.g. "
+                    "\"synthetic:pack:2 numa:1 core:4 pu:2\") or \"xml:<file exported by lstopo>\"",
+                    options.topology_source, spec, what));
+  };
+  if (spec.rfind("synthetic:", 0) == 0) {
+    if (hwloc_topology_set_synthetic(raw, spec.c_str() + 10) != 0)
+      bad_spec("hwloc rejected the synthetic description");
+  } else if (spec.rfind("xml:", 0) == 0) {
+    if (hwloc_topology_set_xml(raw, spec.c_str() + 4) != 0)
+      bad_spec("hwloc could not read that XML file");
+  } else if (!spec.empty()) {
+    bad_spec("unknown topology source");
+  }
+  // Instruction caches would double every cache level in the tree without telling a
+  // program anything about where its data lives.
+  hwloc_topology_set_icache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  if (hwloc_topology_load(raw) != 0) {
+    if (!spec.empty()) bad_spec("hwloc could not load it");
+    hwloc_failed("hwloc_topology_load");
+  }
+  return topo;
+}
+
+std::optional<place_info> info_of(hwloc_obj_t obj) {
+  place_info info;
+  info.os_index = obj->os_index == HWLOC_UNKNOWN_INDEX ? -1 : static_cast<int>(obj->os_index);
+  auto logical = std::to_string(obj->logical_index);
+  switch (obj->type) {
+    case HWLOC_OBJ_PACKAGE:
+      info.type = place_type::package;
+      info.name = "Package " + logical;
+      break;
+    case HWLOC_OBJ_DIE:
+      info.type = place_type::die;
+      info.name = "Die " + logical;
+      break;
+    case HWLOC_OBJ_GROUP:
+      info.type = place_type::group;
+      info.name = "Group " + logical;
+      break;
+    case HWLOC_OBJ_L1CACHE:
+    case HWLOC_OBJ_L2CACHE:
+    case HWLOC_OBJ_L3CACHE:
+    case HWLOC_OBJ_L4CACHE:
+    case HWLOC_OBJ_L5CACHE:
+      info.type = place_type::cache;
+      info.cache_level = static_cast<std::uint8_t>(obj->attr->cache.depth);
+      info.capacity = obj->attr->cache.size;
+      info.name = fmt::format("L{}{} {}", obj->attr->cache.depth,
+                              obj->attr->cache.type == HWLOC_OBJ_CACHE_DATA ? "d" : "", logical);
+      info.attributes.emplace_back("line_size", std::to_string(obj->attr->cache.linesize));
+      break;
+    case HWLOC_OBJ_CORE:
+      info.type = place_type::core;
+      info.name = "Core " + logical;
+      break;
+    case HWLOC_OBJ_PU:
+      info.type = place_type::pu;
+      info.name = "PU " + logical;
+      break;
+    case HWLOC_OBJ_NUMANODE:
+      info.type = place_type::host_memory;
+      info.name = "NUMA " + logical;
+      info.capacity = obj->attr->numanode.local_memory;
+      break;
+    default:
+      return std::nullopt;  // I/O, Misc and memory-side caches carry no places
+  }
+  return info;
+}
+
+void add_memories(machine_builder& b, machine_builder::node_id at, hwloc_obj_t obj) {
+  // Memory children may sit below memory-side caches; NUMA nodes are what we keep.
+  for (auto m = obj->memory_first_child; m; m = m->next_sibling) {
+    if (m->type == HWLOC_OBJ_NUMANODE)
+      b.add(at, *info_of(m));
+    else
+      add_memories(b, at, m);
+  }
+}
+
+void add_children(machine_builder& b, machine_builder::node_id at, hwloc_obj_t obj) {
+  add_memories(b, at, obj);
+  for (auto c = obj->first_child; c; c = c->next_sibling) {
+    if (auto info = info_of(c)) {
+      auto id = b.add(at, std::move(*info));
+      add_children(b, id, c);
+    } else {
+      add_children(b, at, c);  // a filtered-out level: lift its children
+    }
+  }
+}
+
+}  // namespace
+
+machine_builder discover_host(machine_options const& options) {
+  auto topo = load_topology(options);
+  auto root = hwloc_get_root_obj(topo.get());
+  place_info info{.type = place_type::machine, .isa = isa::host, .name = "Machine"};
+  if (auto host = hwloc_obj_get_info_by_name(root, "HostName"))
+    info.attributes.emplace_back("hostname", host);
+  auto package = hwloc_get_obj_by_type(topo.get(), HWLOC_OBJ_PACKAGE, 0);
+  if (auto cpu = hwloc_obj_get_info_by_name(package ? package : root, "CPUModel"))
+    info.attributes.emplace_back("cpu_model", cpu);
+  if (!options.topology.empty()) info.attributes.emplace_back("topology", options.topology);
+  // Some virtual machines give their NUMA nodes less memory than the OS has in all;
+  // keeping the OS figure lets `strata info` show both instead of hiding the gap.
+  if (auto pages = sysconf(_SC_PHYS_PAGES); options.topology.empty() && pages > 0)
+    info.attributes.emplace_back(
+        "os_memory_bytes", std::to_string(static_cast<std::uint64_t>(pages) *
+                                          static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE))));
+  machine_builder b(std::move(info));
+  add_children(b, b.root(), root);
+  return b;
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,169 @@
+#include <strata/config.hpp>
+#include <strata/error.hpp>
+#include <strata/machine/json.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace strata {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json node_to_json(place const& p) {
+  auto const& info = p.info();
+  json j;
+  j["type"] = to_string(info.type);
+  j["kind"] = to_string(kind_of(info.type));
+  j["isa"] = to_string(info.isa);
+  j["name"] = info.name;
+  if (info.os_index >= 0) j["os_index"] = info.os_index;
+  if (info.capacity != 0) j["capacity"] = info.capacity;
+  if (info.cache_level != 0) j["cache_level"] = info.cache_level;
+  if (info.link != link_model{})
+    j["link"] = {{"bandwidth", info.link.bandwidth}, {"latency", info.link.latency}};
+  if (info.speed != 1.0) j["speed"] = info.speed;
+  if (info.rank != 0) j["rank"] = info.rank;
+  if (!info.attributes.empty()) {
+    json attrs = json::object();
+    for (auto const& [k, v] : info.attributes) attrs[k] = v;
+    j["attributes"] = std::move(attrs);
+  }
+  json children = json::array();
+  for (auto const& c : p.children()) children.push_back(node_to_json(c));
+  j["children"] = std::move(children);
+  return j;
+}
+
+json summary_of(place const& root) {
+  json s = json::object();
+  auto count = [&](char const* key, auto&& match) {
+    auto all = root.descendants();
+    s[key] = std::count_if(all.begin(), all.end(), match);
+  };
+  auto of_type = [](place_type t) { return [t](place const& p) { return p.type() == t; }; };
+  auto device_of = [](isa a) {
+    return [a](place const& p) { return p.type() == place_type::device && p.isa() == a; };
+  };
+  count("packages", of_type(place_type::package));
+  count("numa_nodes", of_type(place_type::host_memory));
+  count("cores", of_type(place_type::core));
+  count("pus", of_type(place_type::pu));
+  count("cuda_devices", device_of(isa::cuda));
+  count("sim_devices", device_of(isa::sim));
+  std::uint64_t host_bytes = 0;
+  for (auto const& m : root.descendants(place_type::host_memory)) host_bytes += m.capacity();
+  s["host_memory_bytes"] = host_bytes;
+  return s;
+}
+
+struct reader {
+  [[noreturn]] static void fail(std::string const& path, std::string const& what) {
+    throw parse_error(fmt::format("machine JSON: at {}: {}", path, what));
+  }
+
+  template <class T>
+  static T get(json const& j, char const* key, std::string const& path, T fallback) {
+    auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    try {
+      return it->get<T>();
+    } catch (nlohmann::json::exception const&) {
+      fail(path + "." + key, fmt::format("expected a value of the right type, got {}", it->dump()));
+    }
+  }
+
+  static place_info info(json const& j, std::string const& path) {
+    if (!j.is_object()) fail(path, "expected an object describing a place");
+    place_info info;
+    auto type_name = get<std::string>(j, "type", path, "");
+    auto type = parse_place_type(type_name);
+    if (!type)
+      fail(path + ".type", fmt::format("unknown place type \"{}\"; expected one of cluster, rank, "
+                                       "machine, package, die, group, cache, core, pu, device, "
+                                       "compute_unit, host_memory, device_memory",
+                                       type_name));
+    info.type = *type;
+    if (auto kind = get<std::string>(j, "kind", path, std::string(to_string(kind_of(*type))));
+        kind != to_string(kind_of(*type)))
+      fail(path + ".kind", fmt::format("kind \"{}\" contradicts type \"{}\" (a {})", kind,
+                                       type_name, to_string(kind_of(*type))));
+    auto isa_name = get<std::string>(j, "isa", path, "host");
+    auto arch = parse_isa(isa_name);
+    if (!arch)
+      fail(path + ".isa", fmt::format("unknown isa \"{}\"; expected host, cuda or sim", isa_name));
+    info.isa = *arch;
+    info.name = get<std::string>(j, "name", path, "");
+    info.os_index = get<std::int32_t>(j, "os_index", path, -1);
+    info.capacity = get<std::uint64_t>(j, "capacity", path, 0);
+    info.cache_level = get<std::uint8_t>(j, "cache_level", path, 0);
+    if (auto it = j.find("link"); it != j.end()) {
+      info.link.bandwidth = get<double>(*it, "bandwidth", path + ".link", 0.0);
+      info.link.latency = get<double>(*it, "latency", path + ".link", 0.0);
+    }
+    info.speed = get<double>(j, "speed", path, 1.0);
+    info.rank = get<std::int32_t>(j, "rank", path, 0);
+    if (auto it = j.find("attributes"); it != j.end()) {
+      if (!it->is_object()) fail(path + ".attributes", "expected an object of strings");
+      for (auto const& [k, v] : it->items()) {
+        if (!v.is_string()) fail(path + ".attributes." + k, "expected a string");
+        info.attributes.emplace_back(k, v.get<std::string>());
+      }
+    }
+    return info;
+  }
+
+  static void children(machine_builder& b, machine_builder::node_id at, json const& j,
+                       std::string const& path) {
+    auto it = j.find("children");
+    if (it == j.end()) return;
+    if (!it->is_array()) fail(path + ".children", "expected an array of places");
+    for (std::size_t i = 0; i < it->size(); ++i) {
+      auto child_path = fmt::format("{}.children[{}]", path, i);
+      auto const& c = (*it)[i];
+      machine_builder::node_id id = 0;
+      try {
+        id = b.add(at, info(c, child_path));
+      } catch (invalid_argument const& e) {
+        fail(child_path, e.what());
+      }
+      children(b, id, c, child_path);
+    }
+  }
+};
+
+}  // namespace
+
+std::string to_json(place const& root, std::vector<std::string> const& notes, int indent) {
+  json doc;
+  doc["format"] = "strata-machine";
+  doc["version"] = 1;
+  doc["strata"] = version();
+  doc["machine"] = node_to_json(root);
+  doc["summary"] = summary_of(root);
+  doc["notes"] = notes;
+  return doc.dump(indent);
+}
+
+place machine_from_json(std::string_view text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (nlohmann::json::parse_error const& e) {
+    throw parse_error(fmt::format("machine JSON: not valid JSON: {}", e.what()));
+  }
+  std::string path = "machine";
+  json const* node = &doc;
+  if (doc.is_object() && doc.contains("machine")) {
+    if (auto v = doc.value("version", 1); v != 1)
+      reader::fail("version", fmt::format("version {} is not supported; expected 1", v));
+    node = &doc["machine"];
+  }
+  machine_builder b(reader::info(*node, path));
+  reader::children(b, b.root(), *node, path);
+  return b.build();
+}
+
+}  // namespace strata

@@ -1,0 +1,106 @@
+#include <strata/error.hpp>
+#include <strata/runtime.hpp>
+
+#include "log.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace strata {
+namespace {
+
+std::atomic<runtime*> live{nullptr};
+
+machine_options from_environment(runtime_options const& options) {
+  machine_options m;
+  if (auto v = std::getenv("STRATA_TOPOLOGY")) m.topology = v;
+  if (auto v = std::getenv("STRATA_SIM_DEVICES")) m.sim_devices = v;
+  if (options.topology) {
+    m.topology = *options.topology;
+    m.topology_source = options.topology_source;
+  }
+  if (options.sim_devices) {
+    m.sim_devices = *options.sim_devices;
+    m.sim_devices_source = options.sim_devices_source;
+  }
+  m.cuda = options.cuda;
+  return m;
+}
+
+}  // namespace
+
+runtime::runtime(runtime_options const& options) : options_(from_environment(options)) {
+  start();
+}
+
+runtime::runtime(int& argc, char** argv, runtime_options const& options)
+    : options_(from_environment({})) {
+  // Strata's flags are removed from argv so the program's own parser never sees them.
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    auto take = [&](std::string_view flag, std::string& value, std::string& source) {
+      if (arg.rfind(flag, 0) != 0) return false;
+      value = std::string(arg.substr(flag.size()));
+      source = std::string(flag.substr(0, flag.size() - 1));
+      return true;
+    };
+    if (take("--strata-topology=", options_.topology, options_.topology_source) ||
+        take("--strata-sim-devices=", options_.sim_devices, options_.sim_devices_source))
+      continue;
+    if (arg.rfind("--strata-", 0) == 0)
+      throw config_error("unknown command-line flag \"" + std::string(arg) +
+                         "\"; expected --strata-topology=<source> or --strata-sim-devices=<list>");
+    argv[kept++] = argv[i];
+  }
+  if (kept < argc) argv[kept] = nullptr;
+  argc = kept;
+  auto explicit_options = from_environment(options);
+  if (options.topology) {
+    options_.topology = explicit_options.topology;
+    options_.topology_source = explicit_options.topology_source;
+  }
+  if (options.sim_devices) {
+    options_.sim_devices = explicit_options.sim_devices;
+    options_.sim_devices_source = explicit_options.sim_devices_source;
+  }
+  options_.cuda = options.cuda;
+  start();
+}
+
+void runtime::start() {
+  detail::current_log_level();  // a bad STRATA_LOG fails here, not at the first message
+  runtime* expected = nullptr;
+  if (!live.compare_exchange_strong(expected, this))
+    throw error(
+        "a strata::runtime is already alive in this process; expected one runtime at a time "
+        "(create it once in main and pass places around)");
+  try {
+    auto found = discover_machine(options_);
+    machine_ = std::move(found.machine);
+    notes_ = std::move(found.notes);
+  } catch (...) {
+    live.store(nullptr);
+    throw;
+  }
+  for (auto const& note : notes_) detail::log(detail::log_level::info, note);
+}
+
+runtime::~runtime() {
+  live.store(nullptr);
+}
+
+runtime& runtime::current() {
+  auto* rt = live.load();
+  if (!rt)
+    throw error("no strata::runtime is alive; expected one created in main (strata::runtime rt;)");
+  return *rt;
+}
+
+bool runtime::active() noexcept {
+  return live.load() != nullptr;
+}
+
+}  // namespace strata
