@@ -157,7 +157,7 @@ place machine_from_json(std::string_view text) {
   std::string path = "machine";
   json const* node = &doc;
   if (doc.is_object() && doc.contains("machine")) {
-    if (auto v = doc.value("version", 1); v != 1)
+    if (auto v = reader::get<int>(doc, "version", "document", 1); v != 1)
       reader::fail("version", fmt::format("version {} is not supported; expected 1", v));
     node = &doc["machine"];
   }

@@ -1,0 +1,34 @@
+# The two commands of README.md. Each installs missing Debian packages, configures with
+# CMake presets, builds and runs.
+.PHONY: demo test deps build asan format clean
+
+STRATA := build/default/tools/strata/strata
+
+deps:
+	@tools/install-deps.sh
+
+build: deps
+	cmake --preset default
+	cmake --build --preset default
+
+# The main job: what Strata sees of this machine, then a tour of its places.
+demo: build
+	$(STRATA) info
+	STRATA_SIM_DEVICES=2:bw=12GB/s,lat=8us,speed=0.5 build/default/apps/machine_tour/machine_tour
+
+# Every test: the default build (tests, CLI, packaging, CUDA compile check, formatting),
+# then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+test: build
+	ctest --preset default
+	$(MAKE) --no-print-directory asan
+
+asan: deps
+	cmake --preset asan
+	cmake --build --preset asan
+	ctest --preset asan
+
+format:
+	cmake -DCLANG_FORMAT=clang-format -DSOURCE_DIR=$(CURDIR) -DFIX=ON -P cmake/check_format.cmake
+
+clean:
+	rm -rf build
