@@ -47,8 +47,12 @@ endif()
 # the sanitizers of the `asan` preset. A target, not global CMAKE_CXX_FLAGS.
 add_library(strata_build_flags INTERFACE)
 target_compile_options(strata_build_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wconversion -Wno-sign-conversion
    -Wno-missing-field-initializers>)
+# Tests write kernels as lambdas whose parameters are named after the data they receive,
+# so shadowing is expected there (target property STRATA_ALLOW_SHADOW).
+target_compile_options(strata_build_flags INTERFACE
+  $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<BOOL:$<TARGET_PROPERTY:STRATA_ALLOW_SHADOW>>>>:-Wshadow>)
 if(STRATA_SANITIZE)
   target_compile_options(strata_build_flags INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=${STRATA_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all>)

@@ -1,6 +1,7 @@
 #include <strata/error.hpp>
 #include <strata/runtime.hpp>
 
+#include "exec/exec_state.hpp"
 #include "log.hpp"
 
 #include <atomic>
@@ -32,7 +33,7 @@ machine_options from_environment(runtime_options const& options) {
 }  // namespace
 
 runtime::runtime(runtime_options const& options) : options_(from_environment(options)) {
-  start();
+  start(options);
 }
 
 runtime::runtime(int& argc, char** argv, runtime_options const& options)
@@ -67,11 +68,20 @@ runtime::runtime(int& argc, char** argv, runtime_options const& options)
     options_.sim_devices_source = explicit_options.sim_devices_source;
   }
   options_.cuda = options.cuda;
-  start();
+  start(options);
 }
 
-void runtime::start() {
+void runtime::start(runtime_options const& options) {
   detail::current_log_level();  // a bad STRATA_LOG fails here, not at the first message
+  if (options.cpu_backend) {
+    cpu_backend_ = *options.cpu_backend;
+  } else if (auto env = std::getenv("STRATA_CPU_BACKEND")) {
+    auto b = parse_backend(env);
+    if (!b || (*b != backend_id::serial && *b != backend_id::threads && *b != backend_id::openmp))
+      throw config_error("STRATA_CPU_BACKEND=\"" + std::string(env) +
+                         "\": unknown CPU backend; expected serial, threads or openmp");
+    cpu_backend_ = *b;
+  }
   runtime* expected = nullptr;
   if (!live.compare_exchange_strong(expected, this))
     throw error(
@@ -81,6 +91,7 @@ void runtime::start() {
     auto found = discover_machine(options_);
     machine_ = std::move(found.machine);
     notes_ = std::move(found.notes);
+    exec_ = std::make_unique<detail::exec_state>(machine_, options_.topology.empty());
   } catch (...) {
     live.store(nullptr);
     throw;
@@ -89,6 +100,7 @@ void runtime::start() {
 }
 
 runtime::~runtime() {
+  exec_.reset();  // drains the pool's work and joins its workers while still current
   live.store(nullptr);
 }
 
@@ -101,6 +113,10 @@ runtime& runtime::current() {
 
 bool runtime::active() noexcept {
   return live.load() != nullptr;
+}
+
+detail::exec_state& detail::current_exec() {
+  return *runtime::current().exec_;
 }
 
 }  // namespace strata

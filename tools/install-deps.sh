@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ make cmake ninja-build pkg-config git
-  libhwloc-dev nlohmann-json3-dev libfmt-dev libcli11-dev
+  libhwloc-dev libboost-context-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev clang-format
   libopenmpi-dev openmpi-bin
 )

@@ -4,14 +4,21 @@
 // device queues, MPI) as later layers arrive. One runtime lives at a time per process.
 #pragma once
 
+#include <strata/exec/backend.hpp>
 #include <strata/machine/discovery.hpp>
 #include <strata/machine/place.hpp>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace strata {
+
+namespace detail {
+struct exec_state;
+exec_state& current_exec();
+}  // namespace detail
 
 struct runtime_options {
   /// Overrides STRATA_TOPOLOGY (see machine_options::topology).
@@ -20,6 +27,9 @@ struct runtime_options {
   std::optional<std::string> sim_devices;
   /// Ask the CUDA runtime for GPUs (builds with CUDA only).
   bool cuda = true;
+  /// The backend for launches on host places that name none; overrides
+  /// STRATA_CPU_BACKEND (serial, threads or openmp; threads by default).
+  std::optional<backend_id> cpu_backend;
   /// How error messages name the two settings above (e.g. the flag they came from).
   std::string topology_source = "runtime_options::topology";
   std::string sim_devices_source = "runtime_options::sim_devices";
@@ -46,16 +56,22 @@ class runtime {
   /// The options discovery actually used (environment and flags applied).
   machine_options const& effective_options() const noexcept { return options_; }
 
+  /// The backend used for host places when a launch names none.
+  backend_id default_cpu_backend() const noexcept { return cpu_backend_; }
+
   /// The live runtime; throws `strata::error` when there is none.
   static runtime& current();
   static bool active() noexcept;
 
  private:
-  void start();
+  void start(runtime_options const& options);
+  friend detail::exec_state& detail::current_exec();
 
   machine_options options_;
   place machine_;
   std::vector<std::string> notes_;
+  backend_id cpu_backend_ = backend_id::threads;
+  std::unique_ptr<detail::exec_state> exec_;
 };
 
 }  // namespace strata

@@ -3,5 +3,6 @@
 
 #include <strata/config.hpp>
 #include <strata/error.hpp>
+#include <strata/exec.hpp>
 #include <strata/machine.hpp>
 #include <strata/runtime.hpp>

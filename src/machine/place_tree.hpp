@@ -31,6 +31,12 @@ struct place_tree {
   }
 };
 
+/// Identity of a place's tree and node, for caches keyed by place (exec layer).
+struct place_access {
+  static void const* tree(place const& p) noexcept { return p.tree_.get(); }
+  static std::uint32_t index(place const& p) noexcept { return p.index_; }
+};
+
 /// A fresh id for a newly built machine tree.
 std::uint64_t next_machine_id() noexcept;
 

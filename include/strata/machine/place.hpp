@@ -93,7 +93,8 @@ struct place_info {
 
 namespace detail {
 struct place_tree;
-}
+struct place_access;
+}  // namespace detail
 
 /// A node of a place tree (Phalanx `place`). Sliced trees are trees of their own whose
 /// places keep the identity (`id()`) of the machine's places they came from.
@@ -166,6 +167,7 @@ class place {
 
  private:
   friend class machine_builder;
+  friend struct detail::place_access;
   place(std::shared_ptr<detail::place_tree const> tree, std::uint32_t index) noexcept
       : tree_(std::move(tree)), index_(index) {}
   detail::place_tree const& tree() const;  // throws on an empty handle

@@ -1,0 +1,13 @@
+// The execution layer: shapes, domains, launch, events, queues and the CPU backends.
+#pragma once
+
+#include <strata/exec/atomic.hpp>
+#include <strata/exec/backend.hpp>
+#include <strata/exec/domain.hpp>
+#include <strata/exec/event.hpp>
+#include <strata/exec/launch.hpp>
+#include <strata/exec/phases.hpp>
+#include <strata/exec/queue.hpp>
+#include <strata/exec/shape.hpp>
+#include <strata/exec/vec.hpp>
+#include <strata/exec/work_division.hpp>

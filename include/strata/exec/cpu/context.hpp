@@ -1,0 +1,62 @@
+// What the CPU backends hand a kernel's domain: extents and indices stored as values,
+// plus the block's synchronization (none, fibers, or phases).
+#pragma once
+
+#include <strata/exec/domain.hpp>
+#include <strata/exec/vec.hpp>
+
+#include <cstddef>
+
+namespace strata::detail {
+
+struct fiber_block;
+/// Suspends the calling fiber until all fibers of its block arrive (src/exec/cpu).
+void fiber_barrier(fiber_block* block);
+
+/// Synchronization of a streaming block: none (barrier() does not compile before here).
+struct no_sync {
+  void barrier() const {}
+};
+
+/// A parallel block whose threads are fibers.
+struct fiber_sync {
+  fiber_block* block;
+  void barrier() const { fiber_barrier(block); }
+};
+
+/// A parallel block run as phases: the barriers are the phase boundaries.
+struct phase_sync {
+  template <class T = void>
+  void barrier() const {
+    static_assert(always_false<T>,
+                  "barrier(): a phase-split kernel is already cut at its barriers; end the "
+                  "phase and continue in the next one instead");
+  }
+};
+
+/// A single-thread parallel block: its barrier has nobody to wait for.
+using single_sync = no_sync;
+
+template <std::size_t D, class Sync>
+struct cpu_context {
+  vec<D> grid;
+  vec<D> block;
+  vec<D> elements;
+  vec<D> block_idx;
+  vec<D> thread_idx;
+  Sync sync{};
+  std::byte* scratch = nullptr;
+  std::size_t scratch_bytes = 0;
+  mutable std::size_t scratchpad_used = 0;
+
+  vec<D> grid_extent() const { return grid; }
+  vec<D> block_extent() const { return block; }
+  vec<D> element_extent() const { return elements; }
+  vec<D> block_index() const { return block_idx; }
+  vec<D> thread_index() const { return thread_idx; }
+  void barrier() const { sync.barrier(); }
+  std::byte* scratchpad_base() const { return scratch; }
+  std::size_t scratchpad_size() const { return scratch_bytes; }
+};
+
+}  // namespace strata::detail

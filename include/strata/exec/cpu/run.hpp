@@ -1,0 +1,178 @@
+// Running a range of blocks on one CPU thread: shared by the serial, threads and openmp
+// backends. Streaming blocks are plain loops; parallel blocks run their threads as fibers
+// (barrier() switches fibers) or, for phase-split kernels, phase by phase.
+#pragma once
+
+#include <strata/exec/cpu/context.hpp>
+#include <strata/exec/domain.hpp>
+#include <strata/exec/phases.hpp>
+#include <strata/exec/shape.hpp>
+
+#include <cstddef>
+#include <new>
+#include <tuple>
+#include <utility>
+
+namespace strata::detail {
+
+/// Thread-local scratch storage for one block, reused from block to block. Frames nest
+/// (a kernel that waits may run another block on the same thread), each at its depth.
+class scratch_frame {
+ public:
+  explicit scratch_frame(std::size_t bytes);
+  ~scratch_frame();
+  scratch_frame(scratch_frame const&) = delete;
+  scratch_frame& operator=(scratch_frame const&) = delete;
+  std::byte* data() const noexcept { return data_; }
+
+ private:
+  std::byte* data_;
+};
+
+/// Runs `threads` fibers, each calling body(ctx, thread); barrier() inside switches to
+/// the next fiber. Rethrows the first exception a thread threw; throws strata::error if
+/// some threads return while others wait at a barrier (the block would deadlock on GPU).
+void run_fiber_block(index_t threads, void (*body)(void*, index_t, fiber_block*), void* ctx);
+
+/// Limit on threads of one parallel CPU block (fibers are cheap but not free).
+inline constexpr index_t cpu_max_parallel_block = 1024;
+
+template <std::size_t D, class P>
+void check_cpu_shape(shape<D, P> const& s, char const* backend) {
+  if constexpr (is_parallel_v<P>) {
+    if (s.threads_per_block() > cpu_max_parallel_block)
+      throw invalid_argument("launch: block of " + std::to_string(s.threads_per_block()) +
+                             " threads exceeds the " + backend + " backend's limit of " +
+                             std::to_string(cpu_max_parallel_block) +
+                             " threads per parallel block");
+  }
+}
+
+template <class Kernel, class Self, class Args, std::size_t... I>
+inline void call_kernel(Kernel const& k, Self const& self, Args& args, std::index_sequence<I...>) {
+  k(self, std::get<I>(args)...);
+}
+
+// Streaming blocks: every thread of every block, in order, on this thread.
+template <std::size_t D, class Kernel, class Args>
+void run_streaming(shape<D, streaming_group> const& s, index_t b0, index_t b1, Kernel const& k,
+                   Args& args) {
+  using ctx_t = cpu_context<D, no_sync>;
+  using seq = std::make_index_sequence<std::tuple_size_v<Args>>;
+  ctx_t ctx{s.grid_extent(), s.block_extent(), s.element_extent(), {}, {}};
+  if (s.threads_per_block() == 1) {
+    ctx.thread_idx = vec<D>::fill(0);
+    for (index_t b = b0; b < b1; ++b) {
+      if constexpr (D == 1)
+        ctx.block_idx = vec<1>{b};
+      else
+        ctx.block_idx = delinearize(b, s.grid_extent());
+      call_kernel(k, domain<D, streaming_group, ctx_t>(ctx), args, seq{});
+    }
+    return;
+  }
+  index_t const threads = s.threads_per_block();
+  for (index_t b = b0; b < b1; ++b) {
+    ctx.block_idx = delinearize(b, s.grid_extent());
+    for (index_t t = 0; t < threads; ++t) {
+      ctx.thread_idx = delinearize(t, s.block_extent());
+      call_kernel(k, domain<D, streaming_group, ctx_t>(ctx), args, seq{});
+    }
+  }
+}
+
+// Parallel blocks with barrier(): fibers (or a direct call for one-thread blocks).
+template <std::size_t D, class Kernel, class Args>
+void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kernel const& k, Args& args) {
+  using seq = std::make_index_sequence<std::tuple_size_v<Args>>;
+  scratch_frame frame(s.scratchpad_bytes());
+  index_t const threads = s.threads_per_block();
+  for (index_t b = b0; b < b1; ++b) {
+    auto block_idx = delinearize(b, s.grid_extent());
+    if (threads == 1) {
+      cpu_context<D, single_sync> ctx{s.grid_extent(), s.block_extent(),    s.element_extent(),
+                                      block_idx,       vec<D>::fill(0),     {},
+                                      frame.data(),    s.scratchpad_bytes()};
+      call_kernel(k, domain<D, parallel_group, decltype(ctx)>(ctx), args, seq{});
+      continue;
+    }
+    struct closure {
+      shape<D, parallel_group> const* s;
+      vec<D> block_idx;
+      std::byte* scratch;
+      Kernel const* k;
+      Args* args;
+    } c{&s, block_idx, frame.data(), &k, &args};
+    run_fiber_block(
+        threads,
+        [](void* p, index_t t, fiber_block* fb) {
+          auto& cl = *static_cast<closure*>(p);
+          cpu_context<D, fiber_sync> ctx{cl.s->grid_extent(),
+                                         cl.s->block_extent(),
+                                         cl.s->element_extent(),
+                                         cl.block_idx,
+                                         delinearize(t, cl.s->block_extent()),
+                                         fiber_sync{fb},
+                                         cl.scratch,
+                                         cl.s->scratchpad_bytes()};
+          call_kernel(*cl.k, domain<D, parallel_group, cpu_context<D, fiber_sync>>(ctx), *cl.args,
+                      std::make_index_sequence<std::tuple_size_v<Args>>{});
+        },
+        &c);
+  }
+}
+
+// Phase-split blocks: each phase is a loop over the block's threads.
+template <std::size_t D, class State, class... Phases, class Args>
+void run_phases(shape<D, parallel_group> const& s, index_t b0, index_t b1,
+                phased_kernel<State, Phases...> const& k, Args& args) {
+  using ctx_t = cpu_context<D, phase_sync>;
+  index_t const threads = s.threads_per_block();
+  std::size_t const scratch =
+      (s.scratchpad_bytes() + alignof(State) - 1) / alignof(State) * alignof(State);
+  scratch_frame frame(scratch + static_cast<std::size_t>(threads) * sizeof(State));
+  auto* states = reinterpret_cast<State*>(frame.data() + scratch);
+  for (index_t b = b0; b < b1; ++b) {
+    for (index_t t = 0; t < threads; ++t) new (states + t) State{};
+    ctx_t ctx{s.grid_extent(),
+              s.block_extent(),
+              s.element_extent(),
+              delinearize(b, s.grid_extent()),
+              {},
+              {},
+              frame.data(),
+              s.scratchpad_bytes()};
+    auto run_phase = [&](auto const& phase) {
+      for (index_t t = 0; t < threads; ++t) {
+        ctx.thread_idx = delinearize(t, s.block_extent());
+        ctx.scratchpad_used = 0;
+        std::apply([&](auto&... a) { phase(domain<D, parallel_group, ctx_t>(ctx), states[t], a...); },
+                   args);
+      }
+    };
+    try {
+      std::apply([&](auto const&... phase) { (run_phase(phase), ...); }, k.phases);
+    } catch (...) {
+      for (index_t t = 0; t < threads; ++t) states[t].~State();
+      throw;
+    }
+    for (index_t t = 0; t < threads; ++t) states[t].~State();
+  }
+}
+
+/// Runs blocks [b0, b1) of a launch on the calling thread.
+template <std::size_t D, class P, class Kernel, class Args>
+void run_blocks(shape<D, P> const& s, index_t b0, index_t b1, Kernel const& k, Args& args) {
+  if constexpr (is_phased_kernel_v<Kernel>) {
+    static_assert(is_parallel_v<P>,
+                  "phases: a phase-split kernel needs parallel blocks, "
+                  "shape.block(strata::parallel, ...)");
+    run_phases(s, b0, b1, k, args);
+  } else if constexpr (is_parallel_v<P>) {
+    run_fibers(s, b0, b1, k, args);
+  } else {
+    run_streaming(s, b0, b1, k, args);
+  }
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,181 @@
+// The domain handle a kernel receives first (Phalanx's `self`, Alpaka's `acc`).
+//
+// Phalanx §III-B: `size()` and `index()` give the number of subgroups of a level and the
+// caller's position; `subdomain()` is the subgroup holding the caller; only parallel
+// levels have `barrier()` and `scratchpad()`. The grid's members (blocks) are always
+// independent (Alpaka §3.2.2), so the grid level is streaming; a block is streaming or
+// parallel as its shape says. Elements are the thread's own (Alpaka §3.2.4).
+//
+// The handle is backend-neutral: a backend supplies a context `Ctx` with the extents,
+// the caller's block and thread index, and for parallel blocks `barrier()` and the
+// scratchpad. CPU backends store these values; a GPU backend reads them from builtins.
+#pragma once
+
+#include <strata/exec/shape.hpp>
+#include <strata/exec/vec.hpp>
+
+#include <cstddef>
+#include <type_traits>
+
+namespace strata {
+
+namespace detail {
+
+/// Raised (on the host) when a kernel asks for more scratchpad than its shape provides.
+[[noreturn]] void scratchpad_overflow(std::size_t requested, std::size_t available);
+
+/// A type-dependent false, for static_asserts that fire only when instantiated.
+template <class...>
+inline constexpr bool always_false = false;
+
+}  // namespace detail
+
+template <std::size_t D, class Ctx>
+class thread_domain;
+template <std::size_t D, level_policy BlockPolicy, class Ctx>
+class block_domain;
+
+/// The kernel's view of the whole launch: the grid level, and Alpaka-style shortcuts
+/// (global indices, element ranges) for the calling thread.
+template <std::size_t D, level_policy BlockPolicy, class Ctx>
+class domain {
+ public:
+  static constexpr std::size_t rank = D;
+  using block_policy = BlockPolicy;
+
+  STRATA_FN explicit domain(Ctx const& ctx) : ctx_(ctx) {}
+
+  // Phalanx, grid level: blocks.
+  STRATA_FN vec<D> size() const { return ctx_.grid_extent(); }
+  STRATA_FN vec<D> index() const { return ctx_.block_index(); }
+  STRATA_FN block_domain<D, BlockPolicy, Ctx> subdomain() const {
+    return block_domain<D, BlockPolicy, Ctx>(ctx_);
+  }
+  /// The same as subdomain(): the caller's block.
+  STRATA_FN block_domain<D, BlockPolicy, Ctx> block() const { return subdomain(); }
+
+  // Alpaka-style queries (getIdx / getWorkDiv).
+  STRATA_FN vec<D> grid_extent() const { return ctx_.grid_extent(); }
+  STRATA_FN vec<D> block_extent() const { return ctx_.block_extent(); }
+  STRATA_FN vec<D> element_extent() const { return ctx_.element_extent(); }
+  STRATA_FN vec<D> block_index() const { return ctx_.block_index(); }
+  STRATA_FN vec<D> thread_index() const { return ctx_.thread_index(); }
+  /// The caller's thread index in the whole grid.
+  STRATA_FN vec<D> global_index() const {
+    return ctx_.block_index() * ctx_.block_extent() + ctx_.thread_index();
+  }
+  /// Threads in the whole grid.
+  STRATA_FN vec<D> global_extent() const { return ctx_.grid_extent() * ctx_.block_extent(); }
+  STRATA_FN index_t global_linear_index() const {
+    return linearize(global_index(), global_extent());
+  }
+  /// Elements covered by the whole launch.
+  STRATA_FN vec<D> global_element_extent() const { return global_extent() * ctx_.element_extent(); }
+  /// The caller's first element, in the launch's global element space.
+  STRATA_FN vec<D> first_element() const { return global_index() * ctx_.element_extent(); }
+
+  /// The caller's elements as global element indices: integers in 1-D, points otherwise.
+  STRATA_FN auto elements() const {
+    if constexpr (D == 1) {
+      index_t first = first_element()[0];
+      return index_range{first, first + ctx_.element_extent()[0]};
+    } else {
+      return box_range<D>{first_element(), ctx_.element_extent()};
+    }
+  }
+  /// The caller's elements clipped to [0, bound): the usual `i < n` guard, hoisted out of
+  /// the loop so that it stays vectorizable.
+  STRATA_FN auto elements(vec<D> const& bound) const {
+    auto first = first_element();
+    if constexpr (D == 1) {
+      index_t last = first[0] + ctx_.element_extent()[0];
+      return index_range{first[0], last < bound[0] ? last : bound[0]};
+    } else {
+      vec<D> ext = ctx_.element_extent();
+      for (std::size_t i = 0; i < D; ++i) {
+        index_t room = bound[i] - first[i];
+        ext[i] = room < 0 ? 0 : (room < ext[i] ? room : ext[i]);
+      }
+      return box_range<D>{first, ext};
+    }
+  }
+  STRATA_FN auto elements(index_t bound) const requires(D == 1) { return elements(vec<1>{bound}); }
+
+  /// The grid level is streaming; synchronize inside a block with block().barrier().
+  template <class P = BlockPolicy>
+  STRATA_FN void barrier() const {
+    static_assert(detail::always_false<P>,
+                  "barrier(): the grid level is streaming (blocks are independent and cannot "
+                  "synchronize); use self.block().barrier() in a parallel block");
+  }
+
+  STRATA_FN Ctx const& context() const { return ctx_; }
+
+ private:
+  Ctx ctx_;
+};
+
+/// The caller's block: its threads, and for parallel blocks a barrier and a scratchpad.
+template <std::size_t D, level_policy BlockPolicy, class Ctx>
+class block_domain {
+ public:
+  STRATA_FN explicit block_domain(Ctx const& ctx) : ctx_(ctx) {}
+
+  STRATA_FN vec<D> size() const { return ctx_.block_extent(); }
+  STRATA_FN vec<D> index() const { return ctx_.thread_index(); }
+  STRATA_FN index_t linear_size() const { return ctx_.block_extent().product(); }
+  STRATA_FN index_t linear_index() const {
+    return linearize(ctx_.thread_index(), ctx_.block_extent());
+  }
+  STRATA_FN thread_domain<D, Ctx> subdomain() const { return thread_domain<D, Ctx>(ctx_); }
+
+  /// Waits until every thread of the block has arrived (CUDA __syncthreads()).
+  STRATA_FN void barrier() const {
+    static_assert(is_parallel_v<BlockPolicy>,
+                  "barrier(): this block is streaming (its threads are independent); build "
+                  "the shape with .block(strata::parallel, ...) to synchronize threads");
+    ctx_.barrier();
+  }
+
+  /// The block's shared scratchpad as `n` objects of T. Every thread makes the same calls
+  /// in the same order (SPMD), so the k-th call returns the same storage in every thread;
+  /// each call takes the next suitably aligned piece of the shape's scratchpad bytes.
+  template <class T>
+  STRATA_FN T* scratchpad(std::size_t n) const {
+    static_assert(is_parallel_v<BlockPolicy>,
+                  "scratchpad(): this block is streaming (its threads share nothing); build "
+                  "the shape with .block(strata::parallel, ...).scratchpad(bytes)");
+    static_assert(std::is_trivially_destructible_v<T>,
+                  "scratchpad(): T must be trivially destructible (scratchpads are raw storage)");
+    std::size_t offset = (ctx_.scratchpad_used + alignof(T) - 1) / alignof(T) * alignof(T);
+    std::size_t end = offset + n * sizeof(T);
+    if (end > ctx_.scratchpad_size()) {
+#if STRATA_DEVICE_CODE
+      __trap();
+#else
+      detail::scratchpad_overflow(end, ctx_.scratchpad_size());
+#endif
+    }
+    ctx_.scratchpad_used = end;
+    return reinterpret_cast<T*>(ctx_.scratchpad_base() + offset);
+  }
+
+ private:
+  Ctx const& ctx_;
+};
+
+/// The caller's thread: its elements (Alpaka §3.2.4).
+template <std::size_t D, class Ctx>
+class thread_domain {
+ public:
+  STRATA_FN explicit thread_domain(Ctx const& ctx) : ctx_(ctx) {}
+  STRATA_FN vec<D> size() const { return ctx_.element_extent(); }
+  STRATA_FN vec<D> first() const {
+    return (ctx_.block_index() * ctx_.block_extent() + ctx_.thread_index()) * ctx_.element_extent();
+  }
+
+ private:
+  Ctx const& ctx_;
+};
+
+}  // namespace strata

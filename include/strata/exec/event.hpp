@@ -1,0 +1,141 @@
+// Events: handles to launched work (Phalanx §III-B async/async_after/wait).
+//
+// An event completes once, successfully or with the exception its work threw. Waiting
+// rethrows that exception. Continuations run in the thread that completes the event, so
+// chains of work need no thread of their own. A thread that waits helps run pending
+// work of the runtime's pool instead of blocking, so waiting inside a kernel or a task
+// cannot deadlock the pool.
+#pragma once
+
+#include <atomic>
+#include <concepts>
+#include <exception>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+namespace strata {
+
+namespace detail {
+
+class event_state {
+ public:
+  enum status : int { pending = 0, done = 1, failed = 2 };
+
+  bool ready() const noexcept { return status_.load(std::memory_order_acquire) != pending; }
+  bool failed_() const noexcept { return status_.load(std::memory_order_acquire) == failed; }
+  std::exception_ptr error() const noexcept { return ready() ? error_ : nullptr; }
+
+  /// Completes the event (once) and runs its continuations here.
+  void complete(std::exception_ptr error = nullptr);
+  /// Runs `fn` when the event completes: now, in this thread, if it already has.
+  void then(std::function<void()> fn);
+
+ private:
+  std::atomic<int> status_{pending};
+  std::exception_ptr error_;
+  std::mutex mutex_;
+  std::vector<std::function<void()>> continuations_;
+};
+
+/// Blocks (helping the pool) until `s` is ready; used by event::wait.
+void wait_until_ready(event_state const& s);
+
+}  // namespace detail
+
+class event {
+ public:
+  /// An empty event: already complete, nothing to wait for (a queue's starting point).
+  event() = default;
+  explicit event(std::shared_ptr<detail::event_state> s) : state_(std::move(s)) {}
+
+  /// A new event that its producer completes later.
+  static event pending() { return event(std::make_shared<detail::event_state>()); }
+  static event completed() { return event(); }
+  static event failed(std::exception_ptr error) {
+    auto e = pending();
+    e.state_->complete(std::move(error));
+    return e;
+  }
+
+  bool ready() const noexcept { return !state_ || state_->ready(); }
+  /// Whether the work finished by throwing (false while pending).
+  bool has_failed() const noexcept { return state_ && state_->failed_(); }
+  std::exception_ptr error() const noexcept { return state_ ? state_->error() : nullptr; }
+
+  /// Blocks until the work completes, helping the pool meanwhile; rethrows its exception.
+  void wait() const {
+    if (!state_) return;
+    if (!state_->ready()) detail::wait_until_ready(*state_);
+    if (auto err = state_->error()) std::rethrow_exception(err);
+  }
+
+  /// Runs `fn` once this event completes (in the completing thread, or now).
+  void then(std::function<void()> fn) const {
+    if (state_)
+      state_->then(std::move(fn));
+    else
+      fn();
+  }
+
+  /// Producer side: completes the event with success or an exception.
+  void complete(std::exception_ptr error = nullptr) const {
+    if (state_) state_->complete(std::move(error));
+  }
+
+  friend bool operator==(event const&, event const&) = default;
+
+ private:
+  std::shared_ptr<detail::event_state> state_;
+};
+
+inline void wait(event const& e) {
+  e.wait();
+}
+
+/// Waits for all events, then rethrows the first failure among them (in order).
+inline void wait_all(std::span<event const> events) {
+  std::exception_ptr first;
+  for (auto const& e : events) {
+    try {
+      e.wait();
+    } catch (...) {
+      if (!first) first = std::current_exception();
+    }
+  }
+  if (first) std::rethrow_exception(first);
+}
+inline void wait_all(std::initializer_list<event> events) {
+  wait_all(std::span<event const>(events.begin(), events.size()));
+}
+
+/// Preconditions for a launch (Phalanx async_after): strata::launch(after(e1, e2), ...).
+struct after {
+  std::vector<event> events;
+  after() = default;
+  template <class... E>
+  requires(std::same_as<std::remove_cvref_t<E>, event>&&...) explicit after(E&&... e)
+      : events{std::forward<E>(e)...} {}
+  explicit after(std::vector<event> e) : events(std::move(e)) {}
+
+  bool ready() const noexcept {
+    for (auto const& e : events)
+      if (!e.ready()) return false;
+    return true;
+  }
+  /// The first failure among the events, if any has failed.
+  std::exception_ptr error() const noexcept {
+    for (auto const& e : events)
+      if (auto err = e.error()) return err;
+    return nullptr;
+  }
+};
+
+/// An event that completes when all `deps` have (failing with the first failure).
+event when_all(after const& deps);
+
+}  // namespace strata

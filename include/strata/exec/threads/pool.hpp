@@ -1,0 +1,73 @@
+// The interface of the runtime's worker pool that the threads backend submits to.
+//
+// A job is a count of chunks that workers claim one at a time (blocks are handed out
+// dynamically); whoever finishes the last chunk completes the job's event. The pool has
+// one worker per host PU but the first, each pinned to its PU with hwloc; the first PU's
+// share is done by the threads that wait (as OpenMP's master thread does), so a launch
+// followed by a wait uses every PU without oversubscribing any.
+#pragma once
+
+#include <strata/exec/event.hpp>
+#include <strata/exec/vec.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+
+namespace strata::detail {
+
+struct slot_set;
+
+class job {
+ public:
+  job(index_t chunks, slot_set const* slots) : total_(chunks), slots_(slots) {
+    remaining_.store(chunks, std::memory_order_relaxed);
+  }
+  virtual ~job() = default;
+  job(job const&) = delete;
+  job& operator=(job const&) = delete;
+
+  /// Runs one chunk; may throw (the job then fails and its other chunks are skipped).
+  virtual void run_chunk(index_t chunk) = 0;
+
+  event const& done() const noexcept { return done_; }
+  slot_set const* slots() const noexcept { return slots_; }
+  index_t total() const noexcept { return total_; }
+
+  /// Claims the next chunk, or returns -1 when all are claimed.
+  index_t claim() noexcept {
+    if (next_.load(std::memory_order_relaxed) >= total_) return -1;
+    auto c = next_.fetch_add(1, std::memory_order_relaxed);
+    return c < total_ ? c : -1;
+  }
+  bool exhausted() const noexcept { return next_.load(std::memory_order_relaxed) >= total_; }
+
+  /// Runs a claimed chunk and, for the last one, completes the event.
+  void execute(index_t chunk) noexcept;
+
+ private:
+  index_t const total_;
+  slot_set const* const slots_;
+  std::atomic<index_t> next_{0};
+  std::atomic<index_t> remaining_{0};
+  std::atomic<bool> failed_{false};
+  std::exception_ptr error_;
+  event done_ = event::pending();
+};
+
+/// Hands a job to the runtime's pool (created on first use) and returns at once.
+void submit(std::shared_ptr<job> j);
+
+template <class Body>
+class body_job final : public job {
+ public:
+  body_job(index_t chunks, slot_set const* slots, Body body)
+      : job(chunks, slots), body_(std::move(body)) {}
+  void run_chunk(index_t chunk) override { body_(chunk); }
+
+ private:
+  Body body_;
+};
+
+}  // namespace strata::detail

@@ -1,0 +1,56 @@
+#include <strata/exec/event.hpp>
+
+#include "exec/threads/pool.hpp"
+
+namespace strata {
+namespace detail {
+
+void event_state::complete(std::exception_ptr error) {
+  std::vector<std::function<void()>> run;
+  {
+    std::lock_guard lock(mutex_);
+    if (status_.load(std::memory_order_relaxed) != pending) return;  // completes once
+    error_ = std::move(error);
+    status_.store(error_ ? failed : done, std::memory_order_release);
+    run.swap(continuations_);
+  }
+  for (auto& fn : run) fn();
+  notify_progress();
+}
+
+void event_state::then(std::function<void()> fn) {
+  {
+    std::lock_guard lock(mutex_);
+    if (status_.load(std::memory_order_relaxed) == pending) {
+      continuations_.push_back(std::move(fn));
+      return;
+    }
+  }
+  fn();
+}
+
+}  // namespace detail
+
+event when_all(after const& deps) {
+  std::vector<event> pending;
+  for (auto const& e : deps.events)
+    if (!e.ready()) pending.push_back(e);
+  if (pending.empty()) {
+    auto err = deps.error();
+    return err ? event::failed(err) : event::completed();
+  }
+  auto result = event::pending();
+  struct countdown {
+    std::atomic<std::size_t> left;
+    after deps;
+  };
+  auto shared = std::make_shared<countdown>(pending.size(), deps);
+  for (auto const& e : pending)
+    e.then([shared, result] {
+      if (shared->left.fetch_sub(1, std::memory_order_acq_rel) == 1)
+        result.complete(shared->deps.error());
+    });
+  return result;
+}
+
+}  // namespace strata

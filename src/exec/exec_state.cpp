@@ -1,0 +1,43 @@
+#include "exec/exec_state.hpp"
+
+#include "exec/threads/pool.hpp"
+#include "machine/place_tree.hpp"
+
+namespace strata::detail {
+
+exec_state::exec_state(place m, bool system) : machine(std::move(m)), this_system(system) {
+  for (auto const& pu : machine.descendants(place_type::pu))
+    if (pu.isa() == isa::host) slot_os_index.push_back(pu.os_index());
+}
+
+exec_state::~exec_state() {
+  pool_.reset();
+}
+
+pool& exec_state::get_pool() {
+  std::call_once(pool_once_,
+                 [this] { pool_ = std::make_unique<pool>(slot_os_index, this_system); });
+  return *pool_;
+}
+
+std::pair<int, slot_set const*> exec_state::host_slots(place const& p) {
+  std::pair key{place_access::tree(p), place_access::index(p)};
+  std::lock_guard lock(mutex_);
+  if (auto it = cache_.find(key); it != cache_.end()) return {it->second.threads, it->second.slots};
+  slot_set set;
+  int threads = 0;
+  for (auto const& pu : p.descendants(place_type::pu)) {
+    if (pu.isa() != isa::host) continue;
+    auto slot = static_cast<std::size_t>(pu.logical_index());
+    if (set.bits.size() <= slot / 64) set.bits.resize(slot / 64 + 1, 0);
+    set.bits[slot / 64] |= std::uint64_t{1} << (slot % 64);
+    ++threads;
+  }
+  slot_set const* stored = &sets_.emplace_back(std::move(set));
+  // A bounded cache: programs that make many slices re-resolve the rare old ones.
+  if (cache_.size() > 256) cache_.clear();
+  cache_.emplace(key, cached{p, threads, stored});
+  return {threads, stored};
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,60 @@
+// The execution layer's share of the runtime: the worker pool (created on first use),
+// the slot sets of places, and the cache that makes resolving a launch target cheap.
+#pragma once
+
+#include <strata/exec/backend.hpp>
+#include <strata/machine/place.hpp>
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace strata::detail {
+
+class pool;
+struct exec_state;
+
+/// The live runtime's execution state (throws strata::error when no runtime is alive).
+exec_state& current_exec();
+
+/// Host PUs a job may run on, as bits over the pool's slots (slot = PU logical index).
+struct slot_set {
+  std::vector<std::uint64_t> bits;
+  bool has(int slot) const noexcept {
+    auto word = static_cast<std::size_t>(slot) / 64;
+    return word < bits.size() && (bits[word] >> (slot % 64) & 1u);
+  }
+};
+
+struct exec_state {
+  exec_state(place machine, bool this_system);
+  ~exec_state();
+
+  /// The pool, started on first call.
+  pool& get_pool();
+
+  /// Host processor count and slot set of a place, computed once per place.
+  std::pair<int, slot_set const*> host_slots(place const& p);
+
+  place machine;
+  bool this_system;
+  std::vector<int> slot_os_index;  // OS CPU number of each host PU, in slot order
+
+ private:
+  struct cached {
+    place keep_alive;  // holds the place's tree so its address is not reused
+    int threads;
+    slot_set const* slots;
+  };
+  std::mutex mutex_;
+  std::map<std::pair<void const*, std::uint32_t>, cached> cache_;
+  std::list<slot_set> sets_;  // stable addresses: jobs point at them
+  std::once_flag pool_once_;
+  std::unique_ptr<pool> pool_;
+};
+
+}  // namespace strata::detail

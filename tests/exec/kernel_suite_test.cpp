@@ -1,0 +1,326 @@
+// The same kernels on every CPU backend: index coverage, element ranges, barriers and
+// scratchpads (fibers and phases), atomics, exceptions, nested launches.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "exec/backends.hpp"
+
+namespace strata {
+namespace {
+
+using test::on_every_backend;
+
+class KernelSuite : public on_every_backend {};
+
+// Every element of random 1-3D shapes is visited exactly once, and each thread's view of
+// the hierarchy is consistent.
+template <std::size_t D>
+void check_coverage(target const& where, shape<D> const& s) {
+  auto ext = s.global_element_extent();
+  std::vector<int> hits(static_cast<std::size_t>(ext.product()), 0);
+  std::atomic<int> bad{0};
+  launch(where, s,
+         [ext](auto const& self, int* h, std::atomic<int>* errors) {
+           for (std::size_t d = 0; d < D; ++d) {
+             if (self.thread_index()[d] >= self.block_extent()[d] ||
+                 self.block_index()[d] >= self.grid_extent()[d])
+               errors->fetch_add(1);
+           }
+           if (self.index() != self.block_index() || self.subdomain().index() != self.thread_index())
+             errors->fetch_add(1);
+           for (auto e : self.elements()) {
+             vec<D> p{};
+             if constexpr (D == 1)
+               p = vec<1>{e};
+             else
+               p = e;
+             atomic_add(h + linearize(p, ext), 1);
+           }
+         },
+         hits.data(), &bad)
+      .wait();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_TRUE(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }))
+      << "some element visited " << *std::max_element(hits.begin(), hits.end()) << " times";
+}
+
+TEST_P(KernelSuite, EveryIndexVisitedOnceInRandomShapes) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> ext(1, 5);
+  for (int i = 0; i < 12; ++i) {
+    check_coverage(here(), grid(ext(rng) * 3).block(ext(rng)).elements(ext(rng)));
+    check_coverage(here(), grid(ext(rng), ext(rng)).block(ext(rng), ext(rng)).elements(1, ext(rng)));
+    check_coverage(here(), grid(ext(rng), 2, ext(rng))
+                               .block(ext(rng), 1, ext(rng))
+                               .elements(ext(rng), ext(rng), 1));
+  }
+  check_coverage(here(), grid(100000).elements(7));
+}
+
+TEST_P(KernelSuite, ElementRangesClipToTheProblem) {
+  int const n = 1003;
+  std::vector<float> x(n, 1.0f), y(n, 2.0f);
+  auto s = divide_work(here(), n);
+  ASSERT_GE(s.global_element_extent()[0], n);
+  launch(here(), s,
+         [](auto const& self, float a, int n, float const* x, float* y) {
+           for (auto i : self.elements(n)) y[i] = a * x[i] + y[i];
+         },
+         3.0f, n, x.data(), y.data())
+      .wait();
+  EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == 5.0f; }));
+
+  // 2-D: a 37 x 29 problem on 8 x 8 tiles of elements.
+  std::vector<int> m(37 * 29, 0);
+  launch(here(), grid(5, 4).elements(8, 8),
+         [](auto const& self, int* m) {
+           for (auto p : self.elements(vec<2>{37, 29})) m[p[0] * 29 + p[1]] += 1;
+         },
+         m.data())
+      .wait();
+  EXPECT_TRUE(std::all_of(m.begin(), m.end(), [](int v) { return v == 1; }));
+}
+
+// Block reduction with barrier() and a scratchpad: a tree in the scratchpad.
+struct block_sum_fibers {
+  template <class Self>
+  void operator()(Self const& self, int const* in, long* out) const {
+    auto block = self.block();
+    auto n = block.linear_size();
+    auto t = block.linear_index();
+    long* partial = block.template scratchpad<long>(static_cast<std::size_t>(n));
+    partial[t] = in[self.global_linear_index()];
+    block.barrier();
+    for (index_t stride = 1; stride < n; stride *= 2) {
+      if (t % (2 * stride) == 0 && t + stride < n) partial[t] += partial[t + stride];
+      block.barrier();
+    }
+    if (t == 0) out[self.block_index()[0]] = partial[0];
+  }
+};
+
+// The same reduction as phases: load, then let thread 0 add the partials.
+struct block_sum_state {
+  long value = 0;
+};
+
+auto block_sum_phases() {
+  return phases<block_sum_state>(
+      [](auto const& self, block_sum_state& st, int const* in, long*) {
+        st.value = in[self.global_linear_index()];
+        self.block().template scratchpad<long>(static_cast<std::size_t>(
+            self.block().linear_size()))[self.block().linear_index()] = st.value;
+      },
+      [](auto const& self, block_sum_state& st, int const*, long* out) {
+        auto n = self.block().linear_size();
+        long* partial = self.block().template scratchpad<long>(static_cast<std::size_t>(n));
+        if (self.block().linear_index() == 0) {
+          for (index_t i = 1; i < n; ++i) st.value += partial[i];
+          out[self.block_index()[0]] = st.value;
+        }
+      });
+}
+
+TEST_P(KernelSuite, BarrierAndScratchpadReductionsAgreeWithPhases) {
+  int const blocks = 37, threads = 48;
+  std::vector<int> in(blocks * threads);
+  std::iota(in.begin(), in.end(), 1);
+  auto s = grid(blocks).block(parallel, threads).scratchpad(threads * sizeof(long));
+  std::vector<long> fib(blocks, -1), ph(blocks, -1);
+  launch(here(), s, block_sum_fibers{}, in.data(), fib.data()).wait();
+  launch(here(), s, block_sum_phases(), in.data(), ph.data()).wait();
+  for (int b = 0; b < blocks; ++b) {
+    long expect = 0;
+    for (int t = 0; t < threads; ++t) expect += in[b * threads + t];
+    EXPECT_EQ(fib[b], expect) << "block " << b;
+    EXPECT_EQ(ph[b], expect) << "block " << b;
+  }
+}
+
+TEST_P(KernelSuite, TwoDimensionalParallelBlocks) {
+  std::vector<long> out(6, 0);
+  std::vector<int> in(6 * 4 * 8, 1);
+  launch(here(), grid(2, 3).block(parallel, 4, 8).scratchpad(32 * sizeof(long)),
+         [](auto const& self, int const* in, long* out) {
+           auto b = self.block();
+           long* p = b.template scratchpad<long>(32);
+           p[b.linear_index()] = in[self.global_linear_index()] * (b.index()[0] + 1);
+           b.barrier();
+           if (b.linear_index() == 0) {
+             long sum = 0;
+             for (int i = 0; i < 32; ++i) sum += p[i];
+             out[linearize(self.block_index(), self.grid_extent())] = sum;
+           }
+         },
+         in.data(), out.data())
+      .wait();
+  for (long v : out) EXPECT_EQ(v, 8 * (1 + 2 + 3 + 4));
+}
+
+TEST_P(KernelSuite, Atomics) {
+  int const n = 20000;
+  struct totals {
+    long sum = 0;
+    double fsum = 0;
+    int min = 1 << 30, max = -1;
+    int exchanged = -1;
+    int cas_count = 0;
+  } t;
+  launch(here(), grid(n / 10).elements(10),
+         [](auto const& self, totals* t) {
+           for (auto i : self.elements()) {
+             atomic_add(&t->sum, static_cast<long>(i));
+             atomic_add(&t->fsum, 1.0);
+             atomic_min(&t->min, static_cast<int>(i));
+             atomic_max(&t->max, static_cast<int>(i));
+             atomic_exchange(&t->exchanged, static_cast<int>(i));
+             // A counter made of compare-and-swap retries.
+             int old = t->cas_count, seen;
+             while ((seen = atomic_cas(&t->cas_count, old, old + 1)) != old) old = seen;
+           }
+           fence(scope::device);
+         },
+         &t)
+      .wait();
+  EXPECT_EQ(t.sum, long(n) * (n - 1) / 2);
+  EXPECT_EQ(t.fsum, double(n));
+  EXPECT_EQ(t.min, 0);
+  EXPECT_EQ(t.max, n - 1);
+  EXPECT_TRUE(t.exchanged >= 0 && t.exchanged < n);
+  EXPECT_EQ(t.cas_count, n);
+}
+
+TEST_P(KernelSuite, ExceptionInAKernelReachesWait) {
+  auto e = launch(here(), grid(1000).elements(4), [](auto const& self) {
+    if (self.block_index()[0] == 617) throw std::runtime_error("block 617 failed");
+  });
+  try {
+    e.wait();
+    FAIL() << "no exception";
+  } catch (std::runtime_error const& err) {
+    EXPECT_STREQ(err.what(), "block 617 failed");
+  }
+  EXPECT_TRUE(e.has_failed());
+  // In a fiber block and in a phase too.
+  auto s = grid(4).block(parallel, 8);
+  EXPECT_THROW(launch(here(), s,
+                      [](auto const& self) {
+                        self.block().barrier();
+                        if (self.block().linear_index() == 3) throw std::logic_error("fiber");
+                        self.block().barrier();
+                      })
+                   .wait(),
+               std::logic_error);
+  EXPECT_THROW(launch(here(), s, phases<int>([](auto const&, int&) {},
+                                             [](auto const&, int&) { throw std::logic_error("phase"); }))
+                   .wait(),
+               std::logic_error);
+}
+
+TEST_P(KernelSuite, BarrierNotReachedByAllThreadsIsAnError) {
+  auto e = launch(here(), grid(2).block(parallel, 4), [](auto const& self) {
+    if (self.block().linear_index() % 2 == 0) self.block().barrier();
+  });
+  try {
+    e.wait();
+    FAIL();
+  } catch (error const& err) {
+    EXPECT_NE(std::string(err.what()).find("2 of the block's 4 threads returned"), std::string::npos)
+        << err.what();
+  }
+}
+
+TEST_P(KernelSuite, ScratchpadOverflowIsAnError) {
+  auto e = launch(here(), grid(1).block(parallel, 2).scratchpad(16), [](auto const& self) {
+    self.block().template scratchpad<double>(4);
+  });
+  EXPECT_THROW(e.wait(), invalid_argument);
+}
+
+TEST_P(KernelSuite, NestedLaunchesFromRunningKernels) {
+  // Every outer block launches an inner kernel on the same backend and waits for it:
+  // the waiting thread must help, never block the pool.
+  int const outer = 16, inner = 64;
+  std::vector<int> out(outer * inner, 0);
+  auto where = here();
+  launch(where, grid(outer),
+         [where](auto const& self, int* out) {
+           auto base = self.block_index()[0] * inner;
+           launch(where, grid(inner), [](auto const& s, int* o) { o[s.block_index()[0]] += 1; },
+                  out + base)
+               .wait();
+         },
+         out.data())
+      .wait();
+  EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](int v) { return v == 1; }));
+}
+
+TEST_P(KernelSuite, AfterChainsAndQueuesKeepOrder) {
+  int const n = 4096;
+  std::vector<int> a(n, 0), b(n, 0);
+  auto fill = launch(here(), grid(n), [](auto const& s, int* a) { a[s.block_index()[0]] = 1; },
+                     a.data());
+  auto copy = launch(after(fill), here(), grid(n),
+                     [](auto const& s, int const* a, int* b) {
+                       b[s.block_index()[0]] = a[s.block_index()[0]] + 1;
+                     },
+                     a.data(), b.data());
+  copy.wait();
+  EXPECT_TRUE(std::all_of(b.begin(), b.end(), [](int v) { return v == 2; }));
+
+  queue q(here());
+  std::vector<int> v(n, 0);
+  for (int step = 0; step < 20; ++step)
+    q.launch(grid(64).elements(64),
+             [step](auto const& s, int* v) {
+               for (auto i : s.elements())
+                 if (v[i] == step) v[i] = step + 1;  // only correct if steps run in order
+             },
+             v.data());
+  q.wait();
+  EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](int x) { return x == 20; }));
+}
+
+TEST_P(KernelSuite, FailurePropagatesAlongAfterAndQueues) {
+  auto bad = launch(here(), grid(1), [](auto const&) { throw std::runtime_error("first"); });
+  bool ran = false;
+  auto next = launch(after(bad), here(), grid(1), [&ran](auto const&) { ran = true; });
+  EXPECT_THROW(next.wait(), std::runtime_error);
+  EXPECT_FALSE(ran);
+  queue q(here());
+  q.launch(grid(1), [](auto const&) { throw std::runtime_error("queued"); });
+  q.launch(grid(1), [&ran](auto const&) { ran = true; });
+  EXPECT_THROW(q.wait(), std::runtime_error);
+  EXPECT_FALSE(ran);
+}
+
+TEST_P(KernelSuite, RunsOnASingleProcessor) {
+  std::vector<int> v(1000, 0);
+  launch(on_first_pu(), grid(1000), [](auto const& s, int* v) { v[s.block_index()[0]] = 1; },
+         v.data())
+      .wait();
+  EXPECT_EQ(std::count(v.begin(), v.end(), 1), 1000);
+}
+
+TEST_P(KernelSuite, BlockOverTheLimitIsAnError) {
+  try {
+    launch(here(), grid(1).block(parallel, 2048), [](auto const&) {});
+    FAIL();
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("block of 2048 threads exceeds"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("limit of 1024"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cpu, KernelSuite, testing::ValuesIn(test::cpu_backends()),
+                         test::backend_name);
+
+}  // namespace
+}  // namespace strata
