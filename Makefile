@@ -1,6 +1,6 @@
 # The two commands of README.md. Each installs missing Debian packages, configures with
 # CMake presets, builds and runs.
-.PHONY: demo test deps build asan format clean
+.PHONY: demo test deps build asan tsan format clean
 
 STRATA := build/default/tools/strata/strata
 
@@ -17,15 +17,21 @@ demo: build
 	STRATA_SIM_DEVICES=2:bw=12GB/s,lat=8us,speed=0.5 build/default/apps/machine_tour/machine_tour
 
 # Every test: the default build (tests, CLI, packaging, CUDA compile check, formatting),
-# then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, and the
+# execution tests of the serial and threads backends under ThreadSanitizer.
 test: build
 	ctest --preset default
-	$(MAKE) --no-print-directory asan
+	$(MAKE) --no-print-directory asan tsan
 
 asan: deps
 	cmake --preset asan
 	cmake --build --preset asan
 	ctest --preset asan
+
+tsan: deps
+	cmake --preset tsan
+	cmake --build --preset tsan
+	ctest --preset tsan
 
 format:
 	cmake -DCLANG_FORMAT=clang-format -DSOURCE_DIR=$(CURDIR) -DFIX=ON -P cmake/check_format.cmake

@@ -25,25 +25,26 @@ void check_coverage(target const& where, shape<D> const& s) {
   auto ext = s.global_element_extent();
   std::vector<int> hits(static_cast<std::size_t>(ext.product()), 0);
   std::atomic<int> bad{0};
-  launch(where, s,
-         [ext](auto const& self, int* h, std::atomic<int>* errors) {
-           for (std::size_t d = 0; d < D; ++d) {
-             if (self.thread_index()[d] >= self.block_extent()[d] ||
-                 self.block_index()[d] >= self.grid_extent()[d])
-               errors->fetch_add(1);
-           }
-           if (self.index() != self.block_index() || self.subdomain().index() != self.thread_index())
-             errors->fetch_add(1);
-           for (auto e : self.elements()) {
-             vec<D> p{};
-             if constexpr (D == 1)
-               p = vec<1>{e};
-             else
-               p = e;
-             atomic_add(h + linearize(p, ext), 1);
-           }
-         },
-         hits.data(), &bad)
+  launch(
+      where, s,
+      [ext](auto const& self, int* h, std::atomic<int>* errors) {
+        for (std::size_t d = 0; d < D; ++d) {
+          if (self.thread_index()[d] >= self.block_extent()[d] ||
+              self.block_index()[d] >= self.grid_extent()[d])
+            errors->fetch_add(1);
+        }
+        if (self.index() != self.block_index() || self.subdomain().index() != self.thread_index())
+          errors->fetch_add(1);
+        for (auto e : self.elements()) {
+          vec<D> p{};
+          if constexpr (D == 1)
+            p = vec<1>{e};
+          else
+            p = e;
+          atomic_add(h + linearize(p, ext), 1);
+        }
+      },
+      hits.data(), &bad)
       .wait();
   EXPECT_EQ(bad.load(), 0);
   EXPECT_TRUE(std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; }))
@@ -55,10 +56,11 @@ TEST_P(KernelSuite, EveryIndexVisitedOnceInRandomShapes) {
   std::uniform_int_distribution<int> ext(1, 5);
   for (int i = 0; i < 12; ++i) {
     check_coverage(here(), grid(ext(rng) * 3).block(ext(rng)).elements(ext(rng)));
-    check_coverage(here(), grid(ext(rng), ext(rng)).block(ext(rng), ext(rng)).elements(1, ext(rng)));
-    check_coverage(here(), grid(ext(rng), 2, ext(rng))
-                               .block(ext(rng), 1, ext(rng))
-                               .elements(ext(rng), ext(rng), 1));
+    check_coverage(here(),
+                   grid(ext(rng), ext(rng)).block(ext(rng), ext(rng)).elements(1, ext(rng)));
+    check_coverage(
+        here(),
+        grid(ext(rng), 2, ext(rng)).block(ext(rng), 1, ext(rng)).elements(ext(rng), ext(rng), 1));
   }
   check_coverage(here(), grid(100000).elements(7));
 }
@@ -68,21 +70,23 @@ TEST_P(KernelSuite, ElementRangesClipToTheProblem) {
   std::vector<float> x(n, 1.0f), y(n, 2.0f);
   auto s = divide_work(here(), n);
   ASSERT_GE(s.global_element_extent()[0], n);
-  launch(here(), s,
-         [](auto const& self, float a, int n, float const* x, float* y) {
-           for (auto i : self.elements(n)) y[i] = a * x[i] + y[i];
-         },
-         3.0f, n, x.data(), y.data())
+  launch(
+      here(), s,
+      [](auto const& self, float a, int n, float const* x, float* y) {
+        for (auto i : self.elements(n)) y[i] = a * x[i] + y[i];
+      },
+      3.0f, n, x.data(), y.data())
       .wait();
   EXPECT_TRUE(std::all_of(y.begin(), y.end(), [](float v) { return v == 5.0f; }));
 
   // 2-D: a 37 x 29 problem on 8 x 8 tiles of elements.
   std::vector<int> m(37 * 29, 0);
-  launch(here(), grid(5, 4).elements(8, 8),
-         [](auto const& self, int* m) {
-           for (auto p : self.elements(vec<2>{37, 29})) m[p[0] * 29 + p[1]] += 1;
-         },
-         m.data())
+  launch(
+      here(), grid(5, 4).elements(8, 8),
+      [](auto const& self, int* m) {
+        for (auto p : self.elements(vec<2>{37, 29})) m[p[0] * 29 + p[1]] += 1;
+      },
+      m.data())
       .wait();
   EXPECT_TRUE(std::all_of(m.begin(), m.end(), [](int v) { return v == 1; }));
 }
@@ -146,19 +150,20 @@ TEST_P(KernelSuite, BarrierAndScratchpadReductionsAgreeWithPhases) {
 TEST_P(KernelSuite, TwoDimensionalParallelBlocks) {
   std::vector<long> out(6, 0);
   std::vector<int> in(6 * 4 * 8, 1);
-  launch(here(), grid(2, 3).block(parallel, 4, 8).scratchpad(32 * sizeof(long)),
-         [](auto const& self, int const* in, long* out) {
-           auto b = self.block();
-           long* p = b.template scratchpad<long>(32);
-           p[b.linear_index()] = in[self.global_linear_index()] * (b.index()[0] + 1);
-           b.barrier();
-           if (b.linear_index() == 0) {
-             long sum = 0;
-             for (int i = 0; i < 32; ++i) sum += p[i];
-             out[linearize(self.block_index(), self.grid_extent())] = sum;
-           }
-         },
-         in.data(), out.data())
+  launch(
+      here(), grid(2, 3).block(parallel, 4, 8).scratchpad(32 * sizeof(long)),
+      [](auto const& self, int const* in, long* out) {
+        auto b = self.block();
+        long* p = b.template scratchpad<long>(32);
+        p[b.linear_index()] = in[self.global_linear_index()] * (b.index()[0] + 1);
+        b.barrier();
+        if (b.linear_index() == 0) {
+          long sum = 0;
+          for (int i = 0; i < 32; ++i) sum += p[i];
+          out[linearize(self.block_index(), self.grid_extent())] = sum;
+        }
+      },
+      in.data(), out.data())
       .wait();
   for (long v : out) EXPECT_EQ(v, 8 * (1 + 2 + 3 + 4));
 }
@@ -172,21 +177,22 @@ TEST_P(KernelSuite, Atomics) {
     int exchanged = -1;
     int cas_count = 0;
   } t;
-  launch(here(), grid(n / 10).elements(10),
-         [](auto const& self, totals* t) {
-           for (auto i : self.elements()) {
-             atomic_add(&t->sum, static_cast<long>(i));
-             atomic_add(&t->fsum, 1.0);
-             atomic_min(&t->min, static_cast<int>(i));
-             atomic_max(&t->max, static_cast<int>(i));
-             atomic_exchange(&t->exchanged, static_cast<int>(i));
-             // A counter made of compare-and-swap retries.
-             int old = t->cas_count, seen;
-             while ((seen = atomic_cas(&t->cas_count, old, old + 1)) != old) old = seen;
-           }
-           fence(scope::device);
-         },
-         &t)
+  launch(
+      here(), grid(n / 10).elements(10),
+      [](auto const& self, totals* t) {
+        for (auto i : self.elements()) {
+          atomic_add(&t->sum, static_cast<long>(i));
+          atomic_add(&t->fsum, 1.0);
+          atomic_min(&t->min, static_cast<int>(i));
+          atomic_max(&t->max, static_cast<int>(i));
+          atomic_exchange(&t->exchanged, static_cast<int>(i));
+          // A counter made of compare-and-swap retries.
+          int old = t->cas_count, seen;
+          while ((seen = atomic_cas(&t->cas_count, old, old + 1)) != old) old = seen;
+        }
+        fence(scope::device);
+      },
+      &t)
       .wait();
   EXPECT_EQ(t.sum, long(n) * (n - 1) / 2);
   EXPECT_EQ(t.fsum, double(n));
@@ -217,8 +223,9 @@ TEST_P(KernelSuite, ExceptionInAKernelReachesWait) {
                       })
                    .wait(),
                std::logic_error);
-  EXPECT_THROW(launch(here(), s, phases<int>([](auto const&, int&) {},
-                                             [](auto const&, int&) { throw std::logic_error("phase"); }))
+  EXPECT_THROW(launch(here(), s,
+                      phases<int>([](auto const&, int&) {},
+                                  [](auto const&, int&) { throw std::logic_error("phase"); }))
                    .wait(),
                std::logic_error);
 }
@@ -231,15 +238,15 @@ TEST_P(KernelSuite, BarrierNotReachedByAllThreadsIsAnError) {
     e.wait();
     FAIL();
   } catch (error const& err) {
-    EXPECT_NE(std::string(err.what()).find("2 of the block's 4 threads returned"), std::string::npos)
+    EXPECT_NE(std::string(err.what()).find("2 of the block's 4 threads returned"),
+              std::string::npos)
         << err.what();
   }
 }
 
 TEST_P(KernelSuite, ScratchpadOverflowIsAnError) {
-  auto e = launch(here(), grid(1).block(parallel, 2).scratchpad(16), [](auto const& self) {
-    self.block().template scratchpad<double>(4);
-  });
+  auto e = launch(here(), grid(1).block(parallel, 2).scratchpad(16),
+                  [](auto const& self) { self.block().template scratchpad<double>(4); });
   EXPECT_THROW(e.wait(), invalid_argument);
 }
 
@@ -249,14 +256,16 @@ TEST_P(KernelSuite, NestedLaunchesFromRunningKernels) {
   int const outer = 16, inner = 64;
   std::vector<int> out(outer * inner, 0);
   auto where = here();
-  launch(where, grid(outer),
-         [where](auto const& self, int* out) {
-           auto base = self.block_index()[0] * inner;
-           launch(where, grid(inner), [](auto const& s, int* o) { o[s.block_index()[0]] += 1; },
-                  out + base)
-               .wait();
-         },
-         out.data())
+  launch(
+      where, grid(outer),
+      [where](auto const& self, int* out) {
+        auto base = self.block_index()[0] * inner;
+        launch(
+            where, grid(inner), [](auto const& s, int* o) { o[s.block_index()[0]] += 1; },
+            out + base)
+            .wait();
+      },
+      out.data())
       .wait();
   EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](int v) { return v == 1; }));
 }
@@ -264,25 +273,27 @@ TEST_P(KernelSuite, NestedLaunchesFromRunningKernels) {
 TEST_P(KernelSuite, AfterChainsAndQueuesKeepOrder) {
   int const n = 4096;
   std::vector<int> a(n, 0), b(n, 0);
-  auto fill = launch(here(), grid(n), [](auto const& s, int* a) { a[s.block_index()[0]] = 1; },
-                     a.data());
-  auto copy = launch(after(fill), here(), grid(n),
-                     [](auto const& s, int const* a, int* b) {
-                       b[s.block_index()[0]] = a[s.block_index()[0]] + 1;
-                     },
-                     a.data(), b.data());
+  auto fill = launch(
+      here(), grid(n), [](auto const& s, int* a) { a[s.block_index()[0]] = 1; }, a.data());
+  auto copy = launch(
+      after(fill), here(), grid(n),
+      [](auto const& s, int const* a, int* b) {
+        b[s.block_index()[0]] = a[s.block_index()[0]] + 1;
+      },
+      a.data(), b.data());
   copy.wait();
   EXPECT_TRUE(std::all_of(b.begin(), b.end(), [](int v) { return v == 2; }));
 
   queue q(here());
   std::vector<int> v(n, 0);
   for (int step = 0; step < 20; ++step)
-    q.launch(grid(64).elements(64),
-             [step](auto const& s, int* v) {
-               for (auto i : s.elements())
-                 if (v[i] == step) v[i] = step + 1;  // only correct if steps run in order
-             },
-             v.data());
+    q.launch(
+        grid(64).elements(64),
+        [step](auto const& s, int* v) {
+          for (auto i : s.elements())
+            if (v[i] == step) v[i] = step + 1;  // only correct if steps run in order
+        },
+        v.data());
   q.wait();
   EXPECT_TRUE(std::all_of(v.begin(), v.end(), [](int x) { return x == 20; }));
 }
@@ -302,8 +313,8 @@ TEST_P(KernelSuite, FailurePropagatesAlongAfterAndQueues) {
 
 TEST_P(KernelSuite, RunsOnASingleProcessor) {
   std::vector<int> v(1000, 0);
-  launch(on_first_pu(), grid(1000), [](auto const& s, int* v) { v[s.block_index()[0]] = 1; },
-         v.data())
+  launch(
+      on_first_pu(), grid(1000), [](auto const& s, int* v) { v[s.block_index()[0]] = 1; }, v.data())
       .wait();
   EXPECT_EQ(std::count(v.begin(), v.end(), 1), 1000);
 }

@@ -44,7 +44,8 @@ TEST(Shape, BadExtentsNameLevelValueAndLimit) {
   expect_error([] { grid(4).block(0); }, "block extent 0");
   expect_error([] { grid(4).block(parallel, -1); }, "block extent -1");
   expect_error([] { grid(4).elements(0); }, "elements extent 0");
-  expect_error([] { grid(std::numeric_limits<std::uint64_t>::max()); }, "exceeds the index type's limit");
+  expect_error([] { grid(std::numeric_limits<std::uint64_t>::max()); },
+               "exceeds the index type's limit");
   expect_error([] { grid(1ll << 40).block(1 << 20).elements(1 << 10); },
                "grid x block x elements overflows");
   expect_error([] { grid(1ll << 40, 1ll << 40); }, "overflows");
@@ -56,7 +57,8 @@ TEST_P(WorkDivision, CoversTheProblemWithSimdRanges) {
   for (index_t n : {1, 15, 16, 1000, 1 << 20, 12345678}) {
     auto s = divide_work(here(), n);
     EXPECT_GE(s.global_element_extent()[0], n);
-    EXPECT_LT(s.global_element_extent()[0] - n, s.element_extent()[0]) << "at most one partial block";
+    EXPECT_LT(s.global_element_extent()[0] - n, s.element_extent()[0])
+        << "at most one partial block";
     EXPECT_EQ(s.threads_per_block(), 1) << "CPU streaming: one thread per block";
     EXPECT_EQ(s.element_extent()[0] % 16, 0) << "SIMD-sized element ranges";
   }

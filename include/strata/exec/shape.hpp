@@ -87,8 +87,10 @@ class shape {
     detail::check_extent(block_, 1);
     detail::check_extent(elements_, 2);
     index_t total = 1;
-    for (std::size_t i = 0; i < D; ++i) total = detail::checked_mul(total, grid_[i], "the grid size");
-    for (std::size_t i = 0; i < D; ++i) total = detail::checked_mul(total, block_[i], "grid x block");
+    for (std::size_t i = 0; i < D; ++i)
+      total = detail::checked_mul(total, grid_[i], "the grid size");
+    for (std::size_t i = 0; i < D; ++i)
+      total = detail::checked_mul(total, block_[i], "grid x block");
     for (std::size_t i = 0; i < D; ++i)
       total = detail::checked_mul(total, elements_[i], "grid x block x elements");
   }
@@ -102,7 +104,7 @@ class shape {
   requires(sizeof...(I) == D) shape<D, parallel_group> block(parallel_group, I... b)
   const {
     return shape<D, parallel_group>(grid_, vec<D>{detail::to_index(b, 1)...}, elements_,
-                              scratchpad_bytes_);
+                                    scratchpad_bytes_);
   }
   /// Elements per thread (Alpaka's element level: SIMD-friendly inner loops).
   template <std::integral... I>

@@ -11,6 +11,19 @@
 #include <new>
 #include <vector>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/common_interface_defs.h>
+#endif
+// Under ThreadSanitizer this file itself is compiled uninstrumented (src/CMakeLists.txt):
+// Boost's inline switch code would otherwise unbalance TSan's shadow call stacks. The
+// annotations below still tell TSan about every switch, so the kernels stay checked.
+#if defined(__SANITIZE_THREAD__) || defined(STRATA_TSAN_FIBERS)
+#define STRATA_TSAN_ANNOTATE 1
+#include <sanitizer/tsan_interface.h>
+#else
+#define STRATA_TSAN_ANNOTATE 0
+#endif
+
 namespace strata::detail {
 namespace ctx = boost::context;
 
@@ -29,15 +42,51 @@ struct stack_cache {
 };
 thread_local stack_cache stacks;
 
+// A Boost.Context stack allocator over the cache that also reports the stack it gave.
 struct cached_stack {
+  ctx::stack_context* given;
   ctx::stack_context allocate() {
-    if (stacks.free.empty()) return stacks.make.allocate();
-    auto s = stacks.free.back();
-    stacks.free.pop_back();
+    ctx::stack_context s;
+    if (stacks.free.empty()) {
+      s = stacks.make.allocate();
+    } else {
+      s = stacks.free.back();
+      stacks.free.pop_back();
+    }
+    *given = s;
     return s;
   }
   void deallocate(ctx::stack_context& s) noexcept { stacks.free.push_back(s); }
 };
+
+// The sanitizers must be told about every stack switch: Boost 1.74's default fcontext
+// switch is invisible to them. These are no-ops in other builds.
+struct switch_marks {
+  void* asan_fake = nullptr;
+  void* tsan_fiber = nullptr;
+};
+
+inline void start_switch([[maybe_unused]] switch_marks* from, [[maybe_unused]] bool dying,
+                         [[maybe_unused]] void const* bottom, [[maybe_unused]] std::size_t size,
+                         [[maybe_unused]] void* tsan_to) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_start_switch_fiber(dying ? nullptr : &from->asan_fake, bottom, size);
+#endif
+#if STRATA_TSAN_ANNOTATE
+  __tsan_switch_to_fiber(tsan_to, 0);
+#endif
+}
+
+inline void finish_switch([[maybe_unused]] switch_marks* to,
+                          [[maybe_unused]] void const** old_bottom,
+                          [[maybe_unused]] std::size_t* old_size) {
+#if defined(__SANITIZE_ADDRESS__)
+  __sanitizer_finish_switch_fiber(to ? to->asan_fake : nullptr, old_bottom, old_size);
+#endif
+}
+
+/// Thrown inside a suspended fiber to unwind it when its block is abandoned.
+struct fiber_cancelled {};
 
 }  // namespace
 
@@ -45,62 +94,118 @@ struct fiber_block {
   struct member {
     ctx::fiber self;    // the thread's fiber while it is suspended
     ctx::fiber caller;  // the scheduler, while the thread runs
+    ctx::stack_context stack{};
+    switch_marks marks;
     bool done = false;
     bool at_barrier = false;
   };
   std::vector<member> threads;
   index_t current = 0;
+  bool cancelled = false;
   std::exception_ptr error;
+  // The scheduler's side, for switching back to it.
+  switch_marks marks;
+  void const* scheduler_bottom = nullptr;
+  std::size_t scheduler_size = 0;
 };
+
+namespace {
+
+void* tsan_current() {
+#if STRATA_TSAN_ANNOTATE
+  return __tsan_get_current_fiber();
+#else
+  return nullptr;
+#endif
+}
+
+// Scheduler → thread t, until it reaches a barrier or returns.
+void enter(fiber_block& b, index_t t) {
+  auto& m = b.threads[static_cast<std::size_t>(t)];
+  b.current = t;
+  m.at_barrier = false;
+  start_switch(&b.marks, false, static_cast<char*>(m.stack.sp) - m.stack.size, m.stack.size,
+               m.marks.tsan_fiber);
+  m.self = std::move(m.self).resume();
+  finish_switch(&b.marks, nullptr, nullptr);
+}
+
+// Thread → scheduler.
+void leave(fiber_block& b, fiber_block::member& m, bool dying) {
+  start_switch(&m.marks, dying, b.scheduler_bottom, b.scheduler_size, b.marks.tsan_fiber);
+  if (dying) return;  // the caller returns the scheduler's fiber to Boost
+  m.caller = std::move(m.caller).resume();
+  finish_switch(&m.marks, &b.scheduler_bottom, &b.scheduler_size);
+}
+
+}  // namespace
 
 void fiber_barrier(fiber_block* block) {
   auto& m = block->threads[static_cast<std::size_t>(block->current)];
   m.at_barrier = true;
-  m.caller = std::move(m.caller).resume();
+  leave(*block, m, false);
+  if (block->cancelled) throw fiber_cancelled{};
 }
 
 void run_fiber_block(index_t threads, void (*body)(void*, index_t, fiber_block*), void* c) {
   fiber_block block;
   block.threads.resize(static_cast<std::size_t>(threads));
+  block.marks.tsan_fiber = tsan_current();
   for (index_t t = 0; t < threads; ++t) {
-    block.threads[static_cast<std::size_t>(t)].self =
-        ctx::fiber(std::allocator_arg, cached_stack{}, [&block, t, body, c](ctx::fiber&& caller) {
-          auto& m = block.threads[static_cast<std::size_t>(t)];
-          m.caller = std::move(caller);
-          try {
-            body(c, t, &block);
-          } catch (ctx::detail::forced_unwind const&) {
-            throw;  // the block is being torn down: let Boost unwind this stack
-          } catch (...) {
-            if (!block.error) block.error = std::current_exception();
-          }
-          m.done = true;
-          return std::move(m.caller);
-        });
+    auto& m = block.threads[static_cast<std::size_t>(t)];
+#if STRATA_TSAN_ANNOTATE
+    m.marks.tsan_fiber = __tsan_create_fiber(0);
+#endif
+    m.self = ctx::fiber(std::allocator_arg, cached_stack{&m.stack},
+                        [&block, t, body, c](ctx::fiber&& caller) {
+                          auto& me = block.threads[static_cast<std::size_t>(t)];
+                          finish_switch(nullptr, &block.scheduler_bottom, &block.scheduler_size);
+                          me.caller = std::move(caller);
+                          try {
+                            body(c, t, &block);
+                          } catch (fiber_cancelled const&) {
+                            // unwound on purpose: the block is being abandoned
+                          } catch (...) {
+                            if (!block.error) block.error = std::current_exception();
+                          }
+                          me.done = true;
+                          leave(block, me, true);
+                          return std::move(me.caller);
+                        });
   }
+  // Abandoning a block resumes each suspended thread once more so that it unwinds its
+  // own stack (barrier() throws fiber_cancelled); no fiber is destroyed while suspended.
+  auto cancel_rest = [&] {
+    block.cancelled = true;
+    for (index_t t = 0; t < threads; ++t)
+      if (!block.threads[static_cast<std::size_t>(t)].done) enter(block, t);
+  };
+  struct tsan_cleanup {
+    fiber_block& b;
+    ~tsan_cleanup() {
+#if STRATA_TSAN_ANNOTATE
+      for (auto& m : b.threads) __tsan_destroy_fiber(m.marks.tsan_fiber);
+#endif
+    }
+  } cleanup{block};
+
   for (;;) {
     index_t done = 0, waiting = 0;
-    for (index_t t = 0; t < threads; ++t) {
-      auto& m = block.threads[static_cast<std::size_t>(t)];
-      if (!m.done) {
-        m.at_barrier = false;
-        block.current = t;
-        m.self = std::move(m.self).resume();
-        if (block.error) break;
-      }
-      if (m.done)
-        ++done;
-      else
-        ++waiting;
+    for (index_t t = 0; t < threads && !block.error; ++t)
+      if (!block.threads[static_cast<std::size_t>(t)].done) enter(block, t);
+    for (auto const& m : block.threads) (m.done ? done : waiting) += 1;
+    if (block.error) {
+      cancel_rest();
+      std::rethrow_exception(block.error);
     }
-    // Unfinished fibers are unwound when `block` goes out of scope.
-    if (block.error) std::rethrow_exception(block.error);
     if (done == threads) return;
-    if (done > 0)
+    if (done > 0) {
+      cancel_rest();
       throw error("barrier(): " + std::to_string(done) + " of the block's " +
                   std::to_string(threads) + " threads returned while " + std::to_string(waiting) +
                   " wait at a barrier; every thread of a parallel block must reach every "
                   "barrier (on a GPU this block would hang)");
+    }
   }
 }
 

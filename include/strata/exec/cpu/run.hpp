@@ -83,7 +83,8 @@ void run_streaming(shape<D, streaming_group> const& s, index_t b0, index_t b1, K
 
 // Parallel blocks with barrier(): fibers (or a direct call for one-thread blocks).
 template <std::size_t D, class Kernel, class Args>
-void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kernel const& k, Args& args) {
+void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kernel const& k,
+                Args& args) {
   using seq = std::make_index_sequence<std::tuple_size_v<Args>>;
   scratch_frame frame(s.scratchpad_bytes());
   index_t const threads = s.threads_per_block();
@@ -146,8 +147,9 @@ void run_phases(shape<D, parallel_group> const& s, index_t b0, index_t b1,
       for (index_t t = 0; t < threads; ++t) {
         ctx.thread_idx = delinearize(t, s.block_extent());
         ctx.scratchpad_used = 0;
-        std::apply([&](auto&... a) { phase(domain<D, parallel_group, ctx_t>(ctx), states[t], a...); },
-                   args);
+        std::apply(
+            [&](auto&... a) { phase(domain<D, parallel_group, ctx_t>(ctx), states[t], a...); },
+            args);
       }
     };
     try {
