@@ -6,6 +6,7 @@
 #include <strata/runtime.hpp>
 
 #include "exec/exec_state.hpp"
+#include "machine/place_tree.hpp"
 
 #include <array>
 
@@ -28,6 +29,19 @@ namespace detail {
 
 placement resolve(target const& t) {
   auto& rt = runtime::current();
+  auto& exec = current_exec();
+  // Launch overhead matters (a launch of an empty kernel costs well under a
+  // microsecond), so each thread remembers the target it resolved last.
+  thread_local struct {
+    std::uint64_t generation = 0;
+    place where;  // keeps the tree alive, so its address identifies it
+    std::optional<backend_id> backend;
+    placement result{};
+  } last;
+  if (last.generation == exec.generation && last.backend == t.backend &&
+      place_access::tree(last.where) == place_access::tree(t.where) &&
+      place_access::index(last.where) == place_access::index(t.where) && t.where.valid())
+    return last.result;
   auto const& p = t.where;
   if (!p.valid())
     throw invalid_argument(
@@ -40,7 +54,7 @@ placement resolve(target const& t) {
   if (p.kind() == place_kind::memory)
     throw invalid_argument("launch: '" + p.path() +
                            "' is a memory; expected a processor or a group of processors");
-  auto [threads, slots] = current_exec().host_slots(p);
+  auto [threads, slots] = exec.host_slots(p);
   backend_id b = t.backend.value_or(rt.default_cpu_backend());
   if (!t.backend && threads == 0) {
     // No host processor here: the place is a device, whose backend comes later.
@@ -55,7 +69,11 @@ placement resolve(target const& t) {
   if (threads == 0)
     throw invalid_argument("launch: the " + std::string(to_string(b)) + " backend runs on host " +
                            "processors, and '" + p.path() + "' has none");
-  return {b, threads, slots};
+  last.generation = exec.generation;
+  last.where = p;
+  last.backend = t.backend;
+  last.result = {b, threads, slots};
+  return last.result;
 }
 
 [[noreturn]] void backend_not_compiled(backend_id b) {

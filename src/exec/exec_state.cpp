@@ -3,9 +3,16 @@
 #include "exec/threads/pool.hpp"
 #include "machine/place_tree.hpp"
 
+#include <atomic>
+
 namespace strata::detail {
 
-exec_state::exec_state(place m, bool system) : machine(std::move(m)), this_system(system) {
+namespace {
+std::atomic<std::uint64_t> generations{0};
+}
+
+exec_state::exec_state(place m, bool system)
+    : machine(std::move(m)), this_system(system), generation(++generations) {
   for (auto const& pu : machine.descendants(place_type::pu))
     if (pu.isa() == isa::host) slot_os_index.push_back(pu.os_index());
 }

@@ -42,6 +42,7 @@ struct exec_state {
 
   place machine;
   bool this_system;
+  std::uint64_t const generation;  // unique per runtime: keys per-thread caches
   std::vector<int> slot_os_index;  // OS CPU number of each host PU, in slot order
 
  private:

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdio>
 
 static_assert(STRATA_DEVICE_COMPILER == 1, "nvcc must see STRATA_FN as __host__ __device__");
@@ -17,6 +18,78 @@ STRATA_FN int square_plus(int x, int y) {
 __global__ void fill(int* out, int n) {
   int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (i < n) out[i] = square_plus(i, 1);
+}
+
+// A device context for the domain handle, reading CUDA's builtins: the shape the CUDA
+// backend's context takes (issue 7). It instantiates strata::domain for device code.
+struct device_ctx {
+  strata::vec<1> grid, block, elements;
+  std::byte* scratch = nullptr;
+  std::size_t scratch_bytes = 0;
+  mutable std::size_t scratchpad_used = 0;
+
+  STRATA_FN strata::vec<1> grid_extent() const { return grid; }
+  STRATA_FN strata::vec<1> block_extent() const { return block; }
+  STRATA_FN strata::vec<1> element_extent() const { return elements; }
+  STRATA_FN strata::vec<1> block_index() const {
+#if STRATA_DEVICE_CODE
+    return {static_cast<strata::index_t>(blockIdx.x)};
+#else
+    return {0};
+#endif
+  }
+  STRATA_FN strata::vec<1> thread_index() const {
+#if STRATA_DEVICE_CODE
+    return {static_cast<strata::index_t>(threadIdx.x)};
+#else
+    return {0};
+#endif
+  }
+  STRATA_FN void barrier() const {
+#if STRATA_DEVICE_CODE
+    __syncthreads();
+#endif
+  }
+  STRATA_FN std::byte* scratchpad_base() const {
+    return scratch;
+  }
+  STRATA_FN std::size_t scratchpad_size() const {
+    return scratch_bytes;
+  }
+};
+
+// The same kernel sources the CPU tests run.
+struct saxpy_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, float a, strata::index_t n, float const* x,
+                            float* y) const {
+    for (auto i : self.elements(n)) y[i] = a * x[i] + y[i];
+  }
+};
+
+struct block_sum_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, int const* in, int* total) const {
+    auto block = self.block();
+    int* partial = block.template scratchpad<int>(static_cast<std::size_t>(block.linear_size()));
+    partial[block.linear_index()] = in[self.global_linear_index()];
+    block.barrier();
+    if (block.linear_index() == 0) {
+      int s = 0;
+      for (strata::index_t i = 0; i < block.linear_size(); ++i) s += partial[i];
+      strata::atomic_add(total, s);
+      strata::atomic_max(total + 1, s);
+      strata::fence(strata::scope::device);
+    }
+  }
+};
+
+template <class Policy, class Kernel, class... Args>
+__global__ void run_domain(Kernel k, strata::vec<1> grid, strata::vec<1> block,
+                           strata::vec<1> elements, std::size_t scratch_bytes, Args... args) {
+  extern __shared__ std::byte shared[];
+  device_ctx ctx{grid, block, elements, shared, scratch_bytes};
+  k(strata::domain<1, Policy, device_ctx>(ctx), args...);
 }
 
 }  // namespace
@@ -41,6 +114,42 @@ int main() {
   }
   for (int i = 0; i < n; ++i)
     if (h[i] != square_plus(i, 1)) return 1;
+
+  // Strata domains in device code: a streaming saxpy with element ranges, a parallel
+  // block reduction with scratchpad, barrier and atomics, and a device lambda.
+  float *x = nullptr, *y = nullptr;
+  int *in = nullptr, *total = nullptr;
+  cudaMallocManaged(&x, n * sizeof(float));
+  cudaMallocManaged(&y, n * sizeof(float));
+  cudaMallocManaged(&in, 256 * 4 * sizeof(int));
+  cudaMallocManaged(&total, 2 * sizeof(int));
+  for (int i = 0; i < n; ++i) x[i] = 1.0f, y[i] = 2.0f;
+  for (int i = 0; i < 1024; ++i) in[i] = 1;
+  total[0] = total[1] = 0;
+  run_domain<strata::streaming_group><<<8, 32>>>(saxpy_k{}, strata::vec<1>{8}, strata::vec<1>{32},
+                                                 strata::vec<1>{4}, 0, 3.0f, strata::index_t{n}, x,
+                                                 y);
+  run_domain<strata::parallel_group><<<4, 256, 256 * sizeof(int)>>>(
+      block_sum_k{}, strata::vec<1>{4}, strata::vec<1>{256}, strata::vec<1>{1}, 256 * sizeof(int),
+      static_cast<int const*>(in), total);
+  auto lambda = [] __device__(auto const& self, float* v) {
+    for (auto i : self.elements()) v[i] += 1.0f;
+  };
+  run_domain<strata::streaming_group>
+      <<<1, 10>>>(lambda, strata::vec<1>{1}, strata::vec<1>{10}, strata::vec<1>{1}, 0, y);
+  if (auto e = cudaDeviceSynchronize(); e != cudaSuccess) {
+    std::printf("CUDA error: %s\n", cudaGetErrorString(e));
+    return 1;
+  }
+  bool ok = total[0] == 1024 && total[1] == 256 && y[0] == 6.0f && y[n - 1] == 5.0f;
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(in);
+  cudaFree(total);
+  if (!ok) {
+    std::printf("wrong results from Strata domains on the GPU\n");
+    return 1;
+  }
   std::printf("ran on %s (%s)\n", gpus[0].name().c_str(),
               gpus[0].info().attributes[0].second.c_str());
   return 0;

@@ -8,4 +8,7 @@ namespace strata::cli {
 /// `strata info`: the place tree of this machine, as text or JSON.
 void add_info_command(CLI::App& app);
 
+/// `strata bench`: side-by-side benchmarks (built with OpenMP only: the peers need it).
+void add_bench_command(CLI::App& app);
+
 }  // namespace strata::cli

@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", strata::version());
   app.require_subcommand(1);
   strata::cli::add_info_command(app);
+#if STRATA_HAVE_BENCH
+  strata::cli::add_bench_command(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (CLI::ParseError const& e) {

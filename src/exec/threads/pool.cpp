@@ -12,14 +12,19 @@
 namespace strata::detail {
 namespace {
 
-std::atomic<std::uint32_t> progress_epoch{0};
-std::atomic<int> sleepers{0};
+// Two wake-up words. Workers sleep on `work_epoch`, bumped by every submit; a submit makes
+// the futex call only when a worker that may run the job is asleep (`sleeping` bits), so
+// launches confined to some PUs never wake the others. Threads waiting on an event sleep
+// on `event_epoch`, bumped by every completion (and by submits, since waiters help).
+std::atomic<std::uint32_t> work_epoch{0};
+std::atomic<std::uint32_t> event_epoch{0};
+std::atomic<int> event_sleepers{0};
 std::atomic<pool*> live_pool{nullptr};
 thread_local int my_slot = 0;
 
-// Idle threads spin this long for new work before sleeping: long enough to catch
-// back-to-back launches without a futex round trip, short enough that an idle pool stops
-// using CPU within a fraction of a millisecond.
+// Idle threads spin this long before sleeping: long enough to catch back-to-back
+// launches without a futex round trip, short enough that an idle pool stops using CPU
+// within a fraction of a millisecond.
 constexpr auto spin_time = std::chrono::microseconds(50);
 
 inline void cpu_relax() noexcept {
@@ -28,27 +33,27 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-// Spins until the epoch moves or `done` holds, then sleeps on the epoch if neither did.
+// Spins while `word` still reads `seen` and `done()` is false, for at most spin_time.
+// Returns true when it gave up spinning (the caller may then sleep).
 template <class Done>
-void idle_until(std::uint32_t seen, Done&& done) {
+bool spin(std::atomic<std::uint32_t> const& word, std::uint32_t seen, Done&& done) {
   auto deadline = std::chrono::steady_clock::now() + spin_time;
-  int n = 0;
-  while (progress_epoch.load(std::memory_order_acquire) == seen && !done()) {
+  for (int n = 1; word.load(std::memory_order_acquire) == seen && !done(); ++n) {
     cpu_relax();
-    if (++n % 64 == 0 && std::chrono::steady_clock::now() > deadline) {
-      sleepers.fetch_add(1, std::memory_order_seq_cst);
-      if (!done()) progress_epoch.wait(seen, std::memory_order_acquire);
-      sleepers.fetch_sub(1, std::memory_order_relaxed);
-      return;
-    }
+    if (n % 64 == 0 && std::chrono::steady_clock::now() > deadline) return true;
   }
+  return false;
+}
+
+void bump(std::atomic<std::uint32_t>& word, std::atomic<int> const& sleepers) noexcept {
+  word.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers.load(std::memory_order_seq_cst) > 0) word.notify_all();
 }
 
 }  // namespace
 
 void notify_progress() noexcept {
-  progress_epoch.fetch_add(1, std::memory_order_seq_cst);
-  if (sleepers.load(std::memory_order_seq_cst) > 0) progress_epoch.notify_all();
+  bump(event_epoch, event_sleepers);
 }
 
 int current_slot() noexcept {
@@ -59,7 +64,7 @@ pool* pool::instance() noexcept {
   return live_pool.load(std::memory_order_acquire);
 }
 
-pool::pool(std::vector<int> slot_os_index, bool pin) {
+pool::pool(std::vector<int> slot_os_index, bool pin) : sleeping_((slot_os_index.size() + 63) / 64) {
   // Slot 0 has no worker: the threads that wait do its share (see pool.hpp).
   for (std::size_t s = 1; s < slot_os_index.size(); ++s)
     threads_.emplace_back(
@@ -70,17 +75,25 @@ pool::pool(std::vector<int> slot_os_index, bool pin) {
 pool::~pool() {
   drain();
   stop_.store(true);
-  notify_progress();
+  work_epoch.fetch_add(1, std::memory_order_seq_cst);
+  work_epoch.notify_all();
   for (auto& t : threads_) t.join();
   live_pool.store(nullptr, std::memory_order_release);
 }
 
 void pool::submit(std::shared_ptr<job> j) {
+  auto const* slots = j->slots();
   {
     std::lock_guard lock(mutex_);
     active_.push_back(std::move(j));
   }
-  notify_progress();
+  work_epoch.fetch_add(1, std::memory_order_seq_cst);
+  for (std::size_t w = 0; w < sleeping_.size() && w < slots->bits.size(); ++w)
+    if (sleeping_[w].load(std::memory_order_seq_cst) & slots->bits[w]) {
+      work_epoch.notify_all();
+      break;
+    }
+  notify_progress();  // waiting threads help too
 }
 
 std::shared_ptr<job> pool::find(int slot) {
@@ -141,11 +154,19 @@ void pool::worker_main(int slot, int os_index, bool pin) {
     }
     if (topo) hwloc_topology_destroy(topo);
   }
-  while (!stop_.load(std::memory_order_acquire)) {
+  auto& my_word = sleeping_[static_cast<std::size_t>(slot) / 64];
+  std::uint64_t const my_bit = std::uint64_t{1} << (slot % 64);
+  auto stopping = [this] { return stop_.load(std::memory_order_relaxed); };
+  while (!stopping()) {
     if (help(slot, nullptr)) continue;
-    auto seen = progress_epoch.load(std::memory_order_acquire);
+    auto seen = work_epoch.load(std::memory_order_acquire);
     if (help(slot, nullptr)) continue;
-    idle_until(seen, [this] { return stop_.load(std::memory_order_relaxed); });
+    if (!spin(work_epoch, seen, stopping)) continue;
+    // Announce the sleep, then look once more: a submit either sees the bit (and wakes
+    // us) or happened before, and then its job is visible here.
+    my_word.fetch_or(my_bit, std::memory_order_seq_cst);
+    if (!stopping() && !find(slot)) work_epoch.wait(seen, std::memory_order_acquire);
+    my_word.fetch_and(~my_bit, std::memory_order_seq_cst);
   }
 }
 
@@ -168,13 +189,17 @@ void submit(std::shared_ptr<job> j) {
 
 void wait_until_ready(event_state const& s) {
   int const slot = current_slot();
-  while (!s.ready()) {
+  auto ready = [&s] { return s.ready(); };
+  while (!ready()) {
     auto* p = pool::instance();
     if (p && p->help(slot, &s)) continue;
-    auto seen = progress_epoch.load(std::memory_order_acquire);
-    if (s.ready()) return;
+    auto seen = event_epoch.load(std::memory_order_acquire);
+    if (ready()) return;
     if (p && p->help(slot, &s)) continue;
-    idle_until(seen, [&s] { return s.ready(); });
+    if (!spin(event_epoch, seen, ready)) continue;
+    event_sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (!ready()) event_epoch.wait(seen, std::memory_order_acquire);
+    event_sleepers.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 

@@ -44,6 +44,7 @@ class pool {
   std::vector<std::shared_ptr<job>> active_;
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
+  std::vector<std::atomic<std::uint64_t>> sleeping_;  // one bit per sleeping worker slot
 };
 
 }  // namespace strata::detail

@@ -1,0 +1,77 @@
+// The benchmark harness behind `strata bench` (DESIGN.md, "Benchmarks and their
+// contract"): each benchmark compares Strata with the peer a user would otherwise pick,
+// both sides in one process, interleaved, keeping the minimum of repeated runs, and
+// reports one JSON object per comparison.
+#pragma once
+
+#include <strata/strata.hpp>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace strata::bench {
+
+/// One comparison: {"bench", "size", "strata_s", "peer", "peer_s", "ratio", "limit", ...}.
+struct result {
+  std::string bench;
+  std::string variant;  // what Strata ran, e.g. "threads/2" (backend/threads)
+  double size = 0;      // problem size in the bench's unit (bytes, launches, elements)
+  double strata_s = 0;
+  std::string peer;
+  double peer_s = 0;
+  std::optional<double> limit;  // fraction of the hardware bound reached, where one applies
+  std::vector<std::pair<std::string, double>> extra;
+  double ratio() const { return peer_s / strata_s; }
+};
+
+struct options {
+  int repeats = 20;
+  bool json = false;
+  bool quick = false;  // smaller problems, for smoke tests
+};
+
+class context {
+ public:
+  context(options o, runtime& rt) : options_(o), rt_(rt) {}
+  options const& opts() const noexcept { return options_; }
+  runtime& rt() const noexcept { return rt_; }
+  /// Thread counts to measure at: 1 and every host PU (e.g. {1, 2}).
+  std::vector<int> thread_counts() const;
+  /// The place with the first `threads` host PUs.
+  place cpus(int threads) const;
+  /// Bytes of the largest cache level, summed over its instances (the "last level").
+  std::uint64_t last_level_cache() const;
+  void report(result const& r);
+
+ private:
+  options options_;
+  runtime& rt_;
+};
+
+/// Times `strata_side` and `peer_side` alternately `repeats` times after one warm-up run
+/// each; returns the minimum seconds of each.
+std::pair<double, double> compare(int repeats, std::function<void()> const& strata_side,
+                                  std::function<void()> const& peer_side);
+
+struct benchmark {
+  std::string name;
+  std::string description;
+  std::function<void(context&)> run;
+};
+
+std::vector<benchmark>& registry();
+
+struct registrar {
+  registrar(std::string name, std::string description, std::function<void(context&)> run) {
+    registry().push_back({std::move(name), std::move(description), std::move(run)});
+  }
+};
+
+/// Runs benchmark `name` (or every one for "all"); returns false if none matched.
+bool run(std::string const& name, options const& o);
+
+}  // namespace strata::bench
