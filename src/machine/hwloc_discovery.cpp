@@ -24,6 +24,17 @@ using topology_ptr = std::unique_ptr<hwloc_topology, topology_deleter>;
       fmt::format("hwloc: {} failed{}{}", call, detail.empty() ? "" : ": ", detail));
 }
 
+// A process bound to some CPUs (taskset, mpirun --bind-to, a batch scheduler) owns only
+// those: the machine it sees is restricted to them, so that "all processors" means what
+// the process may use (and the PU count equals `nproc`).
+void restrict_to_binding(hwloc_topology_t topo) {
+  hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+  if (hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound) &&
+      !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(topo), bound))
+    hwloc_topology_restrict(topo, bound, 0);
+  hwloc_bitmap_free(bound);
+}
+
 topology_ptr load_topology(machine_options const& options) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) hwloc_failed("hwloc_topology_init");
@@ -51,6 +62,7 @@ topology_ptr load_topology(machine_options const& options) {
     if (!spec.empty()) bad_spec("hwloc could not load it");
     hwloc_failed("hwloc_topology_load");
   }
+  if (spec.empty()) restrict_to_binding(raw);
   return topo;
 }
 
