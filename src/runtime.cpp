@@ -100,7 +100,10 @@ void runtime::start(runtime_options const& options) {
 }
 
 runtime::~runtime() {
-  exec_.reset();  // drains the pool's work and joins its workers while still current
+  // Pending work may still launch more work (continuations resolve targets through this
+  // runtime): drain while the runtime is whole and current, then join the workers.
+  if (exec_) exec_->drain();
+  exec_.reset();
   live.store(nullptr);
 }
 

@@ -9,5 +9,5 @@
 #include <strata/exec/phases.hpp>
 #include <strata/exec/queue.hpp>
 #include <strata/exec/shape.hpp>
-#include <strata/exec/vec.hpp>
 #include <strata/exec/work_division.hpp>
+#include <strata/vec.hpp>

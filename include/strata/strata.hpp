@@ -5,4 +5,5 @@
 #include <strata/error.hpp>
 #include <strata/exec.hpp>
 #include <strata/machine.hpp>
+#include <strata/memory.hpp>
 #include <strata/runtime.hpp>

@@ -6,6 +6,7 @@
 #include <strata/runtime.hpp>
 
 #include "exec/exec_state.hpp"
+#include "exec/threads/pool.hpp"
 #include "machine/place_tree.hpp"
 
 #include <array>
@@ -86,6 +87,19 @@ placement resolve(target const& t) {
   throw invalid_argument("scratchpad: the block asked for " + std::to_string(requested) +
                          " bytes but its shape provides " + std::to_string(available) +
                          "; give the shape .scratchpad(bytes) with enough room");
+}
+
+bool runs_inline(target const& t) {
+  auto b = resolve(t).backend;
+  return b == backend_id::serial || b == backend_id::openmp;
+}
+
+void defer(std::function<void()> fn) {
+  auto& exec = current_exec();
+  auto [threads, slots] = exec.host_slots(exec.machine);
+  (void)threads;
+  auto body = [fn = std::move(fn)](index_t) { fn(); };
+  submit(std::make_shared<body_job<decltype(body)>>(1, slots, std::move(body)));
 }
 
 target_traits traits_of(target const& t) {

@@ -1,6 +1,9 @@
 #include <strata/exec/event.hpp>
 
 #include "exec/threads/pool.hpp"
+#include "log.hpp"
+
+#include <string>
 
 namespace strata {
 namespace detail {
@@ -14,7 +17,19 @@ void event_state::complete(std::exception_ptr error) {
     status_.store(error_ ? failed : done, std::memory_order_release);
     run.swap(continuations_);
   }
-  for (auto& fn : run) fn();
+  // A continuation must not throw; if one does, the others still run and waiters are
+  // still woken, and the exception is reported rather than lost silently.
+  for (auto& fn : run) {
+    try {
+      fn();
+    } catch (std::exception const& e) {
+      log(log_level::info, std::string("an event continuation threw (continuations must not "
+                                       "throw): ") +
+                               e.what());
+    } catch (...) {
+      log(log_level::info, "an event continuation threw a non-standard exception");
+    }
+  }
   notify_progress();
 }
 
@@ -26,7 +41,7 @@ void event_state::then(std::function<void()> fn) {
       return;
     }
   }
-  fn();
+  fn();  // already complete: runs in the caller, whose exceptions are its own
 }
 
 }  // namespace detail

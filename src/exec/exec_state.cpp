@@ -21,6 +21,10 @@ exec_state::~exec_state() {
   pool_.reset();
 }
 
+void exec_state::drain() {
+  if (pool_) pool_->drain();
+}
+
 pool& exec_state::get_pool() {
   std::call_once(pool_once_,
                  [this] { pool_ = std::make_unique<pool>(slot_os_index, this_system); });
@@ -31,16 +35,18 @@ std::pair<int, slot_set const*> exec_state::host_slots(place const& p) {
   std::pair key{place_access::tree(p), place_access::index(p)};
   std::lock_guard lock(mutex_);
   if (auto it = cache_.find(key); it != cache_.end()) return {it->second.threads, it->second.slots};
-  slot_set set;
+  std::vector<std::uint64_t> bits;
   int threads = 0;
   for (auto const& pu : p.descendants(place_type::pu)) {
     if (pu.isa() != isa::host) continue;
     auto slot = static_cast<std::size_t>(pu.logical_index());
-    if (set.bits.size() <= slot / 64) set.bits.resize(slot / 64 + 1, 0);
-    set.bits[slot / 64] |= std::uint64_t{1} << (slot % 64);
+    if (bits.size() <= slot / 64) bits.resize(slot / 64 + 1, 0);
+    bits[slot / 64] |= std::uint64_t{1} << (slot % 64);
     ++threads;
   }
-  slot_set const* stored = &sets_.emplace_back(std::move(set));
+  // Distinct sets are few (one per group of PUs); places that name the same PUs share one.
+  auto& stored = set_of_bits_[bits];
+  if (!stored) stored = &sets_.emplace_back(bits);
   // A bounded cache: programs that make many slices re-resolve the rare old ones.
   if (cache_.size() > 256) cache_.clear();
   cache_.emplace(key, cached{p, threads, stored});

@@ -24,6 +24,18 @@ exec_state& current_exec();
 /// Host PUs a job may run on, as bits over the pool's slots (slot = PU logical index).
 struct slot_set {
   std::vector<std::uint64_t> bits;
+  /// The workers a submit may wake: `bits` without slot 0, whose share the waiting
+  /// threads do (slot 0's reserve worker is woken separately, for `only_first` jobs).
+  std::vector<std::uint64_t> wake;
+  bool only_first = false;
+
+  explicit slot_set(std::vector<std::uint64_t> b) : bits(std::move(b)), wake(bits) {
+    bool others = false;
+    for (std::size_t w = 0; w < bits.size(); ++w)
+      others = others || (w == 0 ? (bits[0] & ~std::uint64_t{1}) != 0 : bits[w] != 0);
+    only_first = !bits.empty() && (bits[0] & 1u) && !others;
+    if (!wake.empty()) wake[0] &= ~std::uint64_t{1};  // slot 0's worker wakes its own way
+  }
   bool has(int slot) const noexcept {
     auto word = static_cast<std::size_t>(slot) / 64;
     return word < bits.size() && (bits[word] >> (slot % 64) & 1u);
@@ -36,6 +48,9 @@ struct exec_state {
 
   /// The pool, started on first call.
   pool& get_pool();
+  /// Waits until the pool (if started) has no work left; the runtime calls it before
+  /// tearing down, while it is still the current runtime.
+  void drain();
 
   /// Host processor count and slot set of a place, computed once per place.
   std::pair<int, slot_set const*> host_slots(place const& p);
@@ -54,6 +69,7 @@ struct exec_state {
   std::mutex mutex_;
   std::map<std::pair<void const*, std::uint32_t>, cached> cache_;
   std::list<slot_set> sets_;  // stable addresses: jobs point at them
+  std::map<std::vector<std::uint64_t>, slot_set const*> set_of_bits_;  // one per distinct set
   std::once_flag pool_once_;
   std::unique_ptr<pool> pool_;
 };

@@ -12,7 +12,7 @@
 #pragma once
 
 #include <strata/exec/shape.hpp>
-#include <strata/exec/vec.hpp>
+#include <strata/vec.hpp>
 
 #include <cstddef>
 #include <type_traits>

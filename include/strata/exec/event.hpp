@@ -74,7 +74,8 @@ class event {
     if (auto err = state_->error()) std::rethrow_exception(err);
   }
 
-  /// Runs `fn` once this event completes (in the completing thread, or now).
+  /// Runs `fn` once this event completes (in the completing thread, or now). `fn` must
+  /// not throw: an exception from it is logged and dropped.
   void then(std::function<void()> fn) const {
     if (state_)
       state_->then(std::move(fn));

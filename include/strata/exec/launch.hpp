@@ -15,6 +15,7 @@
 #endif
 
 #include <exception>
+#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -34,6 +35,11 @@ using cpu_backends = backend_list<serial::backend, threads::backend>;
 #endif
 
 [[noreturn]] void backend_not_compiled(backend_id b);
+
+/// Whether launches on `t` run their kernels in the launching thread.
+bool runs_inline(target const& t);
+/// Runs `fn` on the runtime's pool, soon, on any processor.
+void defer(std::function<void()> fn);
 
 template <class... B, class S, class K, class Args>
 event dispatch(backend_list<B...>, placement const& p, S const& s, K const& k, Args& args) {
@@ -73,7 +79,13 @@ event launch(after const& deps, target const& where, S const& s, Kernel&& kernel
       result.complete(std::current_exception());
     }
   };
-  ready.then(std::move(start));
+  // The launch is made by whoever completes the last event. Backends that run kernels
+  // inline (serial, openmp) go through the pool instead, so that a long chain completing
+  // at once does not recurse one stack frame per launch.
+  if (detail::runs_inline(where))
+    ready.then([start = std::move(start)]() mutable { detail::defer(std::move(start)); });
+  else
+    ready.then(std::move(start));
   return result;
 }
 

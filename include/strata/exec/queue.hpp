@@ -5,6 +5,7 @@
 #include <strata/exec/launch.hpp>
 
 #include <mutex>
+#include <utility>
 
 namespace strata {
 
@@ -14,10 +15,23 @@ class queue {
 
   template <shape_type S, class Kernel, class... Args>
   event launch(S const& s, Kernel&& kernel, Args&&... args) {
-    std::lock_guard lock(mutex_);
-    last_ = strata::launch(after(last_), where_, s, std::forward<Kernel>(kernel),
-                           std::forward<Args>(args)...);
-    return last_;
+    // Take this launch's place in the order under the lock, launch outside it: a kernel
+    // that runs inline (serial backend) may use the queue itself.
+    auto mine = event::pending();
+    event previous;
+    {
+      std::lock_guard lock(mutex_);
+      previous = std::exchange(last_, mine);
+    }
+    try {
+      auto inner = strata::launch(after(previous), where_, s, std::forward<Kernel>(kernel),
+                                  std::forward<Args>(args)...);
+      inner.then([inner, mine] { mine.complete(inner.error()); });
+    } catch (...) {
+      mine.complete(std::current_exception());
+      throw;
+    }
+    return mine;
   }
 
   /// Waits for everything launched so far; rethrows the failure of the last launch (a

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <strata/error.hpp>
-#include <strata/exec/vec.hpp>
+#include <strata/vec.hpp>
 
 #include <concepts>
 #include <cstddef>

@@ -96,6 +96,7 @@ struct fiber_block {
     ctx::fiber caller;  // the scheduler, while the thread runs
     ctx::stack_context stack{};
     switch_marks marks;
+    bool started = false;
     bool done = false;
     bool at_barrier = false;
   };
@@ -123,6 +124,7 @@ void* tsan_current() {
 void enter(fiber_block& b, index_t t) {
   auto& m = b.threads[static_cast<std::size_t>(t)];
   b.current = t;
+  m.started = true;
   m.at_barrier = false;
   start_switch(&b.marks, false, static_cast<char*>(m.stack.sp) - m.stack.size, m.stack.size,
                m.marks.tsan_fiber);
@@ -165,6 +167,8 @@ void run_fiber_block(index_t threads, void (*body)(void*, index_t, fiber_block*)
                             body(c, t, &block);
                           } catch (fiber_cancelled const&) {
                             // unwound on purpose: the block is being abandoned
+                          } catch (ctx::detail::forced_unwind const&) {
+                            throw;  // Boost is destroying this fiber: let it unwind
                           } catch (...) {
                             if (!block.error) block.error = std::current_exception();
                           }
@@ -173,12 +177,24 @@ void run_fiber_block(index_t threads, void (*body)(void*, index_t, fiber_block*)
                           return std::move(me.caller);
                         });
   }
-  // Abandoning a block resumes each suspended thread once more so that it unwinds its
-  // own stack (barrier() throws fiber_cancelled); no fiber is destroyed while suspended.
+  // Abandoning a block resumes each suspended thread so that it unwinds its own stack
+  // (barrier() throws fiber_cancelled). Threads that never started are not started: Boost
+  // discards a fresh fiber cleanly. A kernel that swallows the cancellation and reaches
+  // another barrier is resumed again, a bounded number of times; after that Boost's own
+  // unwinding destroys it.
   auto cancel_rest = [&] {
     block.cancelled = true;
-    for (index_t t = 0; t < threads; ++t)
-      if (!block.threads[static_cast<std::size_t>(t)].done) enter(block, t);
+    for (int round = 0; round < 16; ++round) {
+      bool any = false;
+      for (index_t t = 0; t < threads; ++t) {
+        auto const& m = block.threads[static_cast<std::size_t>(t)];
+        if (m.started && !m.done) {
+          enter(block, t);
+          any = true;
+        }
+      }
+      if (!any) return;
+    }
   };
   struct tsan_cleanup {
     fiber_block& b;

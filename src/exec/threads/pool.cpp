@@ -12,15 +12,16 @@
 namespace strata::detail {
 namespace {
 
-// Two wake-up words. Workers sleep on `work_epoch`, bumped by every submit; a submit makes
-// the futex call only when a worker that may run the job is asleep (`sleeping` bits), so
-// launches confined to some PUs never wake the others. Threads waiting on an event sleep
-// on `event_epoch`, bumped by every completion (and by submits, since waiters help).
+// Wake-ups. Every submit bumps `work_epoch`, which spinning workers watch; a worker that
+// has gone to sleep waits on its own word, and a submit wakes exactly the sleeping
+// workers that may run the job (no thundering herd). Threads waiting on an event sleep
+// on `event_epoch`, bumped by every completion and by submits (waiters help).
 std::atomic<std::uint32_t> work_epoch{0};
 std::atomic<std::uint32_t> event_epoch{0};
 std::atomic<int> event_sleepers{0};
 std::atomic<pool*> live_pool{nullptr};
 thread_local int my_slot = 0;
+thread_local bool is_worker = false;
 
 // Idle threads spin this long before sleeping: long enough to catch back-to-back
 // launches without a futex round trip, short enough that an idle pool stops using CPU
@@ -45,15 +46,11 @@ bool spin(std::atomic<std::uint32_t> const& word, std::uint32_t seen, Done&& don
   return false;
 }
 
-void bump(std::atomic<std::uint32_t>& word, std::atomic<int> const& sleepers) noexcept {
-  word.fetch_add(1, std::memory_order_seq_cst);
-  if (sleepers.load(std::memory_order_seq_cst) > 0) word.notify_all();
-}
-
 }  // namespace
 
 void notify_progress() noexcept {
-  bump(event_epoch, event_sleepers);
+  event_epoch.fetch_add(1, std::memory_order_seq_cst);
+  if (event_sleepers.load(std::memory_order_seq_cst) > 0) event_epoch.notify_all();
 }
 
 int current_slot() noexcept {
@@ -64,57 +61,103 @@ pool* pool::instance() noexcept {
   return live_pool.load(std::memory_order_acquire);
 }
 
-pool::pool(std::vector<int> slot_os_index, bool pin) : sleeping_((slot_os_index.size() + 63) / 64) {
-  // Slot 0 has no worker: the threads that wait do its share (see pool.hpp).
-  for (std::size_t s = 1; s < slot_os_index.size(); ++s)
-    threads_.emplace_back(
-        [this, s, os = slot_os_index[s], pin] { worker_main(static_cast<int>(s), os, pin); });
+pool::pool(std::vector<int> slot_os_index, bool pin)
+    : words_(std::make_unique<worker_word[]>(slot_os_index.size())),
+      sleeping_((slot_os_index.size() + 63) / 64) {
+  // One worker per PU. Slot 0's is a reserve: the threads that wait do slot 0's share of
+  // ordinary jobs, and it runs only jobs confined to the first PU, which no other worker
+  // may run and which must progress even when no thread waits.
+  try {
+    for (std::size_t s = 0; s < slot_os_index.size(); ++s)
+      threads_.emplace_back(
+          [this, s, os = slot_os_index[s], pin] { worker_main(static_cast<int>(s), os, pin); });
+  } catch (std::system_error const& e) {
+    stop_workers();
+    throw backend_error(std::string("threads backend: could not start its workers: ") + e.what());
+  }
   live_pool.store(this, std::memory_order_release);
+}
+
+void pool::stop_workers() noexcept {
+  stop_.store(true, std::memory_order_seq_cst);
+  work_epoch.fetch_add(1, std::memory_order_seq_cst);
+  work_epoch.notify_all();
+  for (std::size_t s = 0; s < threads_.size(); ++s) {
+    words_[s].value.fetch_add(1, std::memory_order_seq_cst);
+    words_[s].value.notify_all();
+  }
+  {
+    std::lock_guard lock(reserve_mutex_);
+    reserve_wake_.notify_all();
+  }
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
 }
 
 pool::~pool() {
   drain();
-  stop_.store(true);
-  work_epoch.fetch_add(1, std::memory_order_seq_cst);
-  work_epoch.notify_all();
-  for (auto& t : threads_) t.join();
+  stop_workers();
   live_pool.store(nullptr, std::memory_order_release);
 }
 
 void pool::submit(std::shared_ptr<job> j) {
+  if (stop_.load(std::memory_order_acquire)) {
+    j->done().complete(std::make_exception_ptr(
+        error("threads backend: work submitted while the runtime shuts down was not run")));
+    return;
+  }
   auto const* slots = j->slots();
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mutex_);
     active_.push_back(std::move(j));
   }
   work_epoch.fetch_add(1, std::memory_order_seq_cst);
-  for (std::size_t w = 0; w < sleeping_.size() && w < slots->bits.size(); ++w)
-    if (sleeping_[w].load(std::memory_order_seq_cst) & slots->bits[w]) {
-      work_epoch.notify_all();
-      break;
+  for (std::size_t w = 0; w < sleeping_.size() && w < slots->wake.size(); ++w) {
+    auto sleepers = sleeping_[w].load(std::memory_order_seq_cst) & slots->wake[w];
+    while (sleepers) {
+      auto slot = w * 64 + static_cast<std::size_t>(__builtin_ctzll(sleepers));
+      sleepers &= sleepers - 1;
+      words_[slot].value.fetch_add(1, std::memory_order_seq_cst);
+      words_[slot].value.notify_one();
     }
+  }
+  if (slots->only_first) {
+    std::lock_guard lock(reserve_mutex_);
+    last_reserve_job_ = std::chrono::steady_clock::now();
+    if (reserve_deep_) reserve_wake_.notify_one();
+  }
   notify_progress();  // waiting threads help too
 }
 
-std::shared_ptr<job> pool::find(int slot) {
+std::shared_ptr<job> pool::find(int slot, bool reserve) {
   std::lock_guard lock(mutex_);
   for (auto it = active_.begin(); it != active_.end();) {
     if ((*it)->exhausted()) {
       it = active_.erase(it);
       continue;
     }
-    if ((*it)->slots()->has(slot)) return *it;
+    auto const* s = (*it)->slots();
+    if (s->has(slot) && (!reserve || s->only_first)) return *it;
     ++it;
   }
   return nullptr;
 }
 
+void pool::run(job& j, index_t chunk) {
+  // The job is over once its last chunk has completed its event (and the continuations,
+  // which may submit more work): only then does it stop counting as outstanding.
+  if (j.execute(chunk) && outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+    notify_progress();
+}
+
 bool pool::help(int slot, event_state const* until) {
-  auto j = find(slot);
+  bool const reserve = is_worker && slot == 0 && !until;
+  auto j = find(slot, reserve);
   if (!j) return false;
   bool ran = false;
   for (index_t c; (c = j->claim()) >= 0;) {
-    j->execute(c);
+    run(*j, c);
     ran = true;
     if (until && until->ready()) break;
   }
@@ -122,25 +165,43 @@ bool pool::help(int slot, event_state const* until) {
 }
 
 void pool::drain() {
-  for (;;) {
-    std::shared_ptr<job> last;
-    {
-      std::lock_guard lock(mutex_);
-      if (active_.empty()) return;
-      last = active_.back();
+  int const slot = current_slot();
+  while (outstanding_.load(std::memory_order_acquire) > 0) {
+    if (help(slot, nullptr)) continue;
+    auto seen = event_epoch.load(std::memory_order_acquire);
+    auto idle = [this] { return outstanding_.load(std::memory_order_acquire) == 0; };
+    if (idle()) return;
+    if (!spin(event_epoch, seen, idle)) continue;
+    event_sleepers.fetch_add(1, std::memory_order_seq_cst);
+    if (!idle()) event_epoch.wait(seen, std::memory_order_acquire);
+    event_sleepers.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+// Slot 0's worker runs only jobs confined to the first PU, and only those that nobody
+// else runs: normally the thread that waits for them does, on that PU's share. Waking it
+// at every such launch would cost a futex call per launch, so it polls every 200 us while
+// such jobs have been submitted recently (10 ms), and otherwise sleeps until a submit
+// finds it asleep and notifies it.
+void pool::reserve_main() {
+  using clock = std::chrono::steady_clock;
+  while (!stop_.load(std::memory_order_acquire)) {
+    if (help(0, nullptr)) continue;
+    std::unique_lock lock(reserve_mutex_);
+    if (stop_.load(std::memory_order_acquire) || find(0, true)) continue;
+    if (clock::now() - last_reserve_job_ < std::chrono::milliseconds(10)) {
+      reserve_wake_.wait_for(lock, std::chrono::microseconds(200));
+    } else {
+      reserve_deep_ = true;
+      reserve_wake_.wait(lock);
+      reserve_deep_ = false;
     }
-    try {
-      last->done().wait();
-    } catch (...) {
-      // Its waiter sees the failure; shutting down only needs the job to be over.
-    }
-    std::lock_guard lock(mutex_);
-    std::erase(active_, last);
   }
 }
 
 void pool::worker_main(int slot, int os_index, bool pin) {
   my_slot = slot;
+  is_worker = true;
   if (pin) {
     // hwloc binds this thread to its PU; failure (e.g. a restricted cpuset) is not fatal.
     hwloc_topology_t topo = nullptr;
@@ -154,8 +215,10 @@ void pool::worker_main(int slot, int os_index, bool pin) {
     }
     if (topo) hwloc_topology_destroy(topo);
   }
-  auto& my_word = sleeping_[static_cast<std::size_t>(slot) / 64];
-  std::uint64_t const my_bit = std::uint64_t{1} << (slot % 64);
+  if (slot == 0) return reserve_main();
+  auto& word = words_[static_cast<std::size_t>(slot)].value;
+  auto& sleeping = sleeping_[static_cast<std::size_t>(slot) / 64];
+  std::uint64_t const bit = std::uint64_t{1} << (slot % 64);
   auto stopping = [this] { return stop_.load(std::memory_order_relaxed); };
   while (!stopping()) {
     if (help(slot, nullptr)) continue;
@@ -163,14 +226,15 @@ void pool::worker_main(int slot, int os_index, bool pin) {
     if (help(slot, nullptr)) continue;
     if (!spin(work_epoch, seen, stopping)) continue;
     // Announce the sleep, then look once more: a submit either sees the bit (and wakes
-    // us) or happened before, and then its job is visible here.
-    my_word.fetch_or(my_bit, std::memory_order_seq_cst);
-    if (!stopping() && !find(slot)) work_epoch.wait(seen, std::memory_order_acquire);
-    my_word.fetch_and(~my_bit, std::memory_order_seq_cst);
+    // us through our word) or happened before, and then its job is visible here.
+    auto mine = word.load(std::memory_order_acquire);
+    sleeping.fetch_or(bit, std::memory_order_seq_cst);
+    if (!stopping() && !find(slot, false)) word.wait(mine, std::memory_order_acquire);
+    sleeping.fetch_and(~bit, std::memory_order_seq_cst);
   }
 }
 
-void job::execute(index_t chunk) noexcept {
+bool job::execute(index_t chunk) noexcept {
   if (!failed_.load(std::memory_order_relaxed)) {
     try {
       run_chunk(chunk);
@@ -179,8 +243,9 @@ void job::execute(index_t chunk) noexcept {
       if (failed_.compare_exchange_strong(expected, true)) error_ = std::current_exception();
     }
   }
-  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1)
-    done_.complete(failed_.load(std::memory_order_acquire) ? error_ : nullptr);
+  if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+  done_.complete(failed_.load(std::memory_order_acquire) ? error_ : nullptr);
+  return true;
 }
 
 void submit(std::shared_ptr<job> j) {

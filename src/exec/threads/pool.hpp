@@ -6,6 +6,8 @@
 #include "exec/exec_state.hpp"
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -13,8 +15,8 @@
 
 namespace strata::detail {
 
-/// Something happened that a sleeping thread may care about: work was submitted or an
-/// event completed. One counter wakes both idle workers and waiting threads.
+/// Something happened that a thread waiting on an event may care about: an event
+/// completed, or work arrived that it could help with.
 void notify_progress() noexcept;
 
 /// The slot of the calling thread: its PU's for a worker, 0 for any other thread (the
@@ -26,25 +28,41 @@ class pool {
   pool(std::vector<int> slot_os_index, bool pin);
   ~pool();
 
+  /// Queues a job; after shutdown began, fails its event instead.
   void submit(std::shared_ptr<job> j);
   /// Runs chunks of one job the slot may run, until the job is exhausted or `until` is
   /// ready. Returns whether it ran anything.
   bool help(int slot, event_state const* until);
-  /// Waits (helping) until no submitted job is left.
+  /// Waits (helping) until every submitted job has finished, including the jobs their
+  /// completions submit.
   void drain();
 
   /// The pool of the live runtime, or null when none has been started.
   static pool* instance() noexcept;
 
  private:
+  struct alignas(64) worker_word {
+    std::atomic<std::uint32_t> value{0};
+  };
+
   void worker_main(int slot, int os_index, bool pin);
-  std::shared_ptr<job> find(int slot);
+  void reserve_main();
+  std::shared_ptr<job> find(int slot, bool reserve);
+  void run(job& j, index_t chunk);
+  void stop_workers() noexcept;
 
   std::mutex mutex_;
   std::vector<std::shared_ptr<job>> active_;
+  std::atomic<long> outstanding_{0};  // submitted and not yet finished
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
+  std::unique_ptr<worker_word[]> words_;              // each worker sleeps on its own word
   std::vector<std::atomic<std::uint64_t>> sleeping_;  // one bit per sleeping worker slot
+  // Slot 0's reserve worker (see reserve_main).
+  std::mutex reserve_mutex_;
+  std::condition_variable reserve_wake_;
+  bool reserve_deep_ = false;  // sleeping until notified
+  std::chrono::steady_clock::time_point last_reserve_job_{};
 };
 
 }  // namespace strata::detail

@@ -3,7 +3,7 @@
 #pragma once
 
 #include <strata/exec/domain.hpp>
-#include <strata/exec/vec.hpp>
+#include <strata/vec.hpp>
 
 #include <cstddef>
 

@@ -133,8 +133,15 @@ void run_phases(shape<D, parallel_group> const& s, index_t b0, index_t b1,
       (s.scratchpad_bytes() + alignof(State) - 1) / alignof(State) * alignof(State);
   scratch_frame frame(scratch + static_cast<std::size_t>(threads) * sizeof(State));
   auto* states = reinterpret_cast<State*>(frame.data() + scratch);
+  static_assert(alignof(State) <= 64, "phases: State may be aligned to at most 64 bytes");
   for (index_t b = b0; b < b1; ++b) {
-    for (index_t t = 0; t < threads; ++t) new (states + t) State{};
+    index_t built = 0;
+    try {
+      for (; built < threads; ++built) new (states + built) State{};
+    } catch (...) {
+      for (index_t t = 0; t < built; ++t) states[t].~State();
+      throw;
+    }
     ctx_t ctx{s.grid_extent(),
               s.block_extent(),
               s.element_extent(),

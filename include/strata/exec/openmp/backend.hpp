@@ -37,8 +37,10 @@ struct backend {
       // `omp parallel for` a user would write.
       index_t const nth = omp_get_num_threads();
       index_t const tid = omp_get_thread_num();
-      index_t const b0 = blocks * tid / nth;
-      index_t const b1 = blocks * (tid + 1) / nth;
+      // blocks * tid / nth without the overflow of blocks * tid.
+      auto split = [&](index_t t) { return blocks / nth * t + blocks % nth * t / nth; };
+      index_t const b0 = split(tid);
+      index_t const b1 = split(tid + 1);
       Args local = args;  // each thread its own copy of the arguments
       try {
         if (b0 < b1) detail::run_blocks(s, b0, b1, k, local);

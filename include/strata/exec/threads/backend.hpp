@@ -27,11 +27,12 @@ struct backend {
     index_t const blocks = s.blocks();
     index_t chunks = where.threads * chunks_per_thread;
     if (chunks > blocks) chunks = blocks;
-    index_t const per_chunk = (blocks + chunks - 1) / chunks;
-    chunks = (blocks + per_chunk - 1) / per_chunk;
+    // Ceiling divisions written so that they cannot overflow for grids near 2^63.
+    index_t const per_chunk = blocks / chunks + (blocks % chunks != 0);
+    chunks = blocks / per_chunk + (blocks % per_chunk != 0);
     auto body = [s, k, args, per_chunk, blocks](index_t c) {
       index_t b0 = c * per_chunk;
-      index_t b1 = b0 + per_chunk < blocks ? b0 + per_chunk : blocks;
+      index_t b1 = blocks - b0 > per_chunk ? b0 + per_chunk : blocks;
       Args local = args;  // chunks run concurrently: each its own copy of the arguments
       detail::run_blocks(s, b0, b1, k, local);
     };

@@ -2,13 +2,14 @@
 //
 // A job is a count of chunks that workers claim one at a time (blocks are handed out
 // dynamically); whoever finishes the last chunk completes the job's event. The pool has
-// one worker per host PU but the first, each pinned to its PU with hwloc; the first PU's
-// share is done by the threads that wait (as OpenMP's master thread does), so a launch
-// followed by a wait uses every PU without oversubscribing any.
+// one worker per host PU, each pinned to its PU with hwloc. The first PU's share of
+// ordinary jobs is done by the threads that wait (as OpenMP's master thread does), so a
+// launch followed by a wait uses every PU without oversubscribing any; its worker is a
+// reserve that runs only the jobs confined to that PU.
 #pragma once
 
 #include <strata/exec/event.hpp>
-#include <strata/exec/vec.hpp>
+#include <strata/vec.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -43,8 +44,9 @@ class job {
   }
   bool exhausted() const noexcept { return next_.load(std::memory_order_relaxed) >= total_; }
 
-  /// Runs a claimed chunk and, for the last one, completes the event.
-  void execute(index_t chunk) noexcept;
+  /// Runs a claimed chunk and, for the last one, completes the event (running its
+  /// continuations); returns true for that last one.
+  bool execute(index_t chunk) noexcept;
 
  private:
   index_t const total_;

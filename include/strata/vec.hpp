@@ -1,4 +1,5 @@
-// n-dimensional extents and indices (Alpaka §3.4.3 `Vec`), usable in kernels everywhere.
+// n-dimensional extents and indices (Alpaka §3.4.3 `Vec`), usable in kernels everywhere and
+// by every layer (buffers, layouts, shapes).
 //
 // Dimension D-1 is the fastest-varying one (row-major, like C arrays and mdspan's
 // layout_right); on CUDA it maps to x.

@@ -1,0 +1,252 @@
+// Choosing a memory for an allocation, and allocating in each space.
+#include <strata/memory/allocate.hpp>
+#include <strata/runtime.hpp>
+
+#include "machine/units.hpp"
+#include "memory/backends.hpp"
+#include "memory/registry.hpp"
+
+#include <fmt/format.h>
+#include <hwloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+namespace strata {
+
+std::string_view to_string(space_id s) noexcept {
+  constexpr std::array names{"host", "pinned", "mapped", "sim", "cuda"};
+  return names.at(static_cast<std::size_t>(s));
+}
+
+namespace detail {
+namespace {
+
+struct space_traits {
+  place_type memory_type;
+  strata::isa arch;
+};
+
+space_traits traits_of(space_id s) {
+  switch (s) {
+    case space_id::sim:
+      return {place_type::device_memory, isa::sim};
+    case space_id::cuda:
+      return {place_type::device_memory, isa::cuda};
+    default:
+      return {place_type::host_memory, isa::host};
+  }
+}
+
+bool matches(place const& m, space_id s) {
+  auto t = traits_of(s);
+  return m.type() == t.memory_type && m.isa() == t.arch;
+}
+
+std::string describe_space(space_id s) {
+  switch (s) {
+    case space_id::sim:
+      return "a sim device memory";
+    case space_id::cuda:
+      return "a CUDA device memory";
+    default:
+      return "a host memory (NUMA node)";
+  }
+}
+
+// Bytes in use per device memory (sim and CUDA have capacities the runtime enforces; host
+// memory is the operating system's to refuse).
+struct usage {
+  std::mutex mutex;
+  std::map<std::pair<std::uint64_t, std::uint32_t>, std::uint64_t> used;
+};
+usage& the_usage() {
+  static usage u;
+  return u;
+}
+
+// Host memory bound to a NUMA node, through hwloc: large allocations only, where the node
+// matters more than the cost of an mmap.
+constexpr std::size_t bind_threshold = std::size_t{1} << 20;
+
+hwloc_topology_t host_topology() {
+  static hwloc_topology_t topo = [] {
+    hwloc_topology_t t = nullptr;
+    if (hwloc_topology_init(&t) != 0 || hwloc_topology_load(t) != 0) return hwloc_topology_t{};
+    return t;
+  }();
+  return topo;
+}
+
+void* host_alloc(place const& numa, std::size_t bytes, std::size_t alignment, bool this_system,
+                 std::function<void(void*, std::size_t)>& release) {
+  if (this_system && bytes >= bind_threshold && numa.os_index() >= 0) {
+    if (auto topo = host_topology()) {
+      if (auto node =
+              hwloc_get_numanode_obj_by_os_index(topo, static_cast<unsigned>(numa.os_index()))) {
+        if (void* p = hwloc_alloc_membind(topo, bytes, node->nodeset, HWLOC_MEMBIND_BIND,
+                                          HWLOC_MEMBIND_BYNODESET)) {
+          release = [topo](void* q, std::size_t n) { hwloc_free(topo, q, n); };
+          return p;
+        }
+      }
+    }
+  }
+  std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  void* p = std::aligned_alloc(alignment, rounded);
+  release = [](void* q, std::size_t) { std::free(q); };
+  return p;
+}
+
+void* pinned_alloc(std::size_t bytes, std::function<void(void*, std::size_t)>& release) {
+  if (void* p = cuda_pinned_alloc(bytes)) {
+    release = [](void* q, std::size_t) { cuda_pinned_free(q); };
+    return p;
+  }
+  // No CUDA device: page-aligned memory, locked where RLIMIT_MEMLOCK allows it.
+  auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  std::size_t rounded = (bytes + page - 1) / page * page;
+  void* p = std::aligned_alloc(page, rounded);
+  if (!p) return nullptr;
+  bool locked = mlock(p, rounded) == 0;
+  release = [locked, rounded](void* q, std::size_t) {
+    if (locked) munlock(q, rounded);
+    std::free(q);
+  };
+  return p;
+}
+
+// The memory of `space` for an allocation at `where`: the place itself, the nearest
+// above a processor, or the first in the subtree with room.
+place choose_memory(place const& where, space_id space, std::size_t bytes,
+                    std::uint64_t machine_id) {
+  if (where.kind() == place_kind::memory) {
+    if (!matches(where, space))
+      throw invalid_argument(fmt::format("allocate: '{}' is a {} {} memory; {} memory needs {}",
+                                         where.path(), to_string(where.isa()),
+                                         to_string(where.type()), to_string(space),
+                                         describe_space(space)));
+    return where;
+  }
+  auto fits = [&](place const& m) {
+    if (m.type() != place_type::device_memory || m.capacity() == 0) return true;
+    auto& u = the_usage();
+    std::lock_guard lock(u.mutex);
+    return u.used[{machine_id, m.id()}] + bytes <= m.capacity();
+  };
+  place first;
+  for (auto const& m :
+       where.kind() == place_kind::processor ? where.memories_above() : where.memories()) {
+    if (!matches(m, space)) continue;
+    if (!first.valid()) first = m;
+    if (fits(m)) return m;
+  }
+  if (!first.valid())
+    for (auto const& m : where.memories_above())
+      if (matches(m, space)) return m;
+  if (first.valid()) return first;  // full: the capacity check reports it
+  throw invalid_argument(fmt::format("allocate: no {} at or near '{}'; expected a place holding {}",
+                                     describe_space(space), where.path(), describe_space(space)));
+}
+
+}  // namespace
+
+raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t alignment,
+                              space_id space) {
+  auto& rt = runtime::current();
+  if (!where.valid())
+    throw invalid_argument(
+        "allocate: the place is empty (default-constructed); expected a place "
+        "of runtime::machine()");
+  if (!where.same_machine(rt.machine()))
+    throw invalid_argument("allocate: place '" + where.path() +
+                           "' is not part of this runtime's machine");
+  if (space == space_id::mapped)
+    throw invalid_argument("allocate: mapped memory comes from a file; use strata::map_file");
+  // Device memory use is counted per runtime's machine (a later runtime starts afresh).
+  std::uint64_t const machine_id = std::hash<place>{}(rt.machine());
+  auto memory = choose_memory(where, space, bytes, machine_id);
+  auto key = std::pair{machine_id, memory.id()};
+  bool const accounted = memory.type() == place_type::device_memory && memory.capacity() > 0;
+  if (accounted) {
+    auto& u = the_usage();
+    std::lock_guard lock(u.mutex);
+    auto& used = u.used[key];
+    if (used + bytes > memory.capacity())
+      throw out_of_memory(fmt::format(
+          "allocate: {} do not fit in '{}': {} of its {} are in use; free memory or allocate "
+          "elsewhere",
+          detail::format_bytes(bytes), memory.path(), detail::format_bytes(used),
+          detail::format_bytes(memory.capacity())));
+    used += bytes;
+  }
+  std::function<void(void*, std::size_t)> release;
+  void* p = nullptr;
+  switch (space) {
+    case space_id::host:
+      p = host_alloc(memory, bytes, alignment, rt.effective_options().topology.empty(), release);
+      break;
+    case space_id::pinned:
+      p = pinned_alloc(bytes, release);
+      break;
+    case space_id::sim: {
+      std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+      p = std::aligned_alloc(alignment, rounded);
+      release = [](void* q, std::size_t) { std::free(q); };
+      break;
+    }
+    case space_id::cuda:
+      p = cuda_device_alloc(memory, bytes);
+      release = [](void* q, std::size_t) { cuda_device_free(q); };
+      break;
+    case space_id::mapped:
+      break;
+  }
+  if (!p) {
+    if (accounted) {
+      std::lock_guard lock(the_usage().mutex);
+      the_usage().used[key] -= bytes;
+    }
+    throw out_of_memory(fmt::format("allocate: {} of {} memory on '{}' could not be allocated",
+                                    detail::format_bytes(bytes), to_string(space), memory.path()));
+  }
+  register_allocation(p,
+                      {bytes, space, memory.id(), accounted ? machine_id : 0, std::move(release)});
+  return {p, memory.id()};
+}
+
+void deallocate_bytes(void const* address, space_id space) {
+  auto info = find_allocation(address);
+  if (!info || info->base != address || info->space != space)
+    throw invalid_argument(fmt::format(
+        "deallocate: {} is not the start of a live {} allocation ({}); expected a pointer "
+        "returned by allocate and not yet deallocated",
+        address, to_string(space),
+        !info                   ? "no allocation holds it"
+        : info->base != address ? "it points inside an allocation"
+                                : fmt::format("it is {} memory", to_string(info->space))));
+  auto rec = unregister_allocation(address);
+  if (!rec)
+    throw invalid_argument(fmt::format("deallocate: {} was released concurrently", address));
+  if (rec->machine_id != 0) {
+    auto& u = the_usage();
+    std::lock_guard lock(u.mutex);
+    u.used[{rec->machine_id, rec->place_id}] -= rec->bytes;
+  }
+  rec->release(const_cast<void*>(address), rec->bytes);
+}
+
+place place_of_id(std::uint32_t id) {
+  auto m = runtime::current().machine();
+  for (auto const& p : m.descendants())
+    if (p.id() == id) return p;
+  throw invalid_argument("ptr::place: no place with id " + std::to_string(id) +
+                         " in this runtime's machine");
+}
+
+}  // namespace detail
+}  // namespace strata

@@ -1,0 +1,28 @@
+// The record of every live allocation Strata made: how to release it, which space and
+// place it belongs to, and (for device memories) how much of each memory is in use.
+#pragma once
+
+#include <strata/memory/allocate.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+namespace strata::detail {
+
+struct allocation_record {
+  std::size_t bytes;
+  space_id space;
+  std::uint32_t place_id;
+  std::uint64_t machine_id;  // of the runtime that made it, for per-memory accounting
+  std::function<void(void*, std::size_t)> release;
+};
+
+/// Adds a live allocation at `base`.
+void register_allocation(void* base, allocation_record record);
+/// Removes the allocation starting at `base` and returns its record, or nullopt if no
+/// live allocation starts there.
+std::optional<allocation_record> unregister_allocation(void const* base);
+
+}  // namespace strata::detail
