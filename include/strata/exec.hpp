@@ -3,6 +3,7 @@
 
 #include <strata/exec/atomic.hpp>
 #include <strata/exec/backend.hpp>
+#include <strata/exec/copy.hpp>
 #include <strata/exec/domain.hpp>
 #include <strata/exec/event.hpp>
 #include <strata/exec/launch.hpp>

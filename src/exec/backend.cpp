@@ -3,6 +3,7 @@
 #include <strata/exec/backend.hpp>
 #include <strata/exec/domain.hpp>
 #include <strata/exec/work_division.hpp>
+#include <strata/memory/allocate.hpp>
 #include <strata/runtime.hpp>
 
 #include "exec/exec_state.hpp"
@@ -10,6 +11,8 @@
 #include "machine/place_tree.hpp"
 
 #include <array>
+
+#include <fmt/format.h>
 
 namespace strata {
 namespace {
@@ -58,15 +61,28 @@ placement resolve(target const& t) {
   auto [threads, slots] = exec.host_slots(p);
   backend_id b = t.backend.value_or(rt.default_cpu_backend());
   if (!t.backend && threads == 0) {
-    // No host processor here: the place is a device, whose backend comes later.
+    // No host processor here: the place is (in) a device, which has its own backend.
     auto procs = p.processors();
     if (procs.empty())
       throw invalid_argument("launch: '" + p.path() + "' holds no processor to run on");
     b = procs.front().isa() == isa::cuda ? backend_id::cuda : backend_id::sim;
   }
-  if (b == backend_id::cuda || b == backend_id::sim)
-    throw not_supported("launch: '" + p.path() + "' needs the " + std::string(to_string(b)) +
-                        " backend, which this build of Strata does not have yet");
+  if (b == backend_id::cuda)
+    throw not_supported("launch: '" + p.path() +
+                        "' needs the cuda backend, which this build of "
+                        "Strata does not have yet");
+  if (b == backend_id::sim) {
+    int device = exec.sim_of_place(p);
+    if (device < 0)
+      throw invalid_argument("launch: the sim backend runs on sim devices, and '" + p.path() +
+                             "' is not one (nor inside one)");
+    auto const& sim = exec.sims[static_cast<std::size_t>(device)];
+    last.generation = exec.generation;
+    last.where = p;
+    last.backend = t.backend;
+    last.result = {b, sim.units > 0 ? sim.units : 1, slots, device, sim.memory};
+    return last.result;
+  }
   if (threads == 0)
     throw invalid_argument("launch: the " + std::string(to_string(b)) + " backend runs on host " +
                            "processors, and '" + p.path() + "' has none");
@@ -87,6 +103,49 @@ placement resolve(target const& t) {
   throw invalid_argument("scratchpad: the block asked for " + std::to_string(requested) +
                          " bytes but its shape provides " + std::to_string(available) +
                          "; give the shape .scratchpad(bytes) with enough room");
+}
+
+void check_kernel_pointer(placement const& p, void const* address, space_id space, bool typed,
+                          std::uint32_t place_id, std::size_t index) {
+  bool const sim = p.backend == backend_id::sim;
+  auto host_like = [](space_id s) {
+    return s == space_id::host || s == space_id::pinned || s == space_id::mapped;
+  };
+  auto where = [&] {
+    return sim ? "sim device " +
+                     current_exec().sims[static_cast<std::size_t>(p.device)].device.name()
+               : std::string("host processors");
+  };
+  auto fail = [&](std::string const& what) {
+    throw invalid_argument(
+        fmt::format("launch on {}: argument {} ({}) {}", where(), index + 1, address, what));
+  };
+  if (typed) {
+    if (sim && (space != space_id::sim || place_id != p.memory))
+      fail(fmt::format("is {} memory of '{}'; a sim kernel may only use its own device's memory",
+                       to_string(space), place_of_id(place_id).path()));
+    if (!sim && !host_like(space))
+      fail(fmt::format("is {} memory; kernels on host processors use host-accessible memory",
+                       to_string(space)));
+  }
+#if defined(NDEBUG)
+  if (typed) return;
+#endif
+  auto info = find_allocation(address);
+  if (!info) {
+    if (typed) fail("points to no live allocation (freed?)");
+    if (sim)
+      fail(
+          "is not memory of this device (a host address?); allocate it with "
+          "strata::allocate<T, strata::sim_space>(device, n)");
+    return;
+  }
+  if (sim && (info->space != space_id::sim || info->place_id != p.memory))
+    fail(fmt::format("is {} memory of '{}'; a sim kernel may only use its own device's memory",
+                     to_string(info->space), place_of_id(info->place_id).path()));
+  if (!sim && !host_like(info->space))
+    fail(fmt::format("is {} memory; kernels on host processors use host-accessible memory",
+                     to_string(info->space)));
 }
 
 bool runs_inline(target const& t) {

@@ -1,7 +1,10 @@
 #include "exec/exec_state.hpp"
 
+#include "exec/sim/device.hpp"
 #include "exec/threads/pool.hpp"
 #include "machine/place_tree.hpp"
+
+#include <strata/error.hpp>
 
 #include <atomic>
 
@@ -15,6 +18,41 @@ exec_state::exec_state(place m, bool system)
     : machine(std::move(m)), this_system(system), generation(++generations) {
   for (auto const& pu : machine.descendants(place_type::pu))
     if (pu.isa() == isa::host) slot_os_index.push_back(pu.os_index());
+  for (auto const& dev : machine.descendants(place_type::device)) {
+    if (dev.isa() != isa::sim) continue;
+    auto mems = dev.memories();
+    sims.push_back(
+        {dev, mems.empty() ? 0u : mems.front().id(), static_cast<int>(dev.processors().size())});
+  }
+  sim_devices_.resize(sims.size());
+}
+
+sim_device& exec_state::sim(int index) {
+  std::lock_guard lock(sims_mutex_);
+  if (shutting_down_)
+    throw error("sim device " + sims.at(static_cast<std::size_t>(index)).device.name() +
+                ": work arrived while the runtime shuts down");
+  auto& d = sim_devices_.at(static_cast<std::size_t>(index));
+  if (!d) {
+    auto const& e = sims[static_cast<std::size_t>(index)];
+    auto const& info = e.device.info();
+    d = std::make_unique<sim_device>(sim_params{e.device.name(), info.link.bandwidth,
+                                                info.link.latency, info.speed,
+                                                e.units > 0 ? e.units : 1});
+  }
+  return *d;
+}
+
+int exec_state::sim_of_memory(std::uint32_t memory) const noexcept {
+  for (std::size_t i = 0; i < sims.size(); ++i)
+    if (sims[i].memory == memory) return static_cast<int>(i);
+  return -1;
+}
+
+int exec_state::sim_of_place(place const& p) const {
+  for (std::size_t i = 0; i < sims.size(); ++i)
+    if (sims[i].device.unsliced().contains(p.unsliced())) return static_cast<int>(i);
+  return -1;
 }
 
 exec_state::~exec_state() {
@@ -22,7 +60,26 @@ exec_state::~exec_state() {
 }
 
 void exec_state::drain() {
-  if (pool_) pool_->drain();
+  // Work anywhere may submit work elsewhere (a completed sim copy starts a pool launch,
+  // which queues a sim kernel...): wait until a whole round finds everything idle.
+  for (bool busy = true; busy;) {
+    if (pool_) pool_->drain();
+    busy = false;
+    std::vector<sim_device*> started;
+    {
+      std::lock_guard lock(sims_mutex_);
+      for (auto& d : sim_devices_)
+        if (d) started.push_back(d.get());
+    }
+    for (auto* d : started) busy = d->wait_idle() || busy;
+  }
+  std::vector<std::unique_ptr<sim_device>> ending;
+  {
+    std::lock_guard lock(sims_mutex_);
+    shutting_down_ = true;
+    ending.swap(sim_devices_);
+  }
+  ending.clear();  // joins the devices' threads
 }
 
 pool& exec_state::get_pool() {

@@ -16,6 +16,7 @@
 namespace strata::detail {
 
 class pool;
+class sim_device;
 struct exec_state;
 
 /// The live runtime's execution state (throws strata::error when no runtime is alive).
@@ -55,6 +56,20 @@ struct exec_state {
   /// Host processor count and slot set of a place, computed once per place.
   std::pair<int, slot_set const*> host_slots(place const& p);
 
+  /// The sim devices of the machine, in logical order: their places and memories.
+  struct sim_entry {
+    place device;
+    std::uint32_t memory;  // id of the device's memory place
+    int units;
+  };
+  std::vector<sim_entry> sims;
+  /// The sim device with this index, started on first use.
+  sim_device& sim(int index);
+  /// The index of the sim device whose memory has id `memory`, or -1.
+  int sim_of_memory(std::uint32_t memory) const noexcept;
+  /// The index of the sim device at or above `p`, or -1.
+  int sim_of_place(place const& p) const;
+
   place machine;
   bool this_system;
   std::uint64_t const generation;  // unique per runtime: keys per-thread caches
@@ -72,6 +87,9 @@ struct exec_state {
   std::map<std::vector<std::uint64_t>, slot_set const*> set_of_bits_;  // one per distinct set
   std::once_flag pool_once_;
   std::unique_ptr<pool> pool_;
+  std::mutex sims_mutex_;
+  std::vector<std::unique_ptr<sim_device>> sim_devices_;
+  bool shutting_down_ = false;
 };
 
 }  // namespace strata::detail

@@ -50,11 +50,11 @@ bool matches(place const& m, space_id s) {
 std::string describe_space(space_id s) {
   switch (s) {
     case space_id::sim:
-      return "a sim device memory";
+      return "sim device memory";
     case space_id::cuda:
-      return "a CUDA device memory";
+      return "CUDA device memory";
     default:
-      return "a host memory (NUMA node)";
+      return "host memory (a NUMA node)";
   }
 }
 
@@ -126,7 +126,7 @@ place choose_memory(place const& where, space_id space, std::size_t bytes,
                     std::uint64_t machine_id) {
   if (where.kind() == place_kind::memory) {
     if (!matches(where, space))
-      throw invalid_argument(fmt::format("allocate: '{}' is a {} {} memory; {} memory needs {}",
+      throw invalid_argument(fmt::format("allocate: '{}' is a {} {} memory; {} memory needs a {}",
                                          where.path(), to_string(where.isa()),
                                          to_string(where.type()), to_string(space),
                                          describe_space(space)));
@@ -149,8 +149,9 @@ place choose_memory(place const& where, space_id space, std::size_t bytes,
     for (auto const& m : where.memories_above())
       if (matches(m, space)) return m;
   if (first.valid()) return first;  // full: the capacity check reports it
-  throw invalid_argument(fmt::format("allocate: no {} at or near '{}'; expected a place holding {}",
-                                     describe_space(space), where.path(), describe_space(space)));
+  throw invalid_argument(
+      fmt::format("allocate: no {} at or near '{}'; expected a place holding a {}",
+                  describe_space(space), where.path(), describe_space(space)));
 }
 
 }  // namespace

@@ -33,13 +33,13 @@ TEST(Launch, BadTargetsAreClearErrors) {
   EXPECT_THROW(launch(place{}, grid(1), noop), invalid_argument);
   EXPECT_THROW(launch(test::phalanx_fig1(), grid(1), noop), invalid_argument);
   EXPECT_THROW(launch(m.memories().front(), grid(1), noop), invalid_argument);
-  try {
-    launch(m.slice(isa::sim).descendants(place_type::device).front(), grid(1), noop);
-    FAIL();
-  } catch (not_supported const& e) {
-    EXPECT_NE(std::string(e.what()).find("sim backend"), std::string::npos) << e.what();
-  }
   EXPECT_THROW(launch(on(m.slice(isa::sim), backend_id::threads), grid(1), noop), invalid_argument);
+  try {
+    launch(on(m.slice(isa::host), backend_id::sim), grid(1), noop);
+    FAIL();
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("runs on sim devices"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Events, EmptyEventIsReady) {

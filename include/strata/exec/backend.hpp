@@ -37,14 +37,17 @@ struct slot_set;
 /// What a launch needs to know about its target, checked and resolved once.
 struct placement {
   backend_id backend;
-  int threads;            // host processors of the place (CPU backends' parallelism)
-  slot_set const* slots;  // which of the pool's slots (host PUs) may run its blocks
+  int threads;               // processors the backend runs the launch on (its parallelism)
+  slot_set const* slots;     // which of the pool's slots (host PUs) may run its blocks
+  int device = -1;           // the device's index among its kind (sim, CUDA)
+  std::uint32_t memory = 0;  // the id of that device's memory place
 };
 
 /// Validates the target against the live runtime and picks the backend. Throws
 /// strata::error (no runtime), invalid_argument (a place of another machine, a memory
 /// place, a place without processors for the backend) or not_supported (a backend not
-/// compiled in, or none yet for the place's ISA).
+/// compiled in, or none yet for the place's ISA). Host places go to a CPU backend, places
+/// in a sim device to its sim backend.
 placement resolve(target const& t);
 
 }  // namespace detail

@@ -9,7 +9,9 @@
 #include <strata/exec/event.hpp>
 #include <strata/exec/serial/backend.hpp>
 #include <strata/exec/shape.hpp>
+#include <strata/exec/sim/backend.hpp>
 #include <strata/exec/threads/backend.hpp>
+#include <strata/memory/ptr.hpp>
 #if defined(_OPENMP)
 #include <strata/exec/openmp/backend.hpp>
 #endif
@@ -29,9 +31,9 @@ template <class... B>
 struct backend_list {};
 
 #if defined(_OPENMP)
-using cpu_backends = backend_list<serial::backend, threads::backend, openmp::backend>;
+using cpu_backends = backend_list<serial::backend, threads::backend, openmp::backend, sim::backend>;
 #else
-using cpu_backends = backend_list<serial::backend, threads::backend>;
+using cpu_backends = backend_list<serial::backend, threads::backend, sim::backend>;
 #endif
 
 [[noreturn]] void backend_not_compiled(backend_id b);
@@ -40,6 +42,47 @@ using cpu_backends = backend_list<serial::backend, threads::backend>;
 bool runs_inline(target const& t);
 /// Runs `fn` on the runtime's pool, soon, on any processor.
 void defer(std::function<void()> fn);
+
+/// Checks a pointer argument against the launch's backend: memory of another space or
+/// another device is an error. `typed` pointers (ptr<T, S>) are checked in every build;
+/// in builds without NDEBUG, raw pointers are looked up in the allocation registry too,
+/// and typed ones must still be live (not freed).
+void check_kernel_pointer(placement const& p, void const* address, space_id space, bool typed,
+                          std::uint32_t place_id, std::size_t index);
+
+/// Kernels receive plain pointers: ptr<T, S> arguments arrive as T*.
+template <class A>
+struct kernel_arg {
+  using type = std::decay_t<A>;
+};
+template <class T, class S>
+struct kernel_arg<ptr<T, S>> {
+  using type = T*;
+};
+template <class A>
+using kernel_arg_t = typename kernel_arg<std::decay_t<A>>::type;
+
+template <class A>
+kernel_arg_t<A> to_kernel_arg(placement const& p, A&& a, std::size_t index) {
+  using D = std::decay_t<A>;
+  if constexpr (is_ptr_v<D>) {
+    if (a) check_kernel_pointer(p, a.get(), D::space::id, true, a.place_id(), index);
+    return a.get();
+  } else {
+#if !defined(NDEBUG)
+    if constexpr (std::is_pointer_v<D>)
+      if (a) check_kernel_pointer(p, a, space_id::host, false, 0, index);
+#endif
+    (void)p;
+    (void)index;
+    return std::forward<A>(a);
+  }
+}
+
+template <class... Args, std::size_t... I>
+auto kernel_args(placement const& p, std::index_sequence<I...>, Args&&... args) {
+  return std::tuple<kernel_arg_t<Args>...>(to_kernel_arg(p, std::forward<Args>(args), I)...);
+}
 
 template <class... B, class S, class K, class Args>
 event dispatch(backend_list<B...>, placement const& p, S const& s, K const& k, Args& args) {
@@ -54,7 +97,8 @@ event dispatch(backend_list<B...>, placement const& p, S const& s, K const& k, A
 template <shape_type S, class Kernel, class... Args>
 event launch(target const& where, S const& s, Kernel&& kernel, Args&&... args) {
   auto p = detail::resolve(where);
-  std::tuple<std::decay_t<Args>...> copied(std::forward<Args>(args)...);
+  auto copied =
+      detail::kernel_args(p, std::index_sequence_for<Args...>{}, std::forward<Args>(args)...);
   std::decay_t<Kernel> const& k = kernel;
   return detail::dispatch(detail::cpu_backends{}, p, s, k, copied);
 }

@@ -1,0 +1,41 @@
+// The sim backend: kernels launched on an emulated sim device run on that device's own
+// worker threads (its compute units), one kernel at a time per device, in the order they
+// arrive; the device's `speed` stretches their duration (speed 0.5 takes twice as long).
+// It is an emulator for testing and planning multi-device code, not a model of a GPU.
+#pragma once
+
+#include <strata/exec/backend.hpp>
+#include <strata/exec/cpu/run.hpp>
+#include <strata/exec/event.hpp>
+
+#include <functional>
+
+namespace strata::detail {
+/// Queues `chunks` chunks of `body` on sim device `device`; returns its completion.
+event sim_launch(int device, index_t chunks, std::function<void(index_t)> body);
+}  // namespace strata::detail
+
+namespace strata::sim {
+
+struct backend {
+  static constexpr backend_id id = backend_id::sim;
+
+  template <std::size_t D, class P, class Kernel, class Args>
+  static event launch(detail::placement const& where, shape<D, P> const& s, Kernel const& k,
+                      Args& args) {
+    detail::check_cpu_shape(s, "sim");
+    index_t const blocks = s.blocks();
+    index_t chunks = where.threads * 4;
+    if (chunks > blocks) chunks = blocks;
+    index_t const per_chunk = blocks / chunks + (blocks % chunks != 0);
+    chunks = blocks / per_chunk + (blocks % per_chunk != 0);
+    return detail::sim_launch(where.device, chunks, [s, k, args, per_chunk, blocks](index_t c) {
+      index_t b0 = c * per_chunk;
+      index_t b1 = blocks - b0 > per_chunk ? b0 + per_chunk : blocks;
+      Args local = args;
+      detail::run_blocks(s, b0, b1, k, local);
+    });
+  }
+};
+
+}  // namespace strata::sim

@@ -1,0 +1,143 @@
+// Copies between memories: host copies inline or in parallel on the pool, copies that
+// touch a sim device on that device's copy engine, at its link's modeled speed.
+#include <strata/error.hpp>
+#include <strata/exec/copy.hpp>
+#include <strata/exec/sim/backend.hpp>
+#include <strata/memory/allocate.hpp>
+
+#include "exec/copy_desc.hpp"
+#include "exec/exec_state.hpp"
+#include "exec/sim/device.hpp"
+#include "exec/threads/pool.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace strata::detail {
+namespace {
+
+bool on_host(space_id s) {
+  return s == space_id::host || s == space_id::pinned || s == space_id::mapped;
+}
+
+// Below this size a parallel copy costs more in hand-offs than it gains in bandwidth.
+constexpr std::size_t parallel_copy_threshold = std::size_t{1} << 20;
+constexpr std::size_t min_piece = std::size_t{256} << 10;
+
+event host_copy(copy_desc const& d) {
+  std::size_t const units = copy_units(d);
+  if (d.bytes() < parallel_copy_threshold) {
+    copy_part(d, 0, units);
+    return event::completed();
+  }
+  auto& exec = current_exec();
+  auto [threads, slots] = exec.host_slots(exec.machine);
+  // Pieces of at least min_piece bytes, a few per thread for balance.
+  std::size_t const unit_bytes = d.contiguous() ? 1 : d.row_bytes;
+  std::size_t pieces = std::max<std::size_t>(1, d.bytes() / min_piece);
+  pieces = std::min<std::size_t>({pieces, static_cast<std::size_t>(threads) * 4, units});
+  (void)unit_bytes;
+  std::size_t const per = units / pieces + (units % pieces != 0);
+  pieces = units / per + (units % per != 0);
+  auto body = [d, per, units](index_t c) {
+    std::size_t first = static_cast<std::size_t>(c) * per;
+    copy_part(d, first, std::min(first + per, units));
+  };
+  auto j = std::make_shared<body_job<decltype(body)>>(static_cast<index_t>(pieces), slots,
+                                                      std::move(body));
+  event done = j->done();
+  submit(std::move(j));
+  return done;
+}
+
+event start_copy(copy_desc const& d) {
+  if (d.dst.space == space_id::cuda || d.src.space == space_id::cuda)
+    throw not_supported(
+        "copy: CUDA memory needs the CUDA backend, which this build does not "
+        "have yet");
+  bool const dst_sim = d.dst.space == space_id::sim, src_sim = d.src.space == space_id::sim;
+  if (!dst_sim && !src_sim) return host_copy(d);
+  auto& exec = current_exec();
+  auto device_of = [&](copy_side const& s) {
+    int i = exec.sim_of_memory(s.place_id);
+    if (i < 0)
+      throw invalid_argument(fmt::format("copy: {} is sim memory of no sim device of this runtime",
+                                         static_cast<void*>(s.base)));
+    return i;
+  };
+  if (dst_sim && src_sim) {
+    int a = device_of(d.src), b = device_of(d.dst);
+    auto& from = exec.sim(a);
+    if (a == b) return from.enqueue_copy(d, 0.0);  // within one device's memory
+    // Between two devices the bytes cross both links, through the host.
+    auto& to = exec.sim(b);
+    double modeled =
+        std::max(from.params().latency, to.params().latency) +
+        static_cast<double>(d.bytes()) / std::min(from.params().bandwidth, to.params().bandwidth);
+    return from.enqueue_copy(d, modeled);
+  }
+  auto& device = exec.sim(device_of(dst_sim ? d.dst : d.src));
+  return device.enqueue_copy(d, device.transfer_time(d.bytes()));
+}
+
+copy_side to_side(copy_side_desc const& s) {
+  return {static_cast<std::byte*>(s.base), s.pitch, s.slice_pitch, s.space, s.place_id};
+}
+
+}  // namespace
+
+event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::size_t row_bytes,
+                std::size_t rows, std::size_t slices) {
+  copy_desc d{to_side(dst), to_side(src), row_bytes, rows, slices};
+  current_exec();  // no runtime: fail here, in the caller
+  if (deps.ready()) {
+    if (auto err = deps.error()) return event::failed(err);
+    return start_copy(d);
+  }
+  auto result = event::pending();
+  auto ready = when_all(deps);
+  ready.then([ready, result, d] {
+    if (auto err = ready.error()) return result.complete(err);
+    try {
+      auto inner = start_copy(d);
+      inner.then([inner, result] { result.complete(inner.error()); });
+    } catch (...) {
+      result.complete(std::current_exception());
+    }
+  });
+  return result;
+}
+
+void check_range(void const* p, std::size_t bytes, space_id space, char const* what) {
+  auto info = find_allocation(p);
+  bool const host = on_host(space);
+  if (!info) {
+    if (host) return;  // host memory Strata did not allocate (a vector, the stack)
+    throw invalid_argument(
+        fmt::format("{}: {} is not in any live {} allocation (freed, or never allocated by Strata)",
+                    what, p, to_string(space)));
+  }
+  if (info->space != space && !(host && on_host(info->space)))
+    throw invalid_argument(fmt::format("{}: {} is {} memory, but is used as {} memory", what, p,
+                                       to_string(info->space), to_string(space)));
+  auto offset =
+      static_cast<std::size_t>(static_cast<char const*>(p) - static_cast<char const*>(info->base));
+  if (offset + bytes > info->bytes)
+    throw invalid_argument(
+        fmt::format("{}: {} bytes from {} run {} bytes past the end of its allocation of {} bytes",
+                    what, bytes, p, offset + bytes - info->bytes, info->bytes));
+}
+
+target fill_target(std::uint32_t memory_place) {
+  auto memory = place_of_id(memory_place);
+  // The group the memory is attached to holds the processors next to it.
+  auto parent = memory.parent();
+  return parent ? target(*parent) : target(memory.root());
+}
+
+event sim_launch(int device, index_t chunks, std::function<void(index_t)> body) {
+  return current_exec().sim(device).enqueue_kernel(chunks, std::move(body));
+}
+
+}  // namespace strata::detail

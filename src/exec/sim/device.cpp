@@ -1,0 +1,152 @@
+#include "exec/sim/device.hpp"
+
+#include <strata/error.hpp>
+
+namespace strata::detail {
+
+void wait_until(sim_device::clock::time_point deadline) {
+  constexpr auto spin_margin = std::chrono::microseconds(200);
+  if (sim_device::clock::now() + spin_margin < deadline)
+    std::this_thread::sleep_until(deadline - spin_margin);
+  while (sim_device::clock::now() < deadline) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+sim_device::sim_device(sim_params params) : params_(std::move(params)) {
+  try {
+    for (int u = 0; u < params_.units; ++u) units_.emplace_back([this] { unit_main(); });
+    copy_engine_ = std::thread([this] { copy_main(); });
+  } catch (std::system_error const& e) {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    kernels_ready_.notify_all();
+    copies_ready_.notify_all();
+    for (auto& t : units_) t.join();
+    throw backend_error("sim device " + params_.name +
+                        ": could not start its threads: " + e.what());
+  }
+}
+
+sim_device::~sim_device() {
+  {
+    // Queued work still runs: stop only takes effect once both queues are empty.
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  kernels_ready_.notify_all();
+  copies_ready_.notify_all();
+  for (auto& t : units_) t.join();
+  copy_engine_.join();
+}
+
+event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> body) {
+  auto op = std::make_shared<kernel_op>();
+  op->chunks = chunks;
+  op->body = std::move(body);
+  op->remaining.store(chunks, std::memory_order_relaxed);
+  event done = op->done;
+  {
+    std::lock_guard lock(mutex_);
+    if (kernels_.empty()) op->start = clock::now();
+    kernels_.push_back(std::move(op));
+    ++busy_;
+  }
+  kernels_ready_.notify_all();
+  return done;
+}
+
+void sim_device::unit_main() {
+  for (;;) {
+    std::shared_ptr<kernel_op> op;
+    {
+      std::unique_lock lock(mutex_);
+      // The front kernel, while it has chunks to claim; later kernels wait their turn
+      // (one kernel at a time per device, in arrival order).
+      kernels_ready_.wait(lock, [&] {
+        return (stop_ && kernels_.empty()) ||
+               (!kernels_.empty() &&
+                kernels_.front()->next.load(std::memory_order_relaxed) < kernels_.front()->chunks);
+      });
+      if (kernels_.empty()) return;
+      op = kernels_.front();
+    }
+    for (index_t c; (c = op->next.fetch_add(1, std::memory_order_relaxed)) < op->chunks;) {
+      if (!op->failed.load(std::memory_order_relaxed)) {
+        try {
+          op->body(c);
+        } catch (...) {
+          bool expected = false;
+          if (op->failed.compare_exchange_strong(expected, true))
+            op->error = std::current_exception();
+        }
+      }
+      if (op->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(op);
+    }
+  }
+}
+
+void sim_device::finish(std::shared_ptr<kernel_op> const& op) {
+  // speed < 1: the device is slower than the host core it runs on, so the kernel takes
+  // elapsed / speed. (A faster device cannot be emulated: speed > 1 takes real time.)
+  if (params_.speed < 1.0) {
+    auto elapsed = clock::now() - op->start;
+    wait_until(op->start + std::chrono::duration_cast<clock::duration>(elapsed / params_.speed));
+  }
+  {
+    std::lock_guard lock(mutex_);
+    kernels_.pop_front();
+    if (!kernels_.empty()) kernels_.front()->start = clock::now();
+  }
+  kernels_ready_.notify_all();
+  op->done.complete(op->failed.load(std::memory_order_acquire) ? op->error : nullptr);
+  done_one();
+}
+
+void sim_device::done_one() {
+  std::lock_guard lock(mutex_);
+  if (--busy_ == 0) idle_.notify_all();
+}
+
+bool sim_device::wait_idle() {
+  std::unique_lock lock(mutex_);
+  if (busy_ == 0) return false;
+  idle_.wait(lock, [&] { return busy_ == 0; });
+  return true;
+}
+
+event sim_device::enqueue_copy(copy_desc const& d, double modeled) {
+  event done = event::pending();
+  {
+    std::lock_guard lock(mutex_);
+    copies_.push_back({d, modeled, done});
+    ++busy_;
+  }
+  copies_ready_.notify_one();
+  return done;
+}
+
+void sim_device::copy_main() {
+  for (;;) {
+    copy_op op;
+    {
+      std::unique_lock lock(mutex_);
+      copies_ready_.wait(lock, [&] { return stop_ || !copies_.empty(); });
+      if (copies_.empty()) return;
+      op = std::move(copies_.front());
+      copies_.pop_front();
+    }
+    auto start = clock::now();
+    copy_part(op.desc, 0, copy_units(op.desc));
+    wait_until(start + std::chrono::duration_cast<clock::duration>(
+                           std::chrono::duration<double>(op.modeled)));
+    op.done.complete();
+    done_one();
+  }
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,95 @@
+// An emulated sim device: compute units that run its kernels one at a time, and a copy
+// engine that moves bytes at the configured link bandwidth and latency. Both run on
+// threads of their own, so a kernel and a copy on one device overlap, as on a GPU with a
+// copy engine; the timing model is the device's `bw`, `lat` and `speed`.
+#pragma once
+
+#include <strata/exec/event.hpp>
+#include <strata/vec.hpp>
+
+#include "exec/copy_desc.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace strata::detail {
+
+struct sim_params {
+  std::string name;
+  double bandwidth;  // bytes per second over the host link
+  double latency;    // seconds per transfer
+  double speed;      // compute speed factor
+  int units;         // compute units (threads)
+};
+
+class sim_device {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  explicit sim_device(sim_params params);
+  ~sim_device();
+  sim_device(sim_device const&) = delete;
+  sim_device& operator=(sim_device const&) = delete;
+
+  /// Queues a kernel of `chunks` chunks; its event completes when all have run and the
+  /// speed model's time has passed.
+  event enqueue_kernel(index_t chunks, std::function<void(index_t)> body);
+  /// Queues a copy that takes `modeled` seconds (latency + bytes / bandwidth).
+  event enqueue_copy(copy_desc const& d, double modeled);
+  /// The modeled time of a transfer of `bytes` over this device's link.
+  double transfer_time(std::size_t bytes) const noexcept {
+    return params_.latency + static_cast<double>(bytes) / params_.bandwidth;
+  }
+  sim_params const& params() const noexcept { return params_; }
+  /// Waits until every queued kernel and copy has completed (continuations included).
+  /// Returns whether there was anything to wait for.
+  bool wait_idle();
+
+ private:
+  struct kernel_op {
+    index_t chunks;
+    std::function<void(index_t)> body;
+    event done = event::pending();
+    std::atomic<index_t> next{0};
+    std::atomic<index_t> remaining{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+    clock::time_point start{};
+  };
+  struct copy_op {
+    copy_desc desc;
+    double modeled;
+    event done;
+  };
+
+  void unit_main();
+  void copy_main();
+  void finish(std::shared_ptr<kernel_op> const& op);
+  void done_one();
+
+  sim_params params_;
+  std::mutex mutex_;
+  std::condition_variable kernels_ready_;
+  std::condition_variable copies_ready_;
+  std::deque<std::shared_ptr<kernel_op>> kernels_;
+  std::deque<copy_op> copies_;
+  bool stop_ = false;
+  long busy_ = 0;  // queued or running operations, until their completion has run
+  std::condition_variable idle_;
+  std::vector<std::thread> units_;
+  std::thread copy_engine_;
+};
+
+/// Waits until `deadline`: sleeps most of the way, spins the last stretch, so modeled
+/// times hold to a few microseconds rather than the scheduler's tens.
+void wait_until(sim_device::clock::time_point deadline);
+
+}  // namespace strata::detail

@@ -1,0 +1,150 @@
+// copy() between every pair of memory spaces, 1-3D with pitch and offsets, compared
+// element by element; fill and memset; bad copies.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "exec/backends.hpp"
+
+namespace strata {
+namespace {
+
+class Copy : public testing::Test {
+ protected:
+  runtime rt{runtime_options{.sim_devices = "2:bw=50GB/s,lat=1us"}};
+  place machine = rt.machine();
+  place sim0 = machine.slice(isa::sim).descendants(place_type::device)[0];
+  place sim1 = machine.slice(isa::sim).descendants(place_type::device)[1];
+};
+
+// Host data -> window of A -> window of B -> host, for buffers in two spaces.
+template <class SA, class SB>
+void round_trip_2d(place const& a_at, place const& b_at) {
+  vec<2> const ext{7, 13};
+  auto host = runtime::current().machine();
+  buffer<int, 2> in(host, ext), out(host, ext);
+  for (int i = 0; i < 7; ++i)
+    for (int j = 0; j < 13; ++j) in(i, j) = 100 * i + j, out(i, j) = -1;
+  buffer<int, 2, SA> a(a_at, vec<2>{9, 20});
+  buffer<int, 2, SB> b(b_at, vec<2>{8, 15});
+  auto aw = a.view().window(vec<2>{2, 5}, ext);
+  auto bw = b.view().window(vec<2>{1, 1}, ext);
+  copy(aw, in).wait();
+  copy(bw, aw).wait();
+  copy(out, bw).wait();
+  for (int i = 0; i < 7; ++i)
+    for (int j = 0; j < 13; ++j) ASSERT_EQ(out(i, j), 100 * i + j) << i << "," << j;
+}
+
+TEST_F(Copy, EverySpacePairIn2DWithPitchAndOffsets) {
+  round_trip_2d<host_space, host_space>(machine, machine);
+  round_trip_2d<host_space, pinned_space>(machine, machine);
+  round_trip_2d<pinned_space, host_space>(machine, machine);
+  round_trip_2d<host_space, sim_space>(machine, sim0);
+  round_trip_2d<sim_space, host_space>(sim0, machine);
+  round_trip_2d<pinned_space, sim_space>(machine, sim1);
+  round_trip_2d<sim_space, pinned_space>(sim1, machine);
+  round_trip_2d<sim_space, sim_space>(sim0, sim1);  // between devices
+  round_trip_2d<sim_space, sim_space>(sim0, sim0);  // within one device
+}
+
+TEST_F(Copy, OneAndThreeDimensions) {
+  std::vector<double> src(1000), back(1000, 0.0);
+  std::iota(src.begin(), src.end(), 0.5);
+  auto d = allocate<double, sim_space>(sim1, 1200);
+  ptr<double> hs(src.data(), 0), hb(back.data(), 0);
+  copy(d + 100, hs, 1000).wait();
+  copy(hb, d + 100, 1000).wait();
+  EXPECT_EQ(back, src);
+  deallocate(d);
+
+  vec<3> const ext{3, 4, 5};
+  buffer<float, 3> in(machine, ext), out(machine, ext);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 5; ++k) in(i, j, k) = float(i * 100 + j * 10 + k);
+  buffer<float, 3, sim_space> dev(sim0, vec<3>{4, 6, 9});
+  auto window = dev.view().window(vec<3>{1, 2, 3}, ext);
+  copy(window, in).wait();
+  copy(out, window).wait();
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int k = 0; k < 5; ++k) ASSERT_EQ(out(i, j, k), in(i, j, k));
+}
+
+TEST_F(Copy, LargeHostCopiesRunInParallelAndArrive) {
+  std::size_t const n = std::size_t{24} << 20;
+  buffer<std::uint32_t> a(machine, n), b(machine, n);
+  for (std::size_t i = 0; i < n; ++i) a(i) = static_cast<std::uint32_t>(i * 2654435761u);
+  copy(b, a).wait();
+  for (std::size_t i = 0; i < n; i += 4099) ASSERT_EQ(b(i), a(i));
+  EXPECT_EQ(b(n - 1), a(n - 1));
+  // Pitched, large: rows of 3000 ints with 64-byte aligned pitch.
+  buffer<int, 2> p(machine, vec<2>{2000, 3000}), q(machine, vec<2>{2000, 3000});
+  for (int i = 0; i < 2000; ++i) p(i, 2999) = i;
+  copy(q, p).wait();
+  for (int i = 0; i < 2000; ++i) ASSERT_EQ(q(i, 2999), i);
+}
+
+TEST_F(Copy, FillAndMemsetOnHostAndDevice) {
+  buffer<int, 2> h(machine, vec<2>{5, 7});
+  fill(h, 42).wait();
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 7; ++j) ASSERT_EQ(h(i, j), 42);
+  buffer<int, 2, sim_space> d(sim0, vec<2>{5, 7});
+  fill(d, 7).wait();
+  copy(h, d).wait();
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 7; ++j) ASSERT_EQ(h(i, j), 7);
+  memset(d.view().window(vec<2>{1, 1}, vec<2>{2, 2}), 0xff).wait();
+  copy(h, d).wait();
+  EXPECT_EQ(h(1, 1), -1);
+  EXPECT_EQ(h(2, 2), -1);
+  EXPECT_EQ(h(3, 3), 7);
+  EXPECT_EQ(h(0, 0), 7);
+}
+
+TEST_F(Copy, ShapeMismatchShowsBoth) {
+  buffer<int, 2> a(machine, vec<2>{3, 4}), b(machine, vec<2>{4, 3});
+  try {
+    copy(a, b);
+    FAIL();
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("destination [3 x 4] and source [4 x 3]"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(copy(ptr<int>{}, a.data(), 3), invalid_argument);
+}
+
+#if !defined(NDEBUG)
+TEST_F(Copy, ProvenanceChecksInDebugBuilds) {
+  std::vector<int> host(16);
+  auto d = allocate<int, sim_space>(sim0, 16);
+  // A host address dressed up as sim memory.
+  EXPECT_THROW(copy(ptr<int, sim_space>(host.data(), d.place_id()), ptr<int>(host.data(), 0), 4),
+               invalid_argument);
+  // Past the end of the allocation.
+  EXPECT_THROW(copy(d + 10, ptr<int>(host.data(), 0), 8), invalid_argument);
+  deallocate(d);
+  // A freed pointer.
+  EXPECT_THROW(copy(d, ptr<int>(host.data(), 0), 4), invalid_argument);
+}
+#endif
+
+TEST_F(Copy, SimCopiesTakeAtLeastTheModeledTime) {
+  // The emulator may be late (a busy host) but never faster than its link model.
+  runtime::current();
+  std::size_t const bytes = std::size_t{8} << 20;  // 8 MiB at 50 GB/s + 1 us: ~169 us
+  auto d = allocate<char, sim_space>(sim0, bytes);
+  std::vector<char> h(bytes, 1);
+  auto t0 = std::chrono::steady_clock::now();
+  copy(d, ptr<char>(h.data(), 0), bytes).wait();
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(took, 1e-6 + double(bytes) / 50e9);
+  deallocate(d);
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,130 @@
+// sim devices: kernels on their own threads, in-order queues, events across devices and
+// the host, pointer provenance, the speed model.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "exec/backends.hpp"
+
+namespace strata {
+namespace {
+
+class Sim : public testing::Test {
+ protected:
+  runtime rt{runtime_options{.sim_devices = "1:units=2;1:speed=0.25"}};
+  place machine = rt.machine();
+  place sim0 = machine.slice(isa::sim).descendants(place_type::device)[0];
+  place sim1 = machine.slice(isa::sim).descendants(place_type::device)[1];
+};
+
+TEST_F(Sim, KernelsRunOnTheDeviceOverItsMemory) {
+  buffer<int, 1, sim_space> d(sim0, 1000);
+  launch(
+      sim0, divide_work(sim0, 1000),
+      [](auto const& self, int* v, int n) {
+        for (auto i : self.elements(n)) v[i] = static_cast<int>(i) * 3;
+      },
+      d.data(), 1000)
+      .wait();
+  std::vector<int> h(1000);
+  copy(ptr<int>(h.data(), 0), d.data(), 1000).wait();
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(h[i], 3 * i);
+}
+
+TEST_F(Sim, QueueKeepsOrderWithoutTheHost) {
+  buffer<int, 1, sim_space> d(sim0, 256);
+  fill(d, 0).wait();
+  queue q(sim0);
+  for (int step = 0; step < 50; ++step)
+    q.launch(
+        grid(4).elements(64),
+        [step](auto const& self, int* v) {
+          for (auto i : self.elements())
+            if (v[i] == step) v[i] = step + 1;  // correct only in order
+        },
+        d.data());
+  q.wait();
+  std::vector<int> h(256);
+  copy(ptr<int>(h.data(), 0), d.data(), 256).wait();
+  for (int v : h) ASSERT_EQ(v, 50);
+}
+
+TEST_F(Sim, EventsChainAcrossDevicesAndTheHost) {
+  std::vector<int> src(4096), dst(4096, 0);
+  for (int i = 0; i < 4096; ++i) src[i] = i;
+  auto a = allocate<int, sim_space>(sim0, 4096);
+  auto b = allocate<int, sim_space>(sim1, 4096);
+  // host -> sim0, kernel on sim0, sim0 -> sim1, kernel on sim1, sim1 -> host: no waits.
+  auto up = copy(a, ptr<int>(src.data(), 0), 4096);
+  auto k0 = launch(
+      after(up), sim0, grid(64).elements(64),
+      [](auto const& s, int* v) {
+        for (auto i : s.elements()) v[i] += 1;
+      },
+      a);
+  auto across = copy(after(k0), b, a, 4096);
+  auto k1 = launch(
+      after(across), sim1, grid(64).elements(64),
+      [](auto const& s, int* v) {
+        for (auto i : s.elements()) v[i] *= 2;
+      },
+      b);
+  auto down = copy(after(k1), ptr<int>(dst.data(), 0), b, 4096);
+  // A host kernel waits on the sim copy from inside a kernel, too.
+  std::atomic<int> seen{-1};
+  auto host_task = launch(machine, grid(1), [down, &dst, &seen](auto const&) {
+    down.wait();
+    seen = dst[4095];
+  });
+  host_task.wait();
+  EXPECT_EQ(seen.load(), (4095 + 1) * 2);
+  for (int i = 0; i < 4096; ++i) ASSERT_EQ(dst[i], (i + 1) * 2);
+  deallocate(a);
+  deallocate(b);
+}
+
+TEST_F(Sim, PointersOfTheWrongSpaceOrDeviceAreRejected) {
+  auto other = allocate<int, sim_space>(sim1, 8);
+  auto host = allocate<int>(machine, 8);
+  auto noop = [](auto const&, int*) {};
+  EXPECT_THROW(launch(sim0, grid(1), noop, other), invalid_argument);     // another device's
+  EXPECT_THROW(launch(sim0, grid(1), noop, host), invalid_argument);      // host memory
+  EXPECT_THROW(launch(machine, grid(1), noop, other), invalid_argument);  // device on host
+#if !defined(NDEBUG)
+  std::vector<int> v(8);
+  EXPECT_THROW(launch(sim0, grid(1), noop, v.data()), invalid_argument);  // raw host address
+  EXPECT_THROW(launch(sim0, grid(1), noop, other.get()), invalid_argument);
+#endif
+  deallocate(other);
+  deallocate(host);
+}
+
+TEST_F(Sim, ExceptionsInSimKernelsReachWait) {
+  auto e = launch(sim0, grid(8), [](auto const& s) {
+    if (s.block_index()[0] == 5) throw std::runtime_error("sim kernel failed");
+  });
+  EXPECT_THROW(e.wait(), std::runtime_error);
+  // The device keeps working afterwards.
+  int ran = 0;
+  launch(sim0, grid(1), [&ran](auto const&) { ran = 1; }).wait();
+  EXPECT_EQ(ran, 1);
+}
+
+TEST_F(Sim, SpeedStretchesKernelTime) {
+  // A kernel busy for ~4 ms on the host takes at least 4 / 0.25 = 16 ms on sim1.
+  auto busy = [](auto const&) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(4);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  auto t0 = std::chrono::steady_clock::now();
+  launch(sim1, grid(1), busy).wait();
+  auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_GE(took, std::chrono::milliseconds(16));
+}
+
+}  // namespace
+}  // namespace strata
