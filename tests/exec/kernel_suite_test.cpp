@@ -187,7 +187,7 @@ TEST_P(KernelSuite, Atomics) {
           atomic_max(&t->max, static_cast<int>(i));
           atomic_exchange(&t->exchanged, static_cast<int>(i));
           // A counter made of compare-and-swap retries.
-          int old = t->cas_count, seen;
+          int old = atomic_load(&t->cas_count), seen;
           while ((seen = atomic_cas(&t->cas_count, old, old + 1)) != old) old = seen;
         }
         fence(scope::device);

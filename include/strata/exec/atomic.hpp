@@ -15,6 +15,16 @@ namespace strata {
 /// (host and devices).
 enum class scope { block, device, system };
 
+/// A relaxed atomic read (for values other threads update with the atomics below).
+template <class T>
+STRATA_FN T atomic_load(T const* p) {
+#if STRATA_DEVICE_CODE
+  return *static_cast<T const volatile*>(p);
+#else
+  return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_relaxed);
+#endif
+}
+
 template <class T>
 STRATA_FN T atomic_add(T* p, T v) {
 #if STRATA_DEVICE_CODE

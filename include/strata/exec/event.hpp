@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <concepts>
 #include <exception>
 #include <functional>
@@ -32,11 +33,21 @@ class event_state {
 
   /// Completes the event (once) and runs its continuations here.
   void complete(std::exception_ptr error = nullptr);
+  /// A producer that knows when the work will end (an emulated device's timing model)
+  /// says so, and waiters sleep until shortly before instead of polling.
+  void expect(std::chrono::steady_clock::time_point when) noexcept {
+    expected_ns_.store(when.time_since_epoch().count(), std::memory_order_relaxed);
+  }
+  std::chrono::steady_clock::time_point expected() const noexcept {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::steady_clock::duration(expected_ns_.load(std::memory_order_relaxed)));
+  }
   /// Runs `fn` when the event completes: now, in this thread, if it already has.
   void then(std::function<void()> fn);
 
  private:
   std::atomic<int> status_{pending};
+  std::atomic<std::chrono::steady_clock::rep> expected_ns_{0};
   std::exception_ptr error_;
   std::mutex mutex_;
   std::vector<std::function<void()>> continuations_;
@@ -81,6 +92,11 @@ class event {
       state_->then(std::move(fn));
     else
       fn();
+  }
+
+  /// Producer side: tells waiters when the work is expected to end.
+  void expect(std::chrono::steady_clock::time_point when) const noexcept {
+    if (state_) state_->expect(when);
   }
 
   /// Producer side: completes the event with success or an exception.

@@ -2,6 +2,8 @@
 
 #include <strata/error.hpp>
 
+#include <algorithm>
+
 namespace strata::detail {
 
 void wait_until(sim_device::clock::time_point deadline) {
@@ -123,7 +125,13 @@ event sim_device::enqueue_copy(copy_desc const& d, double modeled) {
   event done = event::pending();
   {
     std::lock_guard lock(mutex_);
-    copies_.push_back({d, modeled, done});
+    auto now = clock::now();
+    copies_.push_back({d, modeled, done, now});
+    // Queued behind earlier transfers, it ends about their end plus its own model.
+    auto model =
+        std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(modeled));
+    queue_end_ = std::max(queue_end_, now) + model;
+    done.expect(queue_end_);
     ++busy_;
   }
   copies_ready_.notify_one();
@@ -140,10 +148,14 @@ void sim_device::copy_main() {
       op = std::move(copies_.front());
       copies_.pop_front();
     }
-    auto start = clock::now();
+    // The modeled transfer starts when it was queued or when the link became free, not
+    // when this thread woke up: the emulated link does not pay the host's wake-up time.
+    auto start = std::max(op.queued, link_free_);
     copy_part(op.desc, 0, copy_units(op.desc));
     wait_until(start + std::chrono::duration_cast<clock::duration>(
                            std::chrono::duration<double>(op.modeled)));
+    link_free_ = std::max(clock::now(), start + std::chrono::duration_cast<clock::duration>(
+                                                    std::chrono::duration<double>(op.modeled)));
     op.done.complete();
     done_one();
   }

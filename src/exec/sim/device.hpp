@@ -68,6 +68,7 @@ class sim_device {
     copy_desc desc;
     double modeled;
     event done;
+    clock::time_point queued;
   };
 
   void unit_main();
@@ -86,6 +87,8 @@ class sim_device {
   std::condition_variable idle_;
   std::vector<std::thread> units_;
   std::thread copy_engine_;
+  clock::time_point link_free_{};  // when the copy engine finished its last transfer
+  clock::time_point queue_end_{};  // expected end of the last queued transfer
 };
 
 /// Waits until `deadline`: sleeps most of the way, spins the last stretch, so modeled

@@ -1,0 +1,118 @@
+// Copies and the sim emulator:
+// - memcpy: a 256 MiB host-to-host strata::copy (parallel on the pool) vs std::memcpy.
+// - sim-copy: measured sim transfers vs the time the device's link model predicts (the
+//   "peer" is the model, so the ratio says how faithful the emulator is).
+// - overlap: a kernel and a copy of similar duration on two queues of one sim device vs
+//   the same two back to back on one queue.
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "harness.hpp"
+#include "memory/peer.hpp"
+
+namespace strata::bench {
+namespace {
+
+void run_memcpy(context& ctx) {
+  std::size_t const bytes = ctx.opts().quick ? std::size_t{16} << 20 : std::size_t{256} << 20;
+  auto m = ctx.rt().machine();
+  buffer<char> src(m, bytes), dst(m, bytes);
+  fill(src, char(1)).wait();
+  fill(dst, char(0)).wait();
+  auto [ts, tp] = compare(
+      ctx.opts().repeats, [&] { copy(dst, src).wait(); },
+      [&] { plain::copy_bytes(dst.data().get(), src.data().get(), bytes); });
+  if (dst(bytes - 1) != 1 || dst(0) != 1) throw std::runtime_error("memcpy benchmark: wrong copy");
+  result r{"memcpy", "host->host", double(bytes), ts, "std::memcpy/1", tp};
+  r.extra = {{"strata_gbps", double(bytes) / ts / 1e9}, {"peer_gbps", double(bytes) / tp / 1e9}};
+  ctx.report(r);
+}
+
+std::vector<place> sim_devices(context& ctx) {
+  auto devs = ctx.rt().machine().slice(isa::sim).descendants(place_type::device);
+  if (devs.size() < 2)
+    throw invalid_argument("sim benchmarks need two sim devices (STRATA_SIM_DEVICES=2:...)");
+  return devs;
+}
+
+void run_sim_copy(context& ctx) {
+  auto devs = sim_devices(ctx);
+  auto const& link = devs[0].info().link;
+  for (std::size_t mib :
+       ctx.opts().quick ? std::vector<std::size_t>{1} : std::vector<std::size_t>{1, 16, 64}) {
+    std::size_t const bytes = mib << 20;
+    buffer<char> host(ctx.rt().machine(), bytes);
+    buffer<char, 1, sim_space> d0(devs[0], bytes), d1(devs[1], bytes);
+    fill(host, char(3)).wait();
+    double const predicted = link.latency + double(bytes) / link.bandwidth;
+    struct direction {
+      char const* name;
+      std::function<event()> run;
+    };
+    for (auto const& dir : std::vector<direction>{{"host->sim", [&] { return copy(d0, host); }},
+                                                  {"sim->host", [&] { return copy(host, d0); }},
+                                                  {"sim->sim", [&] { return copy(d1, d0); }}}) {
+      auto [ts, unused] = compare(
+          ctx.opts().repeats, [&] { dir.run().wait(); }, [] {});
+      (void)unused;
+      result r{"sim-copy",    std::string(dir.name) + "/" + std::to_string(mib) + "MiB",
+               double(bytes), ts,
+               "link-model",  predicted};
+      r.extra = {{"bandwidth_gbps", link.bandwidth / 1e9}, {"latency_us", link.latency * 1e6}};
+      ctx.report(r);
+    }
+    char probe = 0;
+    copy(ptr<char>(&probe, 0), d1.data() + (bytes - 1), 1).wait();
+    if (probe != 3) throw std::runtime_error("sim-copy benchmark: wrong bytes arrived");
+  }
+}
+
+struct busy_kernel {
+  template <class S>
+  void operator()(S const& self, double* out, int iterations) const {
+    double x = 0.5;
+    for (int i = 0; i < iterations; ++i) x = x * 1.0000001 + std::sin(x) * 1e-9;
+    if (self.global_linear_index() == 0) *out = x;
+  }
+};
+
+void run_overlap(context& ctx) {
+  auto dev = sim_devices(ctx)[0];
+  auto out = allocate<double, sim_space>(dev, 1);
+  int const iterations = ctx.opts().quick ? 200000 : 2000000;
+  auto kernel_alone = [&] { launch(dev, grid(1), busy_kernel{}, out, iterations).wait(); };
+  auto [tk, unused] = compare(3, kernel_alone, [] {});
+  (void)unused;
+  // A copy the link model makes as long as the kernel.
+  auto const& link = dev.info().link;
+  auto bytes = static_cast<std::size_t>(std::max(1.0, (tk - link.latency) * link.bandwidth));
+  buffer<char> host(ctx.rt().machine(), bytes);
+  buffer<char, 1, sim_space> d(dev, bytes);
+  queue compute(dev), transfer(dev), one(dev);
+  auto [ts, tp] = compare(
+      ctx.opts().repeats,
+      [&] {
+        auto k = compute.launch(grid(1), busy_kernel{}, out, iterations);
+        auto c = transfer.copy(d, host);
+        wait_all({k, c});
+      },
+      [&] {
+        one.launch(grid(1), busy_kernel{}, out, iterations);
+        one.copy(d, host);
+        one.wait();
+      });
+  result r{"overlap", "2-queues", double(bytes), ts, "1-queue", tp};
+  r.extra = {{"kernel_s", tk}, {"copy_s", link.latency + double(bytes) / link.bandwidth}};
+  ctx.report(r);
+  deallocate(out);
+}
+
+registrar memcpy_r("memcpy", "256 MiB host-to-host strata::copy vs std::memcpy", run_memcpy);
+registrar sim_copy_r("sim-copy", "sim transfers vs the time their link model predicts",
+                     run_sim_copy);
+registrar overlap_r("overlap", "kernel + copy on two sim queues vs back to back on one queue",
+                    run_overlap);
+
+}  // namespace
+}  // namespace strata::bench
