@@ -86,6 +86,28 @@ TEST_F(Sim, EventsChainAcrossDevicesAndTheHost) {
   deallocate(b);
 }
 
+TEST_F(Sim, DeviceWorkWaitsForHostWork) {
+  std::vector<int> h(512, 0), back(512, 0);
+  auto d = allocate<int, sim_space>(sim1, 512);
+  auto produce = launch(
+      machine, grid(1),
+      [](auto const&, int* v) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        for (int i = 0; i < 512; ++i) v[i] = i + 7;
+      },
+      h.data());
+  auto up = copy(after(produce), d, ptr<int>(h.data(), 0), 512);  // a sim copy after host work
+  auto k = launch(
+      after(up), sim1, grid(8).elements(64),
+      [](auto const& s, int* v) {
+        for (auto i : s.elements()) v[i] -= 7;
+      },
+      d);
+  copy(after(k), ptr<int>(back.data(), 0), d, 512).wait();
+  for (int i = 0; i < 512; ++i) ASSERT_EQ(back[i], i);
+  deallocate(d);
+}
+
 TEST_F(Sim, PointersOfTheWrongSpaceOrDeviceAreRejected) {
   auto other = allocate<int, sim_space>(sim1, 8);
   auto host = allocate<int>(machine, 8);
