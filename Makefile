@@ -11,10 +11,12 @@ build: deps
 	cmake --preset default
 	cmake --build --preset default
 
-# The main job: what Strata sees of this machine, then a tour of its places.
+# The main job: what Strata sees of this machine, a tour of its places, then one SAXPY
+# kernel on every CPU backend and split over two emulated sim devices.
 demo: build
 	$(STRATA) info
 	STRATA_SIM_DEVICES=2:bw=12GB/s,lat=8us,speed=0.5 build/default/apps/machine_tour/machine_tour
+	build/default/apps/saxpy/saxpy --strata-sim-devices=2:bw=12GB/s,lat=8us
 
 # Every test: the default build (tests, CLI, packaging, CUDA compile check, formatting),
 # then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, and the

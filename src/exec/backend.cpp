@@ -163,7 +163,8 @@ void defer(std::function<void()> fn) {
 
 target_traits traits_of(target const& t) {
   auto p = resolve(t);
-  return {p.threads, p.backend != backend_id::cuda && p.backend != backend_id::sim};
+  // sim devices run their kernels on host threads, so they get CPU-style divisions too.
+  return {p.threads, p.backend != backend_id::cuda};
 }
 
 }  // namespace detail

@@ -5,19 +5,23 @@
 #include <strata/exec/copy.hpp>
 #include <strata/exec/launch.hpp>
 
+#include <memory>
 #include <mutex>
 #include <utility>
 
 namespace strata {
 
+/// A handle: copies of a queue are the same queue (as a CUDA stream handle is).
 class queue {
  public:
-  explicit queue(target where) : where_(std::move(where)) { detail::resolve(where_); }
+  explicit queue(target where) : state_(std::make_shared<state>(std::move(where))) {
+    detail::resolve(state_->where);
+  }
 
   template <shape_type S, class Kernel, class... Args>
   event launch(S const& s, Kernel&& kernel, Args&&... args) {
     return enqueue([&](event const& previous) {
-      return strata::launch(after(previous), where_, s, std::forward<Kernel>(kernel),
+      return strata::launch(after(previous), state_->where, s, std::forward<Kernel>(kernel),
                             std::forward<Args>(args)...);
     });
   }
@@ -35,10 +39,10 @@ class queue {
   void wait() const { last().wait(); }
   bool ready() const { return last().ready(); }
   event last() const {
-    std::lock_guard lock(mutex_);
-    return last_;
+    std::lock_guard lock(state_->mutex);
+    return state_->last;
   }
-  target const& where() const noexcept { return where_; }
+  target const& where() const noexcept { return state_->where; }
 
  private:
   // Takes the operation's place in the order under the lock and starts it outside it: a
@@ -48,8 +52,8 @@ class queue {
     auto mine = event::pending();
     event previous;
     {
-      std::lock_guard lock(mutex_);
-      previous = std::exchange(last_, mine);
+      std::lock_guard lock(state_->mutex);
+      previous = std::exchange(state_->last, mine);
     }
     try {
       auto inner = start(previous);
@@ -61,9 +65,13 @@ class queue {
     return mine;
   }
 
-  target where_;
-  mutable std::mutex mutex_;
-  event last_;
+  struct state {
+    explicit state(target w) : where(std::move(w)) {}
+    target where;
+    std::mutex mutex;
+    event last;
+  };
+  std::shared_ptr<state> state_;
 };
 
 }  // namespace strata
