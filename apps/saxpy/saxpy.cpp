@@ -33,12 +33,13 @@ int main(int argc, char** argv) try {
   strata::fill(x, 1.0f).wait();
 
   std::printf("saxpy of %lld floats\n", static_cast<long long>(n));
-  for (auto backend : {strata::backend_id::serial, strata::backend_id::threads,
-                       strata::backend_id::openmp}) {
+  for (auto backend :
+       {strata::backend_id::serial, strata::backend_id::threads, strata::backend_id::openmp}) {
     auto where = strata::on(machine.slice(strata::isa::host), backend);
     auto shape = strata::divide_work(where, n);
     strata::fill(y, 2.0f).wait();
-    double t = seconds([&] { strata::launch(where, shape, saxpy{}, a, n, x.data(), y.data()).wait(); });
+    double t =
+        seconds([&] { strata::launch(where, shape, saxpy{}, a, n, x.data(), y.data()).wait(); });
     std::printf("  %-8s %7.2f ms   y[n-1] = %g\n", strata::to_string(backend).data(), t * 1e3,
                 static_cast<double>(y(n - 1)));
   }
