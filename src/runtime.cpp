@@ -2,6 +2,7 @@
 #include <strata/runtime.hpp>
 
 #include "exec/exec_state.hpp"
+#include "exec/trace_writer.hpp"
 #include "log.hpp"
 
 #include <atomic>
@@ -91,6 +92,11 @@ void runtime::start(runtime_options const& options) {
     auto found = discover_machine(options_);
     machine_ = std::move(found.machine);
     notes_ = std::move(found.notes);
+    if (options.trace)
+      trace_path_ = *options.trace;
+    else if (auto env = std::getenv("STRATA_TRACE"))
+      trace_path_ = env;
+    detail::trace_start(trace_path_);
     exec_ = std::make_unique<detail::exec_state>(machine_, options_.topology.empty());
   } catch (...) {
     live.store(nullptr);
@@ -104,6 +110,7 @@ runtime::~runtime() {
   // runtime): drain while the runtime is whole and current, then join the workers.
   if (exec_) exec_->drain();
   exec_.reset();
+  detail::trace_finish(trace_path_);
   live.store(nullptr);
 }
 

@@ -10,5 +10,6 @@
 #include <strata/exec/phases.hpp>
 #include <strata/exec/queue.hpp>
 #include <strata/exec/shape.hpp>
+#include <strata/exec/trace.hpp>
 #include <strata/exec/work_division.hpp>
 #include <strata/vec.hpp>

@@ -30,6 +30,9 @@ struct runtime_options {
   /// The backend for launches on host places that name none; overrides
   /// STRATA_CPU_BACKEND (serial, threads or openmp; threads by default).
   std::optional<backend_id> cpu_backend;
+  /// Write a Chrome trace of all kernels, copies and jobs to this file when the runtime
+  /// ends; overrides STRATA_TRACE (see strata/exec/trace.hpp).
+  std::optional<std::string> trace;
   /// How error messages name the two settings above (e.g. the flag they came from).
   std::string topology_source = "runtime_options::topology";
   std::string sim_devices_source = "runtime_options::sim_devices";
@@ -71,6 +74,7 @@ class runtime {
   place machine_;
   std::vector<std::string> notes_;
   backend_id cpu_backend_ = backend_id::threads;
+  std::string trace_path_;
   std::unique_ptr<detail::exec_state> exec_;
 };
 

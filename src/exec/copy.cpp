@@ -45,7 +45,7 @@ event host_copy(copy_desc const& d) {
     copy_part(d, first, std::min(first + per, units));
   };
   auto j = std::make_shared<body_job<decltype(body)>>(static_cast<index_t>(pieces), slots,
-                                                      std::move(body));
+                                                      std::move(body), "host copy");
   event done = j->done();
   submit(std::move(j));
   return done;

@@ -1,6 +1,9 @@
 #include "exec/sim/device.hpp"
 
 #include <strata/error.hpp>
+#include <strata/exec/trace.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -19,8 +22,15 @@ void wait_until(sim_device::clock::time_point deadline) {
 
 sim_device::sim_device(sim_params params) : params_(std::move(params)) {
   try {
-    for (int u = 0; u < params_.units; ++u) units_.emplace_back([this] { unit_main(); });
-    copy_engine_ = std::thread([this] { copy_main(); });
+    for (int u = 0; u < params_.units; ++u)
+      units_.emplace_back([this, u] {
+        trace::name_this_thread(params_.name + " unit " + std::to_string(u));
+        unit_main();
+      });
+    copy_engine_ = std::thread([this] {
+      trace::name_this_thread(params_.name + " copy engine");
+      copy_main();
+    });
   } catch (std::system_error const& e) {
     {
       std::lock_guard lock(mutex_);
@@ -77,6 +87,7 @@ void sim_device::unit_main() {
       if (kernels_.empty()) return;
       op = kernels_.front();
     }
+    trace::span traced("kernel", "sim", params_.name);
     for (index_t c; (c = op->next.fetch_add(1, std::memory_order_relaxed)) < op->chunks;) {
       if (!op->failed.load(std::memory_order_relaxed)) {
         try {
@@ -151,6 +162,10 @@ void sim_device::copy_main() {
     // The modeled transfer starts when it was queued or when the link became free, not
     // when this thread woke up: the emulated link does not pay the host's wake-up time.
     auto start = std::max(op.queued, link_free_);
+    trace::span traced("copy", "sim",
+                       trace::enabled() ? fmt::format("{} bytes, modeled {:.1f} us",
+                                                      op.desc.bytes(), op.modeled * 1e6)
+                                        : std::string());
     copy_part(op.desc, 0, copy_units(op.desc));
     wait_until(start + std::chrono::duration_cast<clock::duration>(
                            std::chrono::duration<double>(op.modeled)));

@@ -1,6 +1,7 @@
 #include "exec/threads/pool.hpp"
 
 #include <strata/error.hpp>
+#include <strata/exec/trace.hpp>
 
 #include "log.hpp"
 
@@ -156,6 +157,7 @@ bool pool::help(int slot, event_state const* until) {
   bool const reserve = is_worker && slot == 0 && !until;
   auto j = find(slot, reserve);
   if (!j) return false;
+  trace::span traced(j->name(), "job", "threads");
   bool ran = false;
   for (index_t c; (c = j->claim()) >= 0;) {
     run(*j, c);
@@ -203,6 +205,9 @@ void pool::reserve_main() {
 void pool::worker_main(int slot, int os_index, bool pin) {
   my_slot = slot;
   is_worker = true;
+  trace::name_this_thread(slot == 0 ? "reserve worker (CPU " + std::to_string(os_index) + ")"
+                                    : "worker " + std::to_string(slot) + " (CPU " +
+                                          std::to_string(os_index) + ")");
   if (pin) {
     // hwloc binds this thread to its PU; failure (e.g. a restricted cpuset) is not fatal.
     hwloc_topology_t topo = nullptr;

@@ -11,6 +11,7 @@
 #include <strata/exec/backend.hpp>
 #include <strata/exec/cpu/run.hpp>
 #include <strata/exec/event.hpp>
+#include <strata/exec/trace.hpp>
 
 #include <omp.h>
 
@@ -26,6 +27,8 @@ struct backend {
   static event launch(detail::placement const& where, shape<D, P> const& s, Kernel const& k,
                       Args& args) {
     detail::check_cpu_shape(s, "openmp");
+    trace::span traced(trace::enabled() ? trace::detail::type_name(typeid(Kernel)) : "", "kernel",
+                       "openmp");
     index_t const blocks = s.blocks();
     std::atomic<bool> failed{false};
     std::exception_ptr error;

@@ -5,6 +5,7 @@
 #include <strata/exec/backend.hpp>
 #include <strata/exec/cpu/run.hpp>
 #include <strata/exec/event.hpp>
+#include <strata/exec/trace.hpp>
 
 #include <exception>
 
@@ -16,6 +17,8 @@ struct backend {
   template <std::size_t D, class P, class Kernel, class Args>
   static event launch(detail::placement const&, shape<D, P> const& s, Kernel const& k, Args& args) {
     detail::check_cpu_shape(s, "serial");
+    trace::span traced(trace::enabled() ? trace::detail::type_name(typeid(Kernel)) : "", "kernel",
+                       "serial");
     try {
       detail::run_blocks(s, 0, s.blocks(), k, args);
     } catch (...) {

@@ -8,6 +8,7 @@
 #include <strata/exec/cpu/run.hpp>
 #include <strata/exec/event.hpp>
 #include <strata/exec/threads/pool.hpp>
+#include <strata/exec/trace.hpp>
 
 #include <memory>
 #include <utility>

@@ -22,7 +22,8 @@ struct slot_set;
 
 class job {
  public:
-  job(index_t chunks, slot_set const* slots) : total_(chunks), slots_(slots) {
+  job(index_t chunks, slot_set const* slots, char const* name = "job")
+      : total_(chunks), slots_(slots), name_(name) {
     remaining_.store(chunks, std::memory_order_relaxed);
   }
   virtual ~job() = default;
@@ -34,6 +35,8 @@ class job {
 
   event const& done() const noexcept { return done_; }
   slot_set const* slots() const noexcept { return slots_; }
+  /// What the trace calls it (a kernel's type, "copy", ...).
+  char const* name() const noexcept { return name_; }
   index_t total() const noexcept { return total_; }
 
   /// Claims the next chunk, or returns -1 when all are claimed.
@@ -51,6 +54,7 @@ class job {
  private:
   index_t const total_;
   slot_set const* const slots_;
+  char const* const name_;
   std::atomic<index_t> next_{0};
   std::atomic<index_t> remaining_{0};
   std::atomic<bool> failed_{false};
@@ -64,8 +68,8 @@ void submit(std::shared_ptr<job> j);
 template <class Body>
 class body_job final : public job {
  public:
-  body_job(index_t chunks, slot_set const* slots, Body body)
-      : job(chunks, slots), body_(std::move(body)) {}
+  body_job(index_t chunks, slot_set const* slots, Body body, char const* name = "job")
+      : job(chunks, slots, name), body_(std::move(body)) {}
   void run_chunk(index_t chunk) override { body_(chunk); }
 
  private:
