@@ -120,32 +120,39 @@ void check_kernel_pointer(placement const& p, void const* address, space_id spac
     throw invalid_argument(
         fmt::format("launch on {}: argument {} ({}) {}", where(), index + 1, address, what));
   };
-  if (typed) {
-    if (sim && (space != space_id::sim || place_id != p.memory))
-      fail(fmt::format("is {} memory of '{}'; a sim kernel may only use its own device's memory",
-                       to_string(space), place_of_id(place_id).path()));
-    if (!sim && !host_like(space))
-      fail(fmt::format("is {} memory; kernels on host processors use host-accessible memory",
-                       to_string(space)));
-  }
+  auto fits = [&](space_id s, std::uint32_t memory) {
+    return sim ? s == space_id::sim && memory == p.memory : host_like(s);
+  };
+  auto describe = [&](space_id s, std::uint32_t memory) {
+    return sim ? fmt::format(
+                     "is {} memory of '{}'; a sim kernel may only use its own device's "
+                     "memory",
+                     to_string(s), place_of_id(memory).path())
+               : fmt::format("is {} memory; kernels on host processors use host-accessible memory",
+                             to_string(s));
+  };
+  if (typed && !fits(space, place_id)) fail(describe(space, place_id));
 #if defined(NDEBUG)
   if (typed) return;
 #endif
+  // The allocation holding the address, or the one it is the end of (a past-the-end
+  // pointer is a valid argument, and may equal the start of a neighbouring allocation).
   auto info = find_allocation(address);
-  if (!info) {
-    if (typed) fail("points to no live allocation (freed?)");
-    if (sim)
-      fail(
-          "is not memory of this device (a host address?); allocate it with "
-          "strata::allocate<T, strata::sim_space>(device, n)");
-    return;
+  if (!info || !fits(info->space, info->place_id)) {
+    auto before = find_allocation(static_cast<char const*>(address) - 1);
+    if (before && static_cast<char const*>(before->base) + before->bytes == address &&
+        fits(before->space, before->place_id))
+      info = before;
   }
-  if (sim && (info->space != space_id::sim || info->place_id != p.memory))
-    fail(fmt::format("is {} memory of '{}'; a sim kernel may only use its own device's memory",
-                     to_string(info->space), place_of_id(info->place_id).path()));
-  if (!sim && !host_like(info->space))
-    fail(fmt::format("is {} memory; kernels on host processors use host-accessible memory",
-                     to_string(info->space)));
+  if (!info) {
+    if (!sim) return;  // host memory Strata did not allocate: a vector, the stack
+    fail(
+        "is not memory of this device (a host address, or freed?); allocate it with "
+        "strata::allocate<T, strata::sim_space>(device, n)");
+  }
+  if (info->machine != current_machine_key())
+    fail("belongs to an allocation of an earlier runtime");
+  if (!fits(info->space, info->place_id)) fail(describe(info->space, info->place_id));
 }
 
 bool runs_inline(target const& t) {

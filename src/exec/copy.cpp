@@ -59,11 +59,17 @@ event start_copy(copy_desc const& d) {
   bool const dst_sim = d.dst.space == space_id::sim, src_sim = d.src.space == space_id::sim;
   if (!dst_sim && !src_sim) return host_copy(d);
   auto& exec = current_exec();
+  // The device comes from the allocation registry, not from the pointer's place id,
+  // which a hand-made ptr may get wrong.
   auto device_of = [&](copy_side const& s) {
-    int i = exec.sim_of_memory(s.place_id);
+    auto info = find_allocation(s.base);
+    int i = info && info->space == space_id::sim && info->machine == current_machine_key()
+                ? exec.sim_of_memory(info->place_id)
+                : -1;
     if (i < 0)
-      throw invalid_argument(fmt::format("copy: {} is sim memory of no sim device of this runtime",
-                                         static_cast<void*>(s.base)));
+      throw invalid_argument(fmt::format(
+          "copy: {} is used as sim memory but is no live sim allocation of this runtime",
+          static_cast<void*>(s.base)));
     return i;
   };
   if (dst_sim && src_sim) {
@@ -129,7 +135,10 @@ void check_range(void const* p, std::size_t bytes, space_id space, char const* w
                     what, bytes, p, offset + bytes - info->bytes, info->bytes));
 }
 
-target fill_target(std::uint32_t memory_place) {
+target fill_target(void const* address, std::uint32_t memory_place) {
+  // The registry knows where Strata's allocations live; other host memory is the host's.
+  if (auto info = find_allocation(address); info && info->machine == current_machine_key())
+    memory_place = info->place_id;
   auto memory = place_of_id(memory_place);
   // The group the memory is attached to holds the processors next to it.
   auto parent = memory.parent();

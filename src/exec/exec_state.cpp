@@ -3,6 +3,9 @@
 #include "exec/sim/device.hpp"
 #include "exec/threads/pool.hpp"
 #include "machine/place_tree.hpp"
+#include "memory/registry.hpp"
+
+#include <strata/runtime.hpp>
 
 #include <strata/error.hpp>
 
@@ -25,6 +28,21 @@ exec_state::exec_state(place m, bool system)
         {dev, mems.empty() ? 0u : mems.front().id(), static_cast<int>(dev.processors().size())});
   }
   sim_devices_.resize(sims.size());
+  // Freeing sim memory waits for its device's queued work (see memory/registry.hpp).
+  device_release_fence.store(&sim_release_fence, std::memory_order_release);
+}
+
+void exec_state::sim_release_fence(std::uint32_t memory, std::uint64_t machine_key) {
+  if (!runtime::active() || machine_key != current_machine_key()) return;
+  auto& exec = current_exec();
+  int index = exec.sim_of_memory(memory);
+  if (index < 0) return;
+  sim_device* device = nullptr;
+  {
+    std::lock_guard lock(exec.sims_mutex_);
+    if (!exec.shutting_down_) device = exec.sim_devices_[static_cast<std::size_t>(index)].get();
+  }
+  if (device && !device->is_own_thread()) device->wait_idle();
 }
 
 sim_device& exec_state::sim(int index) {
@@ -56,6 +74,7 @@ int exec_state::sim_of_place(place const& p) const {
 }
 
 exec_state::~exec_state() {
+  device_release_fence.store(nullptr, std::memory_order_release);
   pool_.reset();
 }
 
@@ -63,7 +82,7 @@ void exec_state::drain() {
   // Work anywhere may submit work elsewhere (a completed sim copy starts a pool launch,
   // which queues a sim kernel...): wait until a whole round finds everything idle.
   for (bool busy = true; busy;) {
-    if (pool_) pool_->drain();
+    if (auto* p = started_pool_.load(std::memory_order_acquire)) p->drain();
     busy = false;
     std::vector<sim_device*> started;
     {
@@ -83,8 +102,10 @@ void exec_state::drain() {
 }
 
 pool& exec_state::get_pool() {
-  std::call_once(pool_once_,
-                 [this] { pool_ = std::make_unique<pool>(slot_os_index, this_system); });
+  std::call_once(pool_once_, [this] {
+    pool_ = std::make_unique<pool>(slot_os_index, this_system);
+    started_pool_.store(pool_.get(), std::memory_order_release);
+  });
   return *pool_;
 }
 

@@ -5,6 +5,7 @@
 #include <strata/exec/backend.hpp>
 #include <strata/machine/place.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -69,6 +70,8 @@ struct exec_state {
   int sim_of_memory(std::uint32_t memory) const noexcept;
   /// The index of the sim device at or above `p`, or -1.
   int sim_of_place(place const& p) const;
+  /// Waits for the sim device owning memory `memory` to finish its queued work.
+  static void sim_release_fence(std::uint32_t memory, std::uint64_t machine_key);
 
   place machine;
   bool this_system;
@@ -87,6 +90,7 @@ struct exec_state {
   std::map<std::vector<std::uint64_t>, slot_set const*> set_of_bits_;  // one per distinct set
   std::once_flag pool_once_;
   std::unique_ptr<pool> pool_;
+  std::atomic<pool*> started_pool_{nullptr};  // pool_ once started, for readers outside call_once
   std::mutex sims_mutex_;
   std::vector<std::unique_ptr<sim_device>> sim_devices_;
   bool shutting_down_ = false;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -82,9 +83,9 @@ hwloc_topology_t host_topology() {
   return topo;
 }
 
-void* host_alloc(place const& numa, std::size_t bytes, std::size_t alignment, bool this_system,
+void* host_alloc(place const& numa, std::size_t bytes, std::size_t alignment, bool bind,
                  std::function<void(void*, std::size_t)>& release) {
-  if (this_system && bytes >= bind_threshold && numa.os_index() >= 0) {
+  if (bind && bytes >= bind_threshold && numa.os_index() >= 0) {
     if (auto topo = host_topology()) {
       if (auto node =
               hwloc_get_numanode_obj_by_os_index(topo, static_cast<unsigned>(numa.os_index()))) {
@@ -156,6 +157,12 @@ place choose_memory(place const& where, space_id space, std::size_t bytes,
 
 }  // namespace
 
+std::uint64_t current_machine_key() {
+  return std::hash<place>{}(runtime::current().machine());
+}
+
+std::atomic<void (*)(std::uint32_t, std::uint64_t)> device_release_fence{nullptr};
+
 raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t alignment,
                               space_id space) {
   auto& rt = runtime::current();
@@ -168,6 +175,8 @@ raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t
                            "' is not part of this runtime's machine");
   if (space == space_id::mapped)
     throw invalid_argument("allocate: mapped memory comes from a file; use strata::map_file");
+  // Rounded sizes must not wrap around: a request near SIZE_MAX is an error, not 0 bytes.
+  std::size_t const rounded = round_up_checked(bytes, alignment, "allocate");
   // Device memory use is counted per runtime's machine (a later runtime starts afresh).
   std::uint64_t const machine_id = std::hash<place>{}(rt.machine());
   auto memory = choose_memory(where, space, bytes, machine_id);
@@ -177,7 +186,7 @@ raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t
     auto& u = the_usage();
     std::lock_guard lock(u.mutex);
     auto& used = u.used[key];
-    if (used + bytes > memory.capacity())
+    if (bytes > memory.capacity() - used)
       throw out_of_memory(fmt::format(
           "allocate: {} do not fit in '{}': {} of its {} are in use; free memory or allocate "
           "elsewhere",
@@ -185,21 +194,43 @@ raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t
           detail::format_bytes(memory.capacity())));
     used += bytes;
   }
+  // Until the allocation is recorded, a failure anywhere (an allocator that throws, a
+  // bad_alloc while recording) gives the device capacity back.
+  struct rollback {
+    bool armed;
+    std::pair<std::uint64_t, std::uint32_t> key;
+    std::size_t bytes;
+    ~rollback() {
+      if (!armed) return;
+      std::lock_guard lock(the_usage().mutex);
+      the_usage().used[key] -= bytes;
+    }
+  } guard{accounted, key, bytes};
   std::function<void(void*, std::size_t)> release;
   void* p = nullptr;
   switch (space) {
-    case space_id::host:
-      p = host_alloc(memory, bytes, alignment, rt.effective_options().topology.empty(), release);
+    case space_id::host: {
+      // Bind to the NUMA node only when the caller pointed at one (or there is only one
+      // near `where`); at a wider place, first touch decides, as the OS would.
+      bool specific = where.kind() == place_kind::memory;
+      if (!specific) {
+        int host_memories = 0;
+        for (auto const& m :
+             where.kind() == place_kind::processor ? where.memories_above() : where.memories())
+          host_memories += matches(m, space_id::host);
+        specific = host_memories == 1;
+      }
+      p = host_alloc(memory, bytes, alignment, specific && rt.effective_options().topology.empty(),
+                     release);
       break;
+    }
     case space_id::pinned:
       p = pinned_alloc(bytes, release);
       break;
-    case space_id::sim: {
-      std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+    case space_id::sim:
       p = std::aligned_alloc(alignment, rounded);
       release = [](void* q, std::size_t) { std::free(q); };
       break;
-    }
     case space_id::cuda:
       p = cuda_device_alloc(memory, bytes);
       release = [](void* q, std::size_t) { cuda_device_free(q); };
@@ -207,16 +238,16 @@ raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t
     case space_id::mapped:
       break;
   }
-  if (!p) {
-    if (accounted) {
-      std::lock_guard lock(the_usage().mutex);
-      the_usage().used[key] -= bytes;
-    }
+  if (!p)
     throw out_of_memory(fmt::format("allocate: {} of {} memory on '{}' could not be allocated",
                                     detail::format_bytes(bytes), to_string(space), memory.path()));
+  try {
+    register_allocation(p, {bytes, space, memory.id(), machine_id, accounted, std::move(release)});
+  } catch (...) {
+    release(p, bytes);
+    throw;
   }
-  register_allocation(p,
-                      {bytes, space, memory.id(), accounted ? machine_id : 0, std::move(release)});
+  guard.armed = false;
   return {p, memory.id()};
 }
 
@@ -230,10 +261,15 @@ void deallocate_bytes(void const* address, space_id space) {
         !info                   ? "no allocation holds it"
         : info->base != address ? "it points inside an allocation"
                                 : fmt::format("it is {} memory", to_string(info->space))));
+  // Device memory may still be in use by queued device work: like cudaFree, freeing waits
+  // for the device (the execution layer installs the wait).
+  if (info->space == space_id::sim)
+    if (auto fence = device_release_fence.load(std::memory_order_acquire))
+      fence(info->place_id, info->machine);
   auto rec = unregister_allocation(address);
   if (!rec)
     throw invalid_argument(fmt::format("deallocate: {} was released concurrently", address));
-  if (rec->machine_id != 0) {
+  if (rec->accounted) {
     auto& u = the_usage();
     std::lock_guard lock(u.mutex);
     u.used[{rec->machine_id, rec->place_id}] -= rec->bytes;

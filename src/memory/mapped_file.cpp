@@ -131,7 +131,8 @@ mapped_region map_file_bytes(std::filesystem::path const& path, std::size_t byte
     ::close(fd);
   };
   try {
-    register_allocation(address, {bytes, space_id::mapped, memory.id(), 0, std::move(release)});
+    register_allocation(address, {bytes, space_id::mapped, memory.id(), current_machine_key(),
+                                  false, std::move(release)});
   } catch (std::bad_alloc const&) {
     fail(out_of_memory(
         fmt::format("map_file: no memory to record the mapping of '{}' ({} bytes)", name, bytes)));

@@ -46,7 +46,7 @@ std::optional<allocation_info> find_allocation(void const* address) {
   if (a >= it->first + it->second.bytes && !(it->second.bytes == 0 && a == it->first))
     return std::nullopt;
   return allocation_info{reinterpret_cast<void*>(it->first), it->second.bytes, it->second.space,
-                         it->second.place_id};
+                         it->second.place_id, it->second.machine_id};
 }
 
 }  // namespace strata::detail

@@ -73,6 +73,45 @@ TEST_F(Copy, OneAndThreeDimensions) {
       for (int k = 0; k < 5; ++k) ASSERT_EQ(out(i, j, k), in(i, j, k));
 }
 
+TEST_F(Copy, ThreeDimensionalWindowsKeepTheirParentsSlicePitch) {
+  // Write a 2x2x2 block into the middle of a 2x4x4 buffer and read the whole buffer back:
+  // only the window may change.
+  buffer<int, 3> small(machine, vec<3>{2, 2, 2});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 2; ++k) small(i, j, k) = 1 + i * 4 + j * 2 + k;
+  for (auto at : {machine, sim0}) {
+    buffer<int, 3> whole(machine, vec<3>{2, 4, 4});
+    if (at == machine) {
+      buffer<int, 3> big(machine, vec<3>{2, 4, 4});
+      fill(big, 0).wait();
+      copy(big.view().window(vec<3>{0, 1, 1}, vec<3>{2, 2, 2}), small).wait();
+      copy(whole, big).wait();
+    } else {
+      buffer<int, 3, sim_space> big(sim0, vec<3>{2, 4, 4});
+      fill(big, 0).wait();
+      copy(big.view().window(vec<3>{0, 1, 1}, vec<3>{2, 2, 2}), small).wait();
+      copy(whole, big).wait();
+    }
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 4; ++k) {
+          bool inside = j >= 1 && j < 3 && k >= 1 && k < 3;
+          int expect = inside ? small(i, j - 1, k - 1) : 0;
+          ASSERT_EQ(whole(i, j, k), expect) << i << "," << j << "," << k;
+        }
+  }
+}
+
+TEST_F(Copy, FreeingDeviceMemoryWaitsForItsQueuedWork) {
+  std::vector<char> host(std::size_t{8} << 20, 5);
+  {
+    buffer<char, 1, sim_space> d(sim0, host.size());
+    copy(d.data(), ptr<char>(host.data(), 0), host.size());  // not waited for
+  }  // the buffer's release waits for the device instead of freeing under the copy
+  SUCCEED();
+}
+
 TEST_F(Copy, LargeHostCopiesRunInParallelAndArrive) {
   std::size_t const n = std::size_t{24} << 20;
   buffer<std::uint32_t> a(machine, n), b(machine, n);

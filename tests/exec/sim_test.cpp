@@ -124,6 +124,48 @@ TEST_F(Sim, PointersOfTheWrongSpaceOrDeviceAreRejected) {
   deallocate(host);
 }
 
+TEST_F(Sim, LegitimateArgumentsPassTheChecks) {
+  std::vector<int> v(16, 1);
+  auto d = allocate<int, sim_space>(sim0, 16);
+  int (*fn)(int) = [](int x) { return x + 1; };
+  // Host memory Strata did not allocate, a past-the-end pointer, a function pointer.
+  launch(
+      machine, grid(1),
+      [](auto const&, int* a, int* end, int (*f)(int)) {
+        for (int* p = a; p != end; ++p) *p = f(*p);
+      },
+      ptr<int>(v.data(), 0), v.data() + 16, fn)
+      .wait();
+  EXPECT_EQ(v[15], 2);
+  launch(
+      sim0, grid(1),
+      [](auto const&, int* a, int* end) {
+        for (int* p = a; p != end; ++p) *p = 3;
+      },
+      d, d.get() + 16)
+      .wait();
+  deallocate(d);
+}
+
+TEST(SimRuntimes, PointersOfAnEarlierRuntimeAreRejected) {
+  ptr<int, sim_space> stale;
+  {
+    runtime first({.sim_devices = "1"});
+    stale = allocate<int, sim_space>(first.machine(), 4);
+  }  // never freed: still in the registry, but of a machine that is gone
+  runtime second({.sim_devices = "1"});
+  std::vector<int> h(4);
+  // The copy engine looks devices up in the registry: a stale pointer is not this
+  // runtime's. (Raw pointers into launches are looked up in debug builds only.)
+  EXPECT_THROW(copy(stale, ptr<int>(h.data(), 0), 4), invalid_argument);
+#if !defined(NDEBUG)
+  auto dev = second.machine().slice(isa::sim).descendants(place_type::device).front();
+  EXPECT_THROW(launch(
+                   dev, grid(1), [](auto const&, int*) {}, stale.get()),
+               invalid_argument);
+#endif
+}
+
 TEST_F(Sim, ExceptionsInSimKernelsReachWait) {
   auto e = launch(sim0, grid(8), [](auto const& s) {
     if (s.block_index()[0] == 5) throw std::runtime_error("sim kernel failed");

@@ -93,6 +93,13 @@ TEST(Allocate, HostOutOfMemoryIsAnError) {
   EXPECT_THROW(allocate<double>(rt.machine(), ~std::size_t{0} / 4), invalid_argument);
 }
 
+TEST(Allocate, SizesThatWrapAroundAreErrors) {
+  runtime rt({.sim_devices = "1"});
+  EXPECT_THROW(allocate<char>(rt.machine(), SIZE_MAX), invalid_argument);
+  EXPECT_THROW((allocate<char, sim_space>(rt.machine(), SIZE_MAX - 10)), invalid_argument);
+  EXPECT_THROW((buffer<char, 2>(rt.machine(), vec<2>{index_t{1} << 33, index_t{1} << 33})), error);
+}
+
 TEST(Deallocate, RejectsWhatItDidNotAllocate) {
   runtime rt({.sim_devices = "1"});
   auto p = allocate<int>(rt.machine(), 16);

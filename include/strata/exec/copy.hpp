@@ -41,8 +41,9 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
 /// space is host-accessible.
 void check_range(void const* p, std::size_t bytes, space_id space, char const* what);
 
-/// The place a fill on memory `memory_place` runs on: the processors next to it.
-target fill_target(std::uint32_t memory_place);
+/// The place a fill of `address` (whose pointer says memory `memory_place`) runs on: the
+/// processors next to the memory.
+target fill_target(void const* address, std::uint32_t memory_place);
 
 template <class V>
 struct view_traits;
@@ -181,7 +182,7 @@ event fill(after const& deps, Dst const& dst_in,
   using T = std::remove_const_t<typename V::element_type>;
   constexpr std::size_t D = V::rank;
   if (dst.size() == 0) return when_all(deps);
-  auto where = detail::fill_target(dst.data().place_id());
+  auto where = detail::fill_target(dst.data().get(), dst.data().place_id());
   auto s = divide_work(where, dst.extent());
   return launch(deps, where, s, detail::fill_kernel<D, T>{},
                 reinterpret_cast<std::byte*>(const_cast<T*>(dst.data().get())), dst.pitch(),

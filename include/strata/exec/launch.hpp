@@ -70,8 +70,13 @@ kernel_arg_t<A> to_kernel_arg(placement const& p, A&& a, std::size_t index) {
     return a.get();
   } else {
 #if !defined(NDEBUG)
-    if constexpr (std::is_pointer_v<D>)
-      if (a) check_kernel_pointer(p, a, space_id::host, false, 0, index);
+    if constexpr (std::is_pointer_v<D>) {
+      using pointee = std::remove_cv_t<std::remove_pointer_t<D>>;
+      if constexpr (std::is_object_v<pointee> || std::is_void_v<pointee>)
+        if (a)
+          check_kernel_pointer(p, const_cast<void const*>(static_cast<void const volatile*>(a)),
+                               space_id::host, false, 0, index);
+    }
 #endif
     (void)p;
     (void)index;

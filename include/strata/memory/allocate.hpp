@@ -39,8 +39,29 @@ struct allocation_info {
   std::size_t bytes;
   space_id space;
   std::uint32_t place_id;
+  std::uint64_t machine;  // the runtime's machine it was allocated in (0: none)
 };
+
+/// The identity `allocation_info::machine` holds for the live runtime's machine.
+std::uint64_t current_machine_key();
 std::optional<allocation_info> find_allocation(void const* address);
+
+/// a * b, or invalid_argument naming `what` when it does not fit in size_t.
+inline std::size_t mul_checked(std::size_t a, std::size_t b, char const* what) {
+  std::size_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r))
+    throw invalid_argument(std::string(what) + ": " + std::to_string(a) + " x " +
+                           std::to_string(b) + " overflows the address space");
+  return r;
+}
+
+/// x rounded up to a multiple of m, or invalid_argument when that overflows.
+inline std::size_t round_up_checked(std::size_t x, std::size_t m, char const* what) {
+  if (x > std::numeric_limits<std::size_t>::max() - (m - 1))
+    throw invalid_argument(std::string(what) + ": " + std::to_string(x) +
+                           " bytes cannot be rounded up to a multiple of " + std::to_string(m));
+  return (x + m - 1) / m * m;
+}
 
 template <class T>
 std::size_t bytes_for(std::size_t n) {

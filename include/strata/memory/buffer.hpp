@@ -24,9 +24,15 @@ class view {
   static constexpr std::size_t rank = D;
 
   constexpr view() = default;
-  /// `pitch` is the byte distance between consecutive rows (ignored in 1-D).
-  constexpr view(ptr<T, Space> base, vec<D> extent, std::size_t pitch)
-      : base_(base), extent_(extent), pitch_(D == 1 ? extent[0] * sizeof(T) : pitch) {}
+  /// `pitch` is the byte distance between consecutive rows (ignored in 1-D); `slice_pitch`
+  /// between consecutive 2-D slices of a 3-D view (0: rows packed, pitch * extent[1]).
+  constexpr view(ptr<T, Space> base, vec<D> extent, std::size_t pitch, std::size_t slice_pitch = 0)
+      : base_(base),
+        extent_(extent),
+        pitch_(D == 1 ? static_cast<std::size_t>(extent[0]) * sizeof(T) : pitch),
+        slice_pitch_(D == 3
+                         ? (slice_pitch ? slice_pitch : pitch * static_cast<std::size_t>(extent[1]))
+                         : pitch_) {}
   /// A dense view: rows packed without padding.
   constexpr view(ptr<T, Space> base, vec<D> extent)
       : view(base, extent, static_cast<std::size_t>(extent[D - 1]) * sizeof(T)) {}
@@ -34,10 +40,8 @@ class view {
   ptr<T, Space> data() const noexcept { return base_; }
   vec<D> const& extent() const noexcept { return extent_; }
   std::size_t pitch() const noexcept { return pitch_; }
-  /// Bytes between consecutive 2-D slices of a 3-D view.
-  std::size_t slice_pitch() const noexcept {
-    return D == 3 ? pitch_ * static_cast<std::size_t>(extent_[1]) : pitch_;
-  }
+  /// Bytes between consecutive 2-D slices of a 3-D view (a window keeps its parent's).
+  std::size_t slice_pitch() const noexcept { return slice_pitch_; }
   index_t size() const noexcept { return extent_.product(); }
   std::size_t row_bytes() const noexcept {
     return static_cast<std::size_t>(extent_[D - 1]) * sizeof(T);
@@ -71,7 +75,7 @@ class view {
                                std::to_string(origin[d] + extent[d]) + ") in dimension " +
                                std::to_string(d) + " leaves the view's extent " +
                                std::to_string(extent_[d]));
-    return view(address(origin), extent, pitch_);
+    return view(address(origin), extent, pitch_, slice_pitch_);
   }
 
  private:
@@ -86,6 +90,7 @@ class view {
   ptr<T, Space> base_;
   vec<D> extent_ = vec<D>::fill(0);
   std::size_t pitch_ = 0;
+  std::size_t slice_pitch_ = 0;
 };
 
 /// An owning, move-only buffer (Alpaka's mem::buf): allocated at construction, released
@@ -100,11 +105,11 @@ class buffer {
         throw invalid_argument("buffer: extent " + std::to_string(extent[d]) + " in dimension " +
                                std::to_string(d) + " is invalid; expected at least 1");
     std::size_t row = detail::bytes_for<T>(static_cast<std::size_t>(extent[D - 1]));
-    pitch_ = D == 1
-                 ? row
-                 : (row + Space::row_alignment - 1) / Space::row_alignment * Space::row_alignment;
-    std::size_t rows = static_cast<std::size_t>(extent.product() / extent[D - 1]);
-    bytes_ = pitch_ * rows;
+    pitch_ = D == 1 ? row : detail::round_up_checked(row, Space::row_alignment, "buffer row");
+    std::size_t rows = 1;  // checked: huge extents must fail, not wrap to a tiny buffer
+    for (std::size_t d = 0; d + 1 < D; ++d)
+      rows = detail::mul_checked(rows, static_cast<std::size_t>(extent[d]), "buffer rows");
+    bytes_ = detail::mul_checked(pitch_, rows, "buffer size");
     auto raw = detail::allocate_bytes(where, bytes_, Space::row_alignment, Space::id);
     data_ = ptr<T, Space>(static_cast<T*>(raw.address), raw.place_id);
   }

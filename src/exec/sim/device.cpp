@@ -9,6 +9,14 @@
 
 namespace strata::detail {
 
+namespace {
+thread_local sim_device const* own_device = nullptr;
+}
+
+bool sim_device::is_own_thread() const noexcept {
+  return own_device == this;
+}
+
 void wait_until(sim_device::clock::time_point deadline) {
   constexpr auto spin_margin = std::chrono::microseconds(200);
   if (sim_device::clock::now() + spin_margin < deadline)
@@ -25,10 +33,12 @@ sim_device::sim_device(sim_params params) : params_(std::move(params)) {
     for (int u = 0; u < params_.units; ++u)
       units_.emplace_back([this, u] {
         trace::name_this_thread(params_.name + " unit " + std::to_string(u));
+        own_device = this;
         unit_main();
       });
     copy_engine_ = std::thread([this] {
       trace::name_this_thread(params_.name + " copy engine");
+      own_device = this;
       copy_main();
     });
   } catch (std::system_error const& e) {

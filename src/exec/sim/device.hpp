@@ -52,6 +52,8 @@ class sim_device {
   /// Waits until every queued kernel and copy has completed (continuations included).
   /// Returns whether there was anything to wait for.
   bool wait_idle();
+  /// Whether the calling thread is one of this device's own (units, copy engine).
+  bool is_own_thread() const noexcept;
 
  private:
   struct kernel_op {
