@@ -164,6 +164,7 @@ TEST(SimRuntimes, PointersOfAnEarlierRuntimeAreRejected) {
                    dev, grid(1), [](auto const&, int*) {}, stale.get()),
                invalid_argument);
 #endif
+  deallocate(stale);  // memory of an earlier runtime can still be released
 }
 
 TEST_F(Sim, ExceptionsInSimKernelsReachWait) {
