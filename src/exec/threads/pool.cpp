@@ -159,7 +159,10 @@ bool pool::help(int slot, event_state const* until) {
   if (!j) return false;
   trace::span traced(j->name(), "job", "threads");
   bool ran = false;
-  for (index_t c; (c = j->claim()) >= 0;) {
+  // The reserve worker yields the first PU to a waiting thread: a job confined to that PU
+  // must not run on two threads at once.
+  auto yield = [&] { return reserve && external_helpers.load(std::memory_order_acquire) > 0; };
+  for (index_t c; !yield() && (c = j->claim()) >= 0;) {
     run(*j, c);
     ran = true;
     if (until && until->ready()) break;
@@ -169,6 +172,13 @@ bool pool::help(int slot, event_state const* until) {
 
 void pool::drain() {
   int const slot = current_slot();
+  if (!is_worker) external_helpers.fetch_add(1, std::memory_order_acq_rel);
+  struct uncount {
+    pool* p;
+    ~uncount() {
+      if (!is_worker) p->external_helpers.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  } counted{this};
   while (outstanding_.load(std::memory_order_acquire) > 0) {
     if (help(slot, nullptr)) continue;
     auto seen = event_epoch.load(std::memory_order_acquire);
@@ -261,6 +271,15 @@ void submit(std::shared_ptr<job> j) {
 void wait_until_ready(event_state const& s) {
   int const slot = current_slot();
   auto ready = [&s] { return s.ready(); };
+  struct helping {
+    pool* p;
+    explicit helping(pool* q) : p(q) {
+      if (p) p->external_helpers.fetch_add(1, std::memory_order_acq_rel);
+    }
+    ~helping() {
+      if (p) p->external_helpers.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  } counted(is_worker ? nullptr : pool::instance());
   // Work with a known end (an emulated transfer) is slept through until just before it.
   if (auto when = s.expected(); when.time_since_epoch().count() != 0) {
     auto wake = when - std::chrono::microseconds(100);

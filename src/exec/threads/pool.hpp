@@ -40,6 +40,10 @@ class pool {
   /// The pool of the live runtime, or null when none has been started.
   static pool* instance() noexcept;
 
+  /// Threads other than workers that are waiting (and so doing slot 0's share) now; the
+  /// reserve worker stays out of the first PU's jobs while any is.
+  std::atomic<int> external_helpers{0};
+
  private:
   struct alignas(64) worker_word {
     std::atomic<std::uint32_t> value{0};
