@@ -125,6 +125,17 @@ bool runtime::active() noexcept {
   return live.load() != nullptr;
 }
 
+void detail::check_runtime_place(place const& p, char const* operation) {
+  if (!p.valid())
+    throw invalid_argument(std::string(operation) +
+                           ": the place is empty (default-constructed); expected a place of "
+                           "runtime::machine()");
+  if (!p.same_machine(runtime::current().machine()))
+    throw invalid_argument(std::string(operation) + ": place '" + p.path() +
+                           "' is not part of this runtime's machine; expected a place obtained "
+                           "from runtime::machine()");
+}
+
 detail::exec_state& detail::current_exec() {
   return *runtime::current().exec_;
 }

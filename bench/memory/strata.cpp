@@ -57,16 +57,19 @@ void run_sim_copy(context& ctx) {
     struct direction {
       char const* name;
       std::function<event()> run;
+      double predicted;
     };
-    for (auto const& dir : std::vector<direction>{{"host->sim", [&] { return copy(d0, host); }},
-                                                  {"sim->host", [&] { return copy(host, d0); }},
-                                                  {"sim->sim", [&] { return copy(d1, d0); }}}) {
+    std::vector<direction> const directions{
+        {"host->sim", [&] { return copy(d0, host); }, predicted},
+        {"sim->host", [&] { return copy(host, d0); }, predicted},
+        {"sim->sim", [&] { return copy(d1, d0); }, predicted_d2d}};
+    for (auto const& dir : directions) {
       auto [ts, unused] = compare(
           ctx.opts().repeats, [&] { dir.run().wait(); }, [] {});
       (void)unused;
       result r{"sim-copy",    std::string(dir.name) + "/" + std::to_string(mib) + "MiB",
                double(bytes), ts,
-               "link-model",  predicted};
+               "link-model",  dir.predicted};
       r.extra = {{"bandwidth_gbps", link.bandwidth / 1e9}, {"latency_us", link.latency * 1e6}};
       ctx.report(r);
     }

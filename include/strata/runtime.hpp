@@ -18,6 +18,9 @@ namespace strata {
 namespace detail {
 struct exec_state;
 exec_state& current_exec();
+/// Throws invalid_argument, naming `operation`, unless `p` is a place of the live
+/// runtime's machine (a default-constructed place, or one of another machine, is not).
+void check_runtime_place(place const& p, char const* operation);
 }  // namespace detail
 
 struct runtime_options {

@@ -47,14 +47,7 @@ placement resolve(target const& t) {
       place_access::index(last.where) == place_access::index(t.where) && t.where.valid())
     return last.result;
   auto const& p = t.where;
-  if (!p.valid())
-    throw invalid_argument(
-        "launch: the target place is empty (default-constructed); expected a place of "
-        "runtime::machine()");
-  if (!p.same_machine(rt.machine()))
-    throw invalid_argument("launch: place '" + p.path() +
-                           "' is not part of this runtime's machine; expected a place "
-                           "obtained from runtime::machine()");
+  check_runtime_place(p, "launch");
   if (p.kind() == place_kind::memory)
     throw invalid_argument("launch: '" + p.path() +
                            "' is a memory; expected a processor or a group of processors");

@@ -166,13 +166,7 @@ std::atomic<void (*)(std::uint32_t, std::uint64_t)> device_release_fence{nullptr
 raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t alignment,
                               space_id space) {
   auto& rt = runtime::current();
-  if (!where.valid())
-    throw invalid_argument(
-        "allocate: the place is empty (default-constructed); expected a place "
-        "of runtime::machine()");
-  if (!where.same_machine(rt.machine()))
-    throw invalid_argument("allocate: place '" + where.path() +
-                           "' is not part of this runtime's machine");
+  check_runtime_place(where, "allocate");
   if (space == space_id::mapped)
     throw invalid_argument("allocate: mapped memory comes from a file; use strata::map_file");
   // Rounded sizes must not wrap around: a request near SIZE_MAX is an error, not 0 bytes.

@@ -169,6 +169,27 @@ void run_phases(shape<D, parallel_group> const& s, index_t b0, index_t b1,
   }
 }
 
+/// A launch's blocks cut into about `per_thread` chunks per thread, for dynamic hand-out
+/// (the threads pool, sim units). Ceiling divisions are written so that they cannot
+/// overflow for grids near 2^63.
+struct chunking {
+  index_t blocks;
+  index_t per_chunk;
+  index_t chunks;
+
+  chunking(index_t total_blocks, index_t threads, index_t per_thread) : blocks(total_blocks) {
+    index_t wanted = threads * per_thread;
+    if (wanted > blocks) wanted = blocks;
+    per_chunk = blocks / wanted + (blocks % wanted != 0);
+    chunks = blocks / per_chunk + (blocks % per_chunk != 0);
+  }
+  index_t first(index_t c) const noexcept { return c * per_chunk; }
+  index_t last(index_t c) const noexcept {
+    index_t b0 = first(c);
+    return blocks - b0 > per_chunk ? b0 + per_chunk : blocks;
+  }
+};
+
 /// Runs blocks [b0, b1) of a launch on the calling thread.
 template <std::size_t D, class P, class Kernel, class Args>
 void run_blocks(shape<D, P> const& s, index_t b0, index_t b1, Kernel const& k, Args& args) {
@@ -182,6 +203,16 @@ void run_blocks(shape<D, P> const& s, index_t b0, index_t b1, Kernel const& k, A
   } else {
     run_streaming(s, b0, b1, k, args);
   }
+}
+
+/// The body of chunk c of a launch: its blocks, with a copy of the arguments of its own
+/// (chunks run concurrently).
+template <std::size_t D, class P, class Kernel, class Args>
+auto chunk_body(shape<D, P> const& s, Kernel const& k, Args const& args, chunking plan) {
+  return [s, k, args, plan](index_t c) {
+    Args local = args;
+    run_blocks(s, plan.first(c), plan.last(c), k, local);
+  };
 }
 
 }  // namespace strata::detail

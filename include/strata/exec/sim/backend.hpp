@@ -24,17 +24,8 @@ struct backend {
   static event launch(detail::placement const& where, shape<D, P> const& s, Kernel const& k,
                       Args& args) {
     detail::check_cpu_shape(s, "sim");
-    index_t const blocks = s.blocks();
-    index_t chunks = where.threads * 4;
-    if (chunks > blocks) chunks = blocks;
-    index_t const per_chunk = blocks / chunks + (blocks % chunks != 0);
-    chunks = blocks / per_chunk + (blocks % per_chunk != 0);
-    return detail::sim_launch(where.device, chunks, [s, k, args, per_chunk, blocks](index_t c) {
-      index_t b0 = c * per_chunk;
-      index_t b1 = blocks - b0 > per_chunk ? b0 + per_chunk : blocks;
-      Args local = args;
-      detail::run_blocks(s, b0, b1, k, local);
-    });
+    detail::chunking plan(s.blocks(), where.threads, 4);
+    return detail::sim_launch(where.device, plan.chunks, detail::chunk_body(s, k, args, plan));
   }
 };
 

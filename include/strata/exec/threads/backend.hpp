@@ -25,20 +25,11 @@ struct backend {
   static event launch(detail::placement const& where, shape<D, P> const& s, Kernel const& k,
                       Args& args) {
     detail::check_cpu_shape(s, "threads");
-    index_t const blocks = s.blocks();
-    index_t chunks = where.threads * chunks_per_thread;
-    if (chunks > blocks) chunks = blocks;
-    // Ceiling divisions written so that they cannot overflow for grids near 2^63.
-    index_t const per_chunk = blocks / chunks + (blocks % chunks != 0);
-    chunks = blocks / per_chunk + (blocks % per_chunk != 0);
-    auto body = [s, k, args, per_chunk, blocks](index_t c) {
-      index_t b0 = c * per_chunk;
-      index_t b1 = blocks - b0 > per_chunk ? b0 + per_chunk : blocks;
-      Args local = args;  // chunks run concurrently: each its own copy of the arguments
-      detail::run_blocks(s, b0, b1, k, local);
-    };
-    auto j =
-        std::make_shared<detail::body_job<decltype(body)>>(chunks, where.slots, std::move(body));
+    detail::chunking plan(s.blocks(), where.threads, chunks_per_thread);
+    auto body = detail::chunk_body(s, k, args, plan);
+    auto j = std::make_shared<detail::body_job<decltype(body)>>(
+        plan.chunks, where.slots, std::move(body),
+        trace::enabled() ? trace::detail::type_name(typeid(Kernel)) : "kernel");
     event done = j->done();
     detail::submit(std::move(j));
     return done;
