@@ -99,6 +99,7 @@ void runtime::start(runtime_options const& options) {
     detail::trace_start(trace_path_);
     exec_ = std::make_unique<detail::exec_state>(machine_, options_.topology.empty());
   } catch (...) {
+    detail::trace_finish(trace_path_);  // tracing stops with the failed start
     live.store(nullptr);
     throw;
   }
@@ -137,7 +138,9 @@ void detail::check_runtime_place(place const& p, char const* operation) {
 }
 
 detail::exec_state& detail::current_exec() {
-  return *runtime::current().exec_;
+  auto& rt = runtime::current();
+  if (!rt.exec_) throw error("the strata::runtime is shutting down; no new work can start");
+  return *rt.exec_;
 }
 
 }  // namespace strata

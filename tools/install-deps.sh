@@ -22,7 +22,7 @@ echo "strata: installing Debian packages: ${missing[*]}"
 run=()
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null; then
-    run=(sudo)
+    run=(sudo env DEBIAN_FRONTEND=noninteractive)
   else
     echo "strata: not root and no sudo; install them with: apt-get install ${missing[*]}" >&2
     exit 1

@@ -41,7 +41,9 @@ struct lane {
 struct tracer {
   std::mutex mutex;
   std::vector<std::shared_ptr<lane>> lanes;
-  std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
+  // Read by recording threads without the lock; written before tracing is switched on.
+  std::atomic<std::chrono::steady_clock::rep> origin{
+      std::chrono::steady_clock::now().time_since_epoch().count()};
 };
 
 tracer& the_tracer() {
@@ -68,10 +70,10 @@ void record(std::string_view name, char const* category,
             std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end,
             std::string_view detail) {
   auto& l = my_lane();
-  auto origin = the_tracer().origin;
+  auto origin = the_tracer().origin.load(std::memory_order_relaxed);
   std::lock_guard lock(l.mutex);
-  l.events.push_back({std::string(name), category, (begin - origin).count(), (end - origin).count(),
-                      std::string(detail)});
+  l.events.push_back({std::string(name), category, begin.time_since_epoch().count() - origin,
+                      end.time_since_epoch().count() - origin, std::string(detail)});
 }
 
 char const* type_name(std::type_info const& t) {
@@ -113,12 +115,13 @@ void trace_start(std::string const& path) {
       std::lock_guard ll(l->mutex);
       l->events.clear();
     }
-    t.origin = std::chrono::steady_clock::now();
+    t.origin.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                   std::memory_order_relaxed);
   }
-  trace::detail::on.store(true, std::memory_order_relaxed);
+  trace::detail::on.store(true, std::memory_order_release);
 }
 
-void trace_finish(std::string const& path) {
+void trace_finish(std::string const& path) noexcept {
   if (path.empty() || !trace::enabled()) return;
   trace::detail::on.store(false, std::memory_order_relaxed);
   auto& t = trace::detail::the_tracer();
@@ -148,8 +151,16 @@ void trace_finish(std::string const& path) {
       l->events.clear();
     }
   }
+  // Runs in the runtime's destructor: nothing here may throw (names that are not UTF-8
+  // are replaced, not an error).
   std::ofstream out(path);
-  out << nlohmann::json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump();
+  try {
+    out << nlohmann::json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (std::exception const& e) {
+    log(log_level::info, std::string("STRATA_TRACE: could not write the trace: ") + e.what());
+    return;
+  }
   if (!out)
     log(log_level::info, "STRATA_TRACE: could not write " + path);
   else

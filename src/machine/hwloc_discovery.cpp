@@ -30,8 +30,12 @@ using topology_ptr = std::unique_ptr<hwloc_topology, topology_deleter>;
 void restrict_to_binding(hwloc_topology_t topo) {
   hwloc_bitmap_t bound = hwloc_bitmap_alloc();
   if (hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound) &&
-      !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(topo), bound))
-    hwloc_topology_restrict(topo, bound, 0);
+      !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(topo), bound) &&
+      hwloc_topology_restrict(topo, bound, 0) != 0) {
+    hwloc_bitmap_free(bound);
+    hwloc_failed("hwloc_topology_restrict",
+                 "could not restrict the machine to this process's CPUs");
+  }
   hwloc_bitmap_free(bound);
 }
 

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 namespace strata {
 namespace {
@@ -75,6 +77,35 @@ struct reader {
     }
   }
 
+  // Integers are checked, not cast: -1 is no capacity and 1e20 no OS index.
+  template <class T>
+  static T integer(json const& j, char const* key, std::string const& path, T fallback,
+                   long double lo, long double hi) {
+    auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if (!it->is_number_integer())
+      fail(path + "." + key, fmt::format("expected an integer, got {}", it->dump()));
+    long double v = it->is_number_unsigned() ? static_cast<long double>(it->get<std::uint64_t>())
+                                             : static_cast<long double>(it->get<std::int64_t>());
+    if (v < lo || v > hi)
+      fail(path + "." + key, fmt::format("{} is out of range; expected {} to {}", it->dump(),
+                                         static_cast<double>(lo), static_cast<double>(hi)));
+    return static_cast<T>(v);
+  }
+
+  static double number(json const& j, char const* key, std::string const& path, double fallback,
+                       bool positive) {
+    auto it = j.find(key);
+    if (it == j.end()) return fallback;
+    if (!it->is_number())
+      fail(path + "." + key, fmt::format("expected a number, got {}", it->dump()));
+    double v = it->get<double>();
+    if (!(positive ? v > 0 : v >= 0) || !std::isfinite(v))
+      fail(path + "." + key, fmt::format("{} is invalid; expected a finite number {} 0", it->dump(),
+                                         positive ? ">" : ">="));
+    return v;
+  }
+
   static place_info info(json const& j, std::string const& path) {
     if (!j.is_object()) fail(path, "expected an object describing a place");
     place_info info;
@@ -96,15 +127,16 @@ struct reader {
       fail(path + ".isa", fmt::format("unknown isa \"{}\"; expected host, cuda or sim", isa_name));
     info.isa = *arch;
     info.name = get<std::string>(j, "name", path, "");
-    info.os_index = get<std::int32_t>(j, "os_index", path, -1);
-    info.capacity = get<std::uint64_t>(j, "capacity", path, 0);
-    info.cache_level = get<std::uint8_t>(j, "cache_level", path, 0);
+    info.os_index = integer<std::int32_t>(j, "os_index", path, -1, -1, INT32_MAX);
+    info.capacity = integer<std::uint64_t>(j, "capacity", path, 0, 0, 1.8e19L);
+    info.cache_level = integer<std::uint8_t>(j, "cache_level", path, 0, 0, 16);
     if (auto it = j.find("link"); it != j.end()) {
-      info.link.bandwidth = get<double>(*it, "bandwidth", path + ".link", 0.0);
-      info.link.latency = get<double>(*it, "latency", path + ".link", 0.0);
+      if (!it->is_object()) fail(path + ".link", "expected an object with bandwidth and latency");
+      info.link.bandwidth = number(*it, "bandwidth", path + ".link", 0.0, false);
+      info.link.latency = number(*it, "latency", path + ".link", 0.0, false);
     }
-    info.speed = get<double>(j, "speed", path, 1.0);
-    info.rank = get<std::int32_t>(j, "rank", path, 0);
+    info.speed = number(j, "speed", path, 1.0, true);
+    info.rank = integer<std::int32_t>(j, "rank", path, 0, 0, INT32_MAX);
     if (auto it = j.find("attributes"); it != j.end()) {
       if (!it->is_object()) fail(path + ".attributes", "expected an object of strings");
       for (auto const& [k, v] : it->items()) {
@@ -115,8 +147,15 @@ struct reader {
     return info;
   }
 
+  // Real machines are a dozen levels deep (cluster, rank, machine, package, caches, core,
+  // PU); a cap keeps a hostile document from exhausting the stack.
+  static constexpr int max_depth = 64;
+
   static void children(machine_builder& b, machine_builder::node_id at, json const& j,
-                       std::string const& path) {
+                       std::string const& path, int depth = 0) {
+    if (depth >= max_depth)
+      fail(path, fmt::format("the tree is deeper than {} levels; expected a machine description",
+                             max_depth));
     auto it = j.find("children");
     if (it == j.end()) return;
     if (!it->is_array()) fail(path + ".children", "expected an array of places");
@@ -129,7 +168,7 @@ struct reader {
       } catch (invalid_argument const& e) {
         fail(child_path, e.what());
       }
-      children(b, id, c, child_path);
+      children(b, id, c, child_path, depth + 1);
     }
   }
 };

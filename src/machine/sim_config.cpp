@@ -97,10 +97,10 @@ struct parser {
           apply(spec, trim(item.substr(0, eq)), trim(item.substr(eq + 1)));
         }
       }
+      if (*count > max_devices - devices.size())
+        fail(fmt::format("{} devices is more than the {} a process can emulate",
+                         std::uint64_t{*count} + devices.size(), max_devices));
       devices.insert(devices.end(), *count, spec);
-      if (devices.size() > max_devices)
-        fail(fmt::format("{} devices is more than the {} a process can emulate", devices.size(),
-                         max_devices));
     }
     return devices;
   }

@@ -32,7 +32,8 @@ std::string label(place const& p) {
   }
   if (info.capacity != 0) details.push_back(detail::format_bytes(info.capacity));
   auto text = info.name;
-  if (info.type == place_type::machine) {
+  if (info.type == place_type::machine && p.unsliced().is_root() && p.is_root() &&
+      !p.descendants(place_type::host_memory).empty()) {
     std::uint64_t total = 0;
     for (auto const& m : p.descendants(place_type::host_memory)) total += m.capacity();
     details.push_back(detail::format_bytes(total) + " host memory");

@@ -88,7 +88,21 @@ INSTANTIATE_TEST_SUITE_P(
             "machine.children[0].children[0]"},
         bad_json{R"({"type": "machine", "attributes": {"a": 1}})", "machine.attributes.a"},
         bad_json{R"({"version": 7, "machine": {"type": "machine"}})", "version 7"},
-        bad_json{R"({"version": "x", "machine": {"type": "machine"}})", "version"}));
+        bad_json{R"({"version": "x", "machine": {"type": "machine"}})", "version"},
+        bad_json{R"({"type": "host_memory", "capacity": -1})", "machine.capacity"},
+        bad_json{R"({"type": "cache", "cache_level": 300})", "out of range"},
+        bad_json{R"({"type": "pu", "os_index": 1e20})", "expected an integer"},
+        bad_json{R"({"type": "device", "speed": -2})", "machine.speed"},
+        bad_json{R"({"type": "device", "link": {"bandwidth": "fast"}})",
+                 "machine.link.bandwidth"}));
+
+TEST(Json, DeepTreesAreRejectedNotOverflowed) {
+  std::string doc;
+  for (int i = 0; i < 5000; ++i) doc += R"({"type": "group", "children": [)";
+  doc += R"({"type": "pu"})";
+  for (int i = 0; i < 5000; ++i) doc += "]}";
+  EXPECT_THROW(machine_from_json(doc), parse_error);
+}
 
 }  // namespace
 }  // namespace strata

@@ -5,7 +5,10 @@
 string(REPLACE "|" ";" ARGS "${ARGS}")
 string(REPLACE "|" ";" ENV "${ENV}")
 string(REPLACE "|" ";" JSON "${JSON}")
-execute_process(COMMAND ${CMAKE_COMMAND} -E env ${ENV} ${EXE} ${ARGS}
+# The caller's Strata settings must not leak into the expectations.
+execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=STRATA_SIM_DEVICES --unset=STRATA_TOPOLOGY
+                        --unset=STRATA_TRACE --unset=STRATA_LOG --unset=STRATA_CPU_BACKEND ${ENV}
+                        ${EXE} ${ARGS}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message("exit: ${rc}\nstdout:\n${out}\nstderr:\n${err}")
 if(NOT "${rc}" STREQUAL "${EXPECT_EXIT}")
@@ -18,7 +21,9 @@ if(STDERR AND NOT err MATCHES "${STDERR}")
   message(FATAL_ERROR "stderr does not match: ${STDERR}")
 endif()
 if(JSON)
-  execute_process(COMMAND nproc OUTPUT_VARIABLE nproc OUTPUT_STRIP_TRAILING_WHITESPACE)
+  # GNU nproc honours OMP_NUM_THREADS; the CPUs this process may use are what counts.
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=OMP_NUM_THREADS --unset=OMP_THREAD_LIMIT
+                          nproc OUTPUT_VARIABLE nproc OUTPUT_STRIP_TRAILING_WHITESPACE)
 endif()
 foreach(check IN LISTS JSON)
   if(NOT check MATCHES "^([^=>]+)(>=|=)(.*)$")
