@@ -8,6 +8,7 @@ packages=(
   libhwloc-dev libboost-context-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev clang-format valgrind
   libopenmpi-dev openmpi-bin
+  libtbb-dev
 )
 
 missing=()

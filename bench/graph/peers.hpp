@@ -1,0 +1,41 @@
+// The peers of the graph benchmarks (issue 6): the same four task-graph shapes written as
+// a user of oneTBB's flow_graph or of OpenMP tasks would write them. Every task, on both
+// sides, runs task_body(index), so the comparison measures the scheduler, not the work.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace strata::bench::graph_peers {
+
+enum class shape { chain, tree, wavefront, fanout };
+
+/// Nodes of a workload: chain/fanout take `size` tasks (fanout adds a source and a sink),
+/// tree is a binary tree of depth `size` (2^size - 1 nodes), wavefront `size` x `size`
+/// blocks, each after its left and upper neighbour.
+std::size_t task_count(shape s, std::size_t size) noexcept;
+
+/// A prebuilt peer workload; run() executes it once, start to finish, at `threads` threads.
+class peer {
+ public:
+  virtual ~peer() = default;
+  virtual void run() = 0;
+  virtual char const* name() const = 0;  // "tbb-flow_graph/2", "omp-task/2"
+};
+
+/// size: as task_count says. make_tbb returns null when built without oneTBB.
+std::unique_ptr<peer> make_tbb(shape s, std::size_t size, int threads);
+std::unique_ptr<peer> make_omp(shape s, std::size_t size, int threads);
+
+/// The work every task does (identical for both sides): a few dozen ns of dependent
+/// integer arithmetic on the task's index, summed per thread so it can't be optimised away
+/// and costs no shared cache line.
+void task_body(std::size_t index) noexcept;
+/// Sum of what task_body produced since the last reset (call while no task runs).
+std::uint64_t checksum() noexcept;
+void reset_checksum() noexcept;
+/// What checksum() must be after one run of a workload with task indices [0, n).
+std::uint64_t expected_checksum(std::size_t n) noexcept;
+
+}  // namespace strata::bench::graph_peers
