@@ -1,0 +1,532 @@
+// Polymorphic record layouts (Ripple §4.2-4.3): a user struct is described once, as a
+// list of named fields, and stored AoS ("contiguous"), SoA ("strided") or AoSoA(N) by a
+// template parameter. Elements are reached through proxies whose named access is the same
+// for every layout, so one kernel source serves them all.
+//
+//   struct particle {
+//     struct position : strata::field<float, 3> {};
+//     struct mass : strata::field<float> {};
+//     using fields = strata::fields<position, mass>;
+//     template <class R>  // optional named accessors (Ripple §4.3 Accessor)
+//     struct access : strata::accessors<R> {
+//       STRATA_FN auto& x(int d) { return strata::get<position>(*this, d); }
+//     };
+//   };
+//
+// This header holds the descriptions, the layouts' offset maps and the element proxies;
+// record_array.hpp the storage, record_copy.hpp the copies between layouts and spaces.
+#pragma once
+
+#include <strata/config.hpp>
+#include <strata/error.hpp>
+#include <strata/vec.hpp>
+
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace strata {
+
+/// A field of a record: `N` values of `T` (N == 1: a scalar). Users derive a named empty
+/// struct from it, which then names the field in get<F>.
+template <class T, std::size_t N = 1>
+struct field {
+  static_assert(std::is_trivially_copyable_v<T> && !std::is_const_v<T>,
+                "strata::field<T, N>: T must be a non-const trivially copyable type (records move "
+                "between memories bytewise)");
+  static_assert(N >= 1, "strata::field<T, N>: a field holds at least one value");
+  using value_type = T;
+  static constexpr std::size_t extent = N;
+};
+
+template <class F>
+concept record_field = requires {
+  typename F::value_type;
+  { F::extent } -> std::convertible_to<std::size_t>;
+};
+
+/// The fields of a record, in declaration order (Ripple's StorageDescriptor type list).
+template <record_field... F>
+struct fields {};
+
+/// A record description: a type with `using fields = strata::fields<...>`.
+template <class D>
+concept record_desc = requires {
+  typename D::fields;
+};
+
+// Layouts (Ripple §4.2): contiguous elements, strided components, or blocks of N elements
+// stored SoA inside each block (what SIMD code wants: a vector of each component).
+
+/// Array of structures: one record after the other (Ripple "contiguous").
+struct aos {};
+/// Structure of arrays: one array per component, `pitch` elements apart (Ripple "strided").
+struct soa {};
+/// Blocks of N records, each block SoA. N is a power of two so that blocks of two AoSoA
+/// layouts always nest (copies between them are then pitched 3-D copies).
+template <std::size_t N>
+struct aosoa {
+  static_assert(N >= 1 && (N & (N - 1)) == 0, "strata::aosoa<N>: N must be a power of two");
+  static constexpr std::size_t block = N;
+};
+
+namespace detail {
+
+template <class L>
+struct is_aosoa : std::false_type {};
+template <std::size_t N>
+struct is_aosoa<aosoa<N>> : std::true_type {};
+
+/// One block of an AoSoA: an SoA whose pitch is known at compile time. Proxies of a block
+/// address their components affinely, so loops over a block vectorize.
+template <std::size_t N>
+struct soa_block {};
+
+constexpr std::size_t align_up(std::size_t x, std::size_t a) {
+  return (x + a - 1) / a * a;
+}
+
+template <class L>
+struct fields_of;
+template <class... F>
+struct fields_of<fields<F...>> {
+  static constexpr std::size_t count = sizeof...(F);
+  static constexpr std::size_t size[] = {sizeof(typename F::value_type)...};
+  static constexpr std::size_t align[] = {alignof(typename F::value_type)...};
+  static constexpr std::size_t extent[] = {F::extent...};
+  static constexpr std::size_t max_align = [] {
+    std::size_t m = 1;
+    for (std::size_t a : {alignof(typename F::value_type)...}) m = a > m ? a : m;
+    return m;
+  }();
+  template <std::size_t K>
+  using field_at = std::tuple_element_t<K, std::tuple<F...>>;
+  template <class G>
+  static constexpr std::size_t index_of() {
+    constexpr bool hit[] = {std::is_same_v<G, F>...};
+    std::size_t k = 0;
+    while (k < count && !hit[k]) ++k;
+    return k;
+  }
+};
+
+}  // namespace detail
+
+/// Compile-time facts about a record description: its fields, their sizes, and the byte
+/// offsets each layout gives them.
+template <record_desc D>
+struct record_traits {
+  using info = detail::fields_of<typename D::fields>;
+  static constexpr std::size_t field_count = info::count;
+  template <std::size_t K>
+  using field_at = typename info::template field_at<K>;
+  template <std::size_t K>
+  using value_at = typename field_at<K>::value_type;
+  template <class F>
+  static constexpr std::size_t index_of = info::template index_of<F>();
+  template <class F>
+  static constexpr bool has_field = index_of<F> < field_count;
+
+  /// Bytes of one record in AoS: fields in order, each at its type's alignment.
+  static constexpr std::size_t aos_offset(std::size_t k) {
+    std::size_t at = 0;
+    for (std::size_t j = 0; j < k; ++j)
+      at = detail::align_up(at, info::align[j]) + info::size[j] * info::extent[j];
+    return detail::align_up(at, info::align[k]);
+  }
+  static constexpr std::size_t record_bytes = [] {
+    std::size_t at = 0;
+    for (std::size_t j = 0; j < info::count; ++j)
+      at = detail::align_up(at, info::align[j]) + info::size[j] * info::extent[j];
+    return detail::align_up(at, info::max_align);
+  }();
+  /// Where field k's first component array starts in an SoA of `pitch` elements (an AoSoA
+  /// block is such an SoA with pitch N).
+  static constexpr std::size_t soa_offset(std::size_t k, std::size_t pitch) {
+    std::size_t at = 0;
+    for (std::size_t j = 0; j < k; ++j)
+      at = detail::align_up(at, info::align[j]) + info::size[j] * info::extent[j] * pitch;
+    return detail::align_up(at, info::align[k]);
+  }
+  static constexpr std::size_t soa_bytes(std::size_t pitch) {
+    return detail::align_up(soa_offset(info::count - 1, pitch) +
+                                info::size[info::count - 1] * info::extent[info::count - 1] * pitch,
+                            info::max_align);
+  }
+};
+
+namespace detail {
+
+/// A layout's offset map. Component d of field k of element i lies at
+/// `start(k, d, pitch) + (i / block) * block_bytes + (i % block) * element_stride(k)`
+/// (block == 0: no blocks). The same description drives element access and copies.
+template <class L, class D>
+struct record_map;
+
+template <class D>
+struct record_map<aos, D> {
+  using traits = record_traits<D>;
+  static constexpr std::size_t block = 0;
+  static constexpr std::size_t block_bytes = 0;
+  static constexpr index_t pitch_for(index_t n) { return n; }
+  static constexpr std::size_t bytes_for(index_t n) {
+    return static_cast<std::size_t>(n) * traits::record_bytes;
+  }
+  STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t) {
+    return traits::aos_offset(k) + d * traits::info::size[k];
+  }
+  STRATA_FN static constexpr std::size_t element_stride(std::size_t) {
+    return traits::record_bytes;
+  }
+  STRATA_FN static constexpr std::size_t component_stride(std::size_t, index_t) { return 1; }
+};
+
+template <class D>
+struct record_map<soa, D> {
+  using traits = record_traits<D>;
+  static constexpr std::size_t block = 0;
+  static constexpr std::size_t block_bytes = 0;
+  // Component arrays start on 64-byte boundaries (a cache line, an AVX-512 register):
+  // with a pitch that is a multiple of 64 elements, every array's start is.
+  static constexpr index_t pitch_for(index_t n) { return (n + 63) / 64 * 64; }
+  static constexpr std::size_t bytes_for(index_t n) {
+    return n == 0 ? 0 : traits::soa_bytes(static_cast<std::size_t>(pitch_for(n)));
+  }
+  STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t pitch) {
+    auto p = static_cast<std::size_t>(pitch);
+    return traits::soa_offset(k, p) + d * p * traits::info::size[k];
+  }
+  STRATA_FN static constexpr std::size_t element_stride(std::size_t k) {
+    return traits::info::size[k];
+  }
+  STRATA_FN static constexpr std::size_t component_stride(std::size_t, index_t pitch) {
+    return static_cast<std::size_t>(pitch);
+  }
+};
+
+template <std::size_t N, class D>
+struct record_map<soa_block<N>, D> {
+  using traits = record_traits<D>;
+  static constexpr std::size_t block = 0;
+  static constexpr std::size_t block_bytes = 0;
+  STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t) {
+    return traits::soa_offset(k, N) + d * N * traits::info::size[k];
+  }
+  STRATA_FN static constexpr std::size_t element_stride(std::size_t k) {
+    return traits::info::size[k];
+  }
+  STRATA_FN static constexpr std::size_t component_stride(std::size_t, index_t) { return N; }
+};
+
+template <std::size_t N, class D>
+struct record_map<aosoa<N>, D> {
+  using traits = record_traits<D>;
+  static constexpr std::size_t block = N;
+  static constexpr std::size_t block_bytes = traits::soa_bytes(N);
+  static constexpr index_t pitch_for(index_t n) { return (n + index_t(N) - 1) / index_t(N) * N; }
+  static constexpr std::size_t bytes_for(index_t n) {
+    return static_cast<std::size_t>(pitch_for(n)) / N * block_bytes;
+  }
+  STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t) {
+    return traits::soa_offset(k, N) + d * N * traits::info::size[k];
+  }
+  STRATA_FN static constexpr std::size_t element_stride(std::size_t k) {
+    return traits::info::size[k];
+  }
+  STRATA_FN static constexpr std::size_t component_stride(std::size_t, index_t) { return N; }
+};
+
+/// The byte offset of component d of field K of element i.
+template <class L, class D, std::size_t K>
+STRATA_FN constexpr std::size_t record_offset(index_t i, std::size_t d, index_t pitch) {
+  using M = record_map<L, D>;
+  auto const u = static_cast<std::size_t>(i);
+  if constexpr (M::block != 0)
+    return M::start(K, d, pitch) + u / M::block * M::block_bytes +
+           u % M::block * M::element_stride(K);
+  else
+    return M::start(K, d, pitch) + u * M::element_stride(K);
+}
+
+template <class R>
+struct accessors_self;
+
+}  // namespace detail
+
+/// The components of a vector field of one element, `stride` values apart (1 in AoS).
+template <class T, std::size_t N>
+class vector_ref {
+ public:
+  STRATA_FN constexpr vector_ref(T* first, std::size_t stride) noexcept
+      : first_(first), stride_(stride) {}
+  STRATA_FN constexpr T& operator[](std::size_t d) const noexcept { return first_[d * stride_]; }
+  STRATA_FN static constexpr std::size_t size() noexcept { return N; }
+
+ private:
+  T* first_;
+  std::size_t stride_;
+};
+
+/// Base of a description's named accessors (Ripple §4.3): `template <class R> struct access
+/// : strata::accessors<R>`; inside, strata::get<F>(*this[, d]) reaches the element's fields.
+template <class R>
+struct accessors {};
+
+template <class D, class Self>
+struct user_access_of {
+  using type = accessors<Self>;
+};
+template <class D, class Self>
+requires requires {
+  typename D::template access<Self>;
+}
+struct user_access_of<D, Self> {
+  using type = typename D::template access<Self>;
+};
+
+/// Field access shared by proxies and values (CRTP): get<F>() is T& for a scalar field and
+/// a vector_ref for a vector field; get<F>(d) is component d; x[F{}] reads as get<F>().
+template <record_desc D, class Self>
+class record_fields : public user_access_of<D, Self>::type {
+  using traits = record_traits<D>;
+
+ public:
+  using desc = D;
+
+  template <class F>
+  STRATA_FN decltype(auto) get() const {
+    return get_impl<F>(static_cast<Self const&>(*this));
+  }
+  template <class F>
+  STRATA_FN decltype(auto) get() {
+    return get_impl<F>(static_cast<Self&>(*this));
+  }
+  template <class F>
+  STRATA_FN auto& get(std::size_t d) const {
+    return *static_cast<Self const&>(*this).template component<traits::template index_of<F>>(d);
+  }
+  template <class F>
+  STRATA_FN auto& get(std::size_t d) {
+    return *static_cast<Self&>(*this).template component<traits::template index_of<F>>(d);
+  }
+  template <record_field F>
+  STRATA_FN decltype(auto) operator[](F) const {
+    return get<F>();
+  }
+  template <record_field F>
+  STRATA_FN decltype(auto) operator[](F) {
+    return get<F>();
+  }
+
+  /// Calls fn(k-th field tag, pointer to component d) for every component of `a` and `b`.
+  template <class A, class B, class Fn>
+  STRATA_FN static void each_component(A& a, B& b, Fn&& fn) {
+    each_field(a, b, fn, std::make_index_sequence<traits::field_count>{});
+  }
+
+ private:
+  template <class F, class S>
+  STRATA_FN static decltype(auto) get_impl(S& self) {
+    static_assert(traits::template has_field<F>, "get<F>: F is not a field of this record");
+    constexpr std::size_t k = traits::template index_of<F>;
+    if constexpr (F::extent == 1) {
+      return *self.template component<k>(0);
+    } else {
+      auto* first = self.template component<k>(0);
+      return vector_ref<std::remove_reference_t<decltype(*first)>, F::extent>(
+          first, self.template component_stride<k>());
+    }
+  }
+  template <class A, class B, class Fn, std::size_t... K>
+  STRATA_FN static void each_field(A& a, B& b, Fn& fn, std::index_sequence<K...>) {
+    (each_of_field<K>(a, b, fn), ...);
+  }
+  template <std::size_t K, class A, class B, class Fn>
+  STRATA_FN static void each_of_field(A& a, B& b, Fn& fn) {
+    for (std::size_t d = 0; d < traits::template field_at<K>::extent; ++d)
+      fn(a.template component<K>(d), b.template component<K>(d));
+  }
+};
+
+/// Field k of the element behind a description's accessors (Ripple §4.3's Accessor).
+template <class F, class R>
+STRATA_FN decltype(auto) get(accessors<R>& a) {
+  return static_cast<R&>(a).template get<F>();
+}
+template <class F, class R>
+STRATA_FN decltype(auto) get(accessors<R> const& a) {
+  return static_cast<R const&>(a).template get<F>();
+}
+template <class F, class R>
+STRATA_FN auto& get(accessors<R>& a, std::size_t d) {
+  return static_cast<R&>(a).template get<F>(d);
+}
+template <class F, class R>
+STRATA_FN auto& get(accessors<R> const& a, std::size_t d) {
+  return static_cast<R const&>(a).template get<F>(d);
+}
+
+template <record_desc D>
+class record_value;
+
+/// A reference to one element of a record array in layout L: a pointer, the element's
+/// index and the array's pitch. It is shallow like T&: copying a proxy copies the
+/// reference, assigning to one assigns the element's fields.
+template <record_desc D, class L>
+class record_ref : public record_fields<D, record_ref<D, L>> {
+  using traits = record_traits<D>;
+  using base = record_fields<D, record_ref<D, L>>;
+  friend base;
+
+ public:
+  using layout = L;
+
+  STRATA_FN constexpr record_ref(std::byte* base_address, index_t i, index_t pitch) noexcept
+      : base_(base_address), i_(i), pitch_(pitch) {}
+  constexpr record_ref(record_ref const&) = default;
+
+  /// Assigns every field from another element (of any layout) or a value.
+  STRATA_FN record_ref const& operator=(record_ref const& other) const { return assign(other); }
+  template <class Other>
+  requires std::is_same_v<typename Other::desc, D> STRATA_FN record_ref const& operator=(
+      Other const& other) const {
+    return assign(other);
+  }
+  template <class Other>
+  STRATA_FN record_ref const& assign(Other const& other) const {
+    base::each_component(*this, other, [](auto* to, auto const* from) { *to = *from; });
+    return *this;
+  }
+
+  /// The element's fields as a value (Ripple: a polymorphic type used as an object).
+  STRATA_FN record_value<D> load() const;
+  STRATA_FN operator record_value<D>() const { return load(); }  // NOLINT: a proxy reads as value
+
+  /// A pointer to component d of field K.
+  template <std::size_t K>
+  STRATA_FN typename traits::template value_at<K>* component(std::size_t d) const {
+    return reinterpret_cast<typename traits::template value_at<K>*>(
+        base_ + detail::record_offset<L, D, K>(i_, d, pitch_));
+  }
+  template <std::size_t K>
+  STRATA_FN std::size_t component_stride() const {
+    return detail::record_map<L, D>::component_stride(K, pitch_);
+  }
+
+ private:
+  std::byte* base_;
+  index_t i_;
+  index_t pitch_;
+};
+
+/// One record as an object: its fields in AoS order, with the same accessors as proxies.
+template <record_desc D>
+class record_value : public record_fields<D, record_value<D>> {
+  using traits = record_traits<D>;
+  using base = record_fields<D, record_value<D>>;
+  friend base;
+
+ public:
+  record_value() = default;
+
+  template <std::size_t K>
+  STRATA_FN typename traits::template value_at<K>* component(std::size_t d) {
+    return reinterpret_cast<typename traits::template value_at<K>*>(
+        bytes_ + detail::record_offset<aos, D, K>(0, d, 1));
+  }
+  template <std::size_t K>
+  STRATA_FN typename traits::template value_at<K> const* component(std::size_t d) const {
+    return reinterpret_cast<typename traits::template value_at<K> const*>(
+        bytes_ + detail::record_offset<aos, D, K>(0, d, 1));
+  }
+  template <std::size_t K>
+  STRATA_FN static constexpr std::size_t component_stride() {
+    return 1;
+  }
+
+  /// Assigns every field from an element of any layout.
+  template <class Other>
+  requires std::is_same_v<typename Other::desc, D> STRATA_FN record_value& operator=(
+      Other const& other) {
+    base::each_component(*this, other, [](auto* to, auto const* from) { *to = *from; });
+    return *this;
+  }
+
+ private:
+  alignas(traits::info::max_align) std::byte bytes_[traits::record_bytes] = {};
+};
+
+template <record_desc D, class L>
+STRATA_FN record_value<D> record_ref<D, L>::load() const {
+  record_value<D> v;
+  v = *this;
+  return v;
+}
+
+/// What kernels receive for a record array: a base pointer, a size and a pitch, in layout
+/// L (like T* for plain arrays: trivially copyable, no memory space in its type; launch
+/// checks the space when it unwraps a record_view into this).
+template <record_desc D, class L>
+class record_span {
+  using map = detail::record_map<L, D>;
+
+ public:
+  using desc = D;
+  using layout = L;
+  using reference = record_ref<D, L>;
+
+  constexpr record_span() = default;
+  STRATA_FN constexpr record_span(std::byte* base, index_t size, index_t pitch) noexcept
+      : base_(base), size_(size), pitch_(pitch) {}
+
+  STRATA_FN constexpr index_t size() const noexcept { return size_; }
+  STRATA_FN constexpr index_t pitch() const noexcept { return pitch_; }
+  STRATA_FN constexpr std::byte* data() const noexcept { return base_; }
+
+  STRATA_FN reference operator[](index_t i) const {
+#if !defined(NDEBUG) && !STRATA_DEVICE_CODE
+    if (i < 0 || i >= size_) out_of_range(i);
+#endif
+    return reference(base_, i, pitch_);
+  }
+
+ private:
+  [[noreturn]] void out_of_range(index_t i) const;
+
+  std::byte* base_ = nullptr;
+  index_t size_ = 0;
+  index_t pitch_ = 0;
+};
+
+template <record_desc D, class L>
+void record_span<D, L>::out_of_range(index_t i) const {
+  throw invalid_argument("record_span: index " + std::to_string(i) + " is outside [0, " +
+                         std::to_string(size_) + ")");
+}
+
+/// Calls fn(element) for the indices of `range` (e.g. self.elements(n)). On an AoSoA it
+/// walks block by block with proxies whose addresses are affine in the lane, so the
+/// compiler vectorizes the body; other layouts are a plain loop over span[i].
+template <record_desc D, class L, class Fn>
+STRATA_FN void for_each_record(record_span<D, L> const& span, index_range const& range, Fn&& fn) {
+  if constexpr (detail::is_aosoa<L>::value) {
+    constexpr auto n = static_cast<index_t>(L::block);
+    using map = detail::record_map<L, D>;
+    index_t i = range.first;
+    index_t const end = *range.end();
+    while (i < end) {
+      index_t const block = i / n;
+      index_t const lane_end = (block + 1) * n < end ? n : end - block * n;
+      std::byte* b = span.data() + static_cast<std::size_t>(block) * map::block_bytes;
+      for (index_t lane = i - block * n; lane < lane_end; ++lane)
+        fn(record_ref<D, detail::soa_block<L::block>>(b, lane, n));
+      i = block * n + lane_end;
+    }
+  } else {
+    for (index_t i : range) fn(span[i]);
+  }
+}
+
+}  // namespace strata

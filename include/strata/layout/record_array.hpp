@@ -1,0 +1,177 @@
+// Record arrays (Ripple §4.2): n records of a description in layout L, in any memory
+// space. `record_array` owns the memory (allocated through the registry, like buffer);
+// `record_view` is its typed window (pointer + layout + space); kernels receive a
+// `record_span` (launch unwraps views as it unwraps ptr, checking the memory's space).
+#pragma once
+
+#include <strata/exec/launch.hpp>
+#include <strata/layout/record.hpp>
+#include <strata/memory/allocate.hpp>
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+namespace strata {
+
+/// n records in layout L in memory space Space: a typed pointer, the size and the pitch.
+/// Indexing needs host-accessible memory; kernels get the span (launch converts).
+template <record_desc D, class L, memory_space Space = host_space>
+class record_view {
+  using map = detail::record_map<L, D>;
+
+ public:
+  using desc = D;
+  using layout = L;
+  using space = Space;
+  using reference = record_ref<D, L>;
+
+  constexpr record_view() = default;
+  /// n records in layout L from `base` (which spans at least required_span_bytes()).
+  constexpr record_view(ptr<std::byte, Space> base, index_t size) noexcept
+      : base_(base), size_(size), pitch_(map::pitch_for(size)) {}
+
+  ptr<std::byte, Space> data() const noexcept { return base_; }
+  index_t size() const noexcept { return size_; }
+  /// Elements between component arrays (SoA), the size rounded up to whole blocks (AoSoA),
+  /// the size (AoS).
+  index_t pitch() const noexcept { return pitch_; }
+  /// Bytes the layout spans from data() (mdspan's required_span_size, in bytes).
+  std::size_t required_span_bytes() const noexcept { return map::bytes_for(size_); }
+  /// Whether the layout leaves no gaps (AoS always; SoA and AoSoA when the size fills the
+  /// pitch).
+  bool is_exhaustive() const noexcept {
+    return required_span_bytes() ==
+           static_cast<std::size_t>(size_) * record_traits<D>::record_bytes;
+  }
+
+  record_view view() const noexcept { return *this; }
+
+  /// The raw span kernels use (no space check: prefer passing the view to launch).
+  record_span<D, L> span() const noexcept { return {base_.get(), size_, pitch_}; }
+
+  reference operator[](index_t i) const requires accessible_here_v<Space> { return span()[i]; }
+
+ private:
+  ptr<std::byte, Space> base_;
+  index_t size_ = 0;
+  index_t pitch_ = 0;
+};
+
+/// An owning, move-only array of n records in layout L, allocated in Space at or near
+/// `where` (uninitialized, as allocate's memory is).
+template <record_desc D, class L, memory_space Space = host_space>
+class record_array {
+  using map = detail::record_map<L, D>;
+
+ public:
+  using desc = D;
+  using layout = L;
+  using space = Space;
+  using view_type = record_view<D, L, Space>;
+  using value_type = record_value<D>;
+
+  record_array() = default;
+  record_array(place const& where, index_t n) : size_(n), pitch_(map::pitch_for(n)) {
+    if (n < 0)
+      throw invalid_argument("record_array: size " + std::to_string(n) +
+                             " is invalid; expected at least 0");
+    if (n == 0) return;
+    // Overflow: the largest pitch in bytes must fit, checked before it is computed.
+    detail::mul_checked(static_cast<std::size_t>(pitch_), record_traits<D>::record_bytes + 64,
+                        "record_array size");
+    bytes_ = map::bytes_for(n);
+    std::size_t align = Space::row_alignment > 64 ? Space::row_alignment : 64;
+    auto raw = detail::allocate_bytes(where, bytes_, align, Space::id);
+    data_ = ptr<std::byte, Space>(static_cast<std::byte*>(raw.address), raw.place_id);
+  }
+  record_array(record_array&& o) noexcept
+      : data_(std::exchange(o.data_, {})),
+        size_(std::exchange(o.size_, 0)),
+        pitch_(std::exchange(o.pitch_, 0)),
+        bytes_(std::exchange(o.bytes_, 0)) {}
+  record_array& operator=(record_array&& o) noexcept {
+    if (this != &o) {
+      release();
+      data_ = std::exchange(o.data_, {});
+      size_ = std::exchange(o.size_, 0);
+      pitch_ = std::exchange(o.pitch_, 0);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  record_array(record_array const&) = delete;
+  record_array& operator=(record_array const&) = delete;
+  ~record_array() { release(); }
+
+  index_t size() const noexcept { return size_; }
+  index_t pitch() const noexcept { return pitch_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  ptr<std::byte, Space> data() const noexcept { return data_; }
+  place where() const { return data_.place(); }
+
+  view_type view() const noexcept { return view_type(data_, size_); }
+  operator view_type() const noexcept { return view(); }  // NOLINT: an array is a view
+  record_span<D, L> span() const noexcept { return view().span(); }
+
+  record_ref<D, L> operator[](index_t i) const requires accessible_here_v<Space> {
+    return view()[i];
+  }
+
+ private:
+  void release() noexcept {
+    if (data_) {
+      try {
+        detail::deallocate_bytes(data_.get(), Space::id);
+      } catch (...) {
+        // Only what this array allocated is freed; a failure is a broken invariant, and a
+        // destructor must not throw.
+      }
+      data_ = {};
+    }
+  }
+
+  ptr<std::byte, Space> data_;
+  index_t size_ = 0;
+  index_t pitch_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+template <class V>
+struct is_record_view : std::false_type {};
+template <class D, class L, class S>
+struct is_record_view<record_view<D, L, S>> : std::true_type {};
+template <class D, class L, class S>
+struct is_record_view<record_array<D, L, S>> : std::true_type {};
+
+/// A record_view or a record_array (a copy's argument).
+template <class V>
+concept record_viewable = is_record_view<std::remove_cvref_t<V>>::value;
+
+namespace detail {
+
+// Kernels receive record_span for record_view arguments, as they receive T* for ptr<T, S>;
+// the view's memory is checked against the launch's backend like a typed pointer (found
+// by ADL from launch's unqualified to_kernel_arg call; more constrained than the generic
+// overload, so preferred).
+template <class D, class L, class S>
+struct kernel_arg<record_view<D, L, S>> {
+  using type = record_span<D, L>;
+};
+
+template <class V>
+requires is_record_view<std::remove_cvref_t<V>>::value &&
+    (!std::is_same_v<std::remove_cvref_t<V>, record_array<typename std::remove_cvref_t<V>::desc,
+                                                          typename std::remove_cvref_t<V>::layout,
+                                                          typename std::remove_cvref_t<V>::space>>)
+        record_span<typename std::remove_cvref_t<V>::desc,
+                    typename std::remove_cvref_t<V>::layout> to_kernel_arg(placement const& p,
+                                                                           V&& v,
+                                                                           std::size_t index) {
+  using S = typename std::remove_cvref_t<V>::space;
+  if (v.data()) check_kernel_pointer(p, v.data().get(), S::id, true, v.data().place_id(), index);
+  return v.span();
+}
+
+}  // namespace detail
+}  // namespace strata
