@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev clang-format valgrind
   libopenmpi-dev openmpi-bin
   libtbb-dev
+  libtrilinos-kokkos-dev
 )
 
 missing=()

@@ -84,12 +84,56 @@ struct block_sum_k {
   }
 };
 
+// Record layouts in device code (Ripple §4.2): one push for SoA and AoSoA proxies.
+struct body {
+  struct position : strata::field<float, 3> {};
+  struct velocity : strata::field<float, 3> {};
+  struct id : strata::field<int> {};
+  using fields = strata::fields<position, velocity, id>;
+  template <class R>
+  struct access : strata::accessors<R> {
+    STRATA_FN auto& x(std::size_t d) { return strata::get<position>(*this, d); }
+    STRATA_FN auto& v(std::size_t d) { return strata::get<velocity>(*this, d); }
+  };
+};
+
+struct push_k {
+  template <class Self, class P>
+  STRATA_FN void operator()(Self const& self, P p, float dt) const {
+    strata::for_each_record(p, self.elements(p.size()), [dt](auto r) {
+      for (std::size_t d = 0; d < 3; ++d) r.x(d) += r.v(d) * dt;
+      r[body::id{}] += 1;
+    });
+  }
+};
+
 template <class Policy, class Kernel, class... Args>
 __global__ void run_domain(Kernel k, strata::vec<1> grid, strata::vec<1> block,
                            strata::vec<1> elements, std::size_t scratch_bytes, Args... args) {
   extern __shared__ std::byte shared[];
   device_ctx ctx{grid, block, elements, shared, scratch_bytes};
   k(strata::domain<1, Policy, device_ctx>(ctx), args...);
+}
+
+template <class L>
+bool push_records(strata::index_t n) {
+  using map = strata::detail::record_map<L, body>;
+  std::byte* bytes = nullptr;
+  cudaMallocManaged(&bytes, map::bytes_for(n));
+  strata::record_span<body, L> p(bytes, n, map::pitch_for(n));
+  for (strata::index_t i = 0; i < n; ++i)
+    for (std::size_t d = 0; d < 3; ++d) {
+      p[i].x(d) = static_cast<float>(i);
+      p[i].v(d) = 2.0f;
+      p[i].template get<body::id>() = 0;
+    }
+  run_domain<strata::streaming_group>
+      <<<4, 32>>>(push_k{}, strata::vec<1>{4}, strata::vec<1>{32}, strata::vec<1>{8}, 0, p, 0.5f);
+  bool ok = cudaDeviceSynchronize() == cudaSuccess;
+  for (strata::index_t i = 0; ok && i < n; ++i)
+    ok = p[i].x(2) == static_cast<float>(i) + 1.0f && p[i].template get<body::id>() == 1;
+  cudaFree(bytes);
+  return ok;
 }
 
 }  // namespace
@@ -146,6 +190,7 @@ int main() {
   cudaFree(y);
   cudaFree(in);
   cudaFree(total);
+  ok = ok && push_records<strata::soa>(1000) && push_records<strata::aosoa<8>>(1000);
   if (!ok) {
     std::printf("wrong results from Strata domains on the GPU\n");
     return 1;

@@ -84,7 +84,7 @@ struct is_aosoa<aosoa<N>> : std::true_type {};
 template <std::size_t N>
 struct soa_block {};
 
-constexpr std::size_t align_up(std::size_t x, std::size_t a) {
+STRATA_FN constexpr std::size_t align_up(std::size_t x, std::size_t a) {
   return (x + a - 1) / a * a;
 }
 
@@ -93,12 +93,22 @@ struct fields_of;
 template <class... F>
 struct fields_of<fields<F...>> {
   static constexpr std::size_t count = sizeof...(F);
-  static constexpr std::size_t size[] = {sizeof(typename F::value_type)...};
-  static constexpr std::size_t align[] = {alignof(typename F::value_type)...};
-  static constexpr std::size_t extent[] = {F::extent...};
+  // Functions rather than static arrays: nvcc's device side reads them as constants.
+  STRATA_FN static constexpr std::size_t size(std::size_t k) {
+    constexpr std::size_t v[] = {sizeof(typename F::value_type)...};
+    return v[k];
+  }
+  STRATA_FN static constexpr std::size_t align(std::size_t k) {
+    constexpr std::size_t v[] = {alignof(typename F::value_type)...};
+    return v[k];
+  }
+  STRATA_FN static constexpr std::size_t extent(std::size_t k) {
+    constexpr std::size_t v[] = {F::extent...};
+    return v[k];
+  }
   static constexpr std::size_t max_align = [] {
     std::size_t m = 1;
-    for (std::size_t a : {alignof(typename F::value_type)...}) m = a > m ? a : m;
+    for (std::size_t k = 0; k < count; ++k) m = align(k) > m ? align(k) : m;
     return m;
   }();
   template <std::size_t K>
@@ -130,29 +140,29 @@ struct record_traits {
   static constexpr bool has_field = index_of<F> < field_count;
 
   /// Bytes of one record in AoS: fields in order, each at its type's alignment.
-  static constexpr std::size_t aos_offset(std::size_t k) {
+  STRATA_FN static constexpr std::size_t aos_offset(std::size_t k) {
     std::size_t at = 0;
     for (std::size_t j = 0; j < k; ++j)
-      at = detail::align_up(at, info::align[j]) + info::size[j] * info::extent[j];
-    return detail::align_up(at, info::align[k]);
+      at = detail::align_up(at, info::align(j)) + info::size(j) * info::extent(j);
+    return detail::align_up(at, info::align(k));
   }
   static constexpr std::size_t record_bytes = [] {
     std::size_t at = 0;
     for (std::size_t j = 0; j < info::count; ++j)
-      at = detail::align_up(at, info::align[j]) + info::size[j] * info::extent[j];
+      at = detail::align_up(at, info::align(j)) + info::size(j) * info::extent(j);
     return detail::align_up(at, info::max_align);
   }();
   /// Where field k's first component array starts in an SoA of `pitch` elements (an AoSoA
   /// block is such an SoA with pitch N).
-  static constexpr std::size_t soa_offset(std::size_t k, std::size_t pitch) {
+  STRATA_FN static constexpr std::size_t soa_offset(std::size_t k, std::size_t pitch) {
     std::size_t at = 0;
     for (std::size_t j = 0; j < k; ++j)
-      at = detail::align_up(at, info::align[j]) + info::size[j] * info::extent[j] * pitch;
-    return detail::align_up(at, info::align[k]);
+      at = detail::align_up(at, info::align(j)) + info::size(j) * info::extent(j) * pitch;
+    return detail::align_up(at, info::align(k));
   }
-  static constexpr std::size_t soa_bytes(std::size_t pitch) {
+  STRATA_FN static constexpr std::size_t soa_bytes(std::size_t pitch) {
     return detail::align_up(soa_offset(info::count - 1, pitch) +
-                                info::size[info::count - 1] * info::extent[info::count - 1] * pitch,
+                                info::size(info::count - 1) * info::extent(info::count - 1) * pitch,
                             info::max_align);
   }
 };
@@ -175,7 +185,7 @@ struct record_map<aos, D> {
     return static_cast<std::size_t>(n) * traits::record_bytes;
   }
   STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t) {
-    return traits::aos_offset(k) + d * traits::info::size[k];
+    return traits::aos_offset(k) + d * traits::info::size(k);
   }
   STRATA_FN static constexpr std::size_t element_stride(std::size_t) {
     return traits::record_bytes;
@@ -189,17 +199,22 @@ struct record_map<soa, D> {
   static constexpr std::size_t block = 0;
   static constexpr std::size_t block_bytes = 0;
   // Component arrays start on 64-byte boundaries (a cache line, an AVX-512 register):
-  // with a pitch that is a multiple of 64 elements, every array's start is.
-  static constexpr index_t pitch_for(index_t n) { return (n + 63) / 64 * 64; }
+  // with a pitch that is a multiple of 64 elements, every array's start is. A pitch of a
+  // multiple of 1024 elements would put all arrays at the same address modulo 4 KiB, so
+  // that a loop over them conflicts in the L1's sets (4K aliasing): 64 more break that.
+  static constexpr index_t pitch_for(index_t n) {
+    index_t p = (n + 63) / 64 * 64;
+    return p % 1024 == 0 ? p + 64 : p;
+  }
   static constexpr std::size_t bytes_for(index_t n) {
     return n == 0 ? 0 : traits::soa_bytes(static_cast<std::size_t>(pitch_for(n)));
   }
   STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t pitch) {
     auto p = static_cast<std::size_t>(pitch);
-    return traits::soa_offset(k, p) + d * p * traits::info::size[k];
+    return traits::soa_offset(k, p) + d * p * traits::info::size(k);
   }
   STRATA_FN static constexpr std::size_t element_stride(std::size_t k) {
-    return traits::info::size[k];
+    return traits::info::size(k);
   }
   STRATA_FN static constexpr std::size_t component_stride(std::size_t, index_t pitch) {
     return static_cast<std::size_t>(pitch);
@@ -212,10 +227,10 @@ struct record_map<soa_block<N>, D> {
   static constexpr std::size_t block = 0;
   static constexpr std::size_t block_bytes = 0;
   STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t) {
-    return traits::soa_offset(k, N) + d * N * traits::info::size[k];
+    return traits::soa_offset(k, N) + d * N * traits::info::size(k);
   }
   STRATA_FN static constexpr std::size_t element_stride(std::size_t k) {
-    return traits::info::size[k];
+    return traits::info::size(k);
   }
   STRATA_FN static constexpr std::size_t component_stride(std::size_t, index_t) { return N; }
 };
@@ -230,10 +245,10 @@ struct record_map<aosoa<N>, D> {
     return static_cast<std::size_t>(pitch_for(n)) / N * block_bytes;
   }
   STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t) {
-    return traits::soa_offset(k, N) + d * N * traits::info::size[k];
+    return traits::soa_offset(k, N) + d * N * traits::info::size(k);
   }
   STRATA_FN static constexpr std::size_t element_stride(std::size_t k) {
-    return traits::info::size[k];
+    return traits::info::size(k);
   }
   STRATA_FN static constexpr std::size_t component_stride(std::size_t, index_t) { return N; }
 };
@@ -506,27 +521,60 @@ void record_span<D, L>::out_of_range(index_t i) const {
                          std::to_string(size_) + ")");
 }
 
+// Iterations of for_each_record touch distinct records (the body receives its own element
+// only, as every element of a streaming launch is independent), so the compiler may skip
+// its run-time alias checks between component arrays, which would otherwise be too many
+// (three writes, six reads) for GCC to vectorize the SoA push.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define STRATA_RECORD_IVDEP _Pragma("GCC ivdep")
+#elif defined(__clang__) && !defined(__CUDACC__)
+#define STRATA_RECORD_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#else
+#define STRATA_RECORD_IVDEP
+#endif
+
 /// Calls fn(element) for the indices of `range` (e.g. self.elements(n)). On an AoSoA it
 /// walks block by block with proxies whose addresses are affine in the lane, so the
-/// compiler vectorizes the body; other layouts are a plain loop over span[i].
+/// compiler vectorizes the body; other layouts are a plain loop over span[i]. The body
+/// must touch only the element it receives.
 template <record_desc D, class L, class Fn>
 STRATA_FN void for_each_record(record_span<D, L> const& span, index_range const& range, Fn&& fn) {
   if constexpr (detail::is_aosoa<L>::value) {
     constexpr auto n = static_cast<index_t>(L::block);
     using map = detail::record_map<L, D>;
-    index_t i = range.first;
-    index_t const end = *range.end();
-    while (i < end) {
-      index_t const block = i / n;
-      index_t const lane_end = (block + 1) * n < end ? n : end - block * n;
-      std::byte* b = span.data() + static_cast<std::size_t>(block) * map::block_bytes;
-      for (index_t lane = i - block * n; lane < lane_end; ++lane)
-        fn(record_ref<D, detail::soa_block<L::block>>(b, lane, n));
-      i = block * n + lane_end;
+    using lane_ref = record_ref<D, detail::soa_block<L::block>>;
+    auto block_at = [&](index_t block) {
+      return span.data() + static_cast<std::size_t>(block) * map::block_bytes;
+    };
+    auto lanes = [&](index_t first, index_t last) {  // a part of one block
+      std::byte* b = block_at(first / n);
+      STRATA_RECORD_IVDEP
+      for (index_t lane = first % n; lane < (last - 1) % n + 1; ++lane) fn(lane_ref(b, lane, n));
+    };
+    index_t const first = range.first, last = *range.end();
+    if (first >= last) return;
+    (void)span[first], (void)span[last - 1];  // range checks in debug builds
+    index_t const full_first = (first + n - 1) / n, full_last = last / n;
+    if (full_first > full_last) return lanes(first, last);  // inside one block
+    if (first < full_first * n) lanes(first, full_first * n);
+    for (index_t block = full_first; block < full_last; ++block) {
+      // Whole blocks: a trip count known at compile time, one vector per component.
+      std::byte* b = block_at(block);
+      STRATA_RECORD_IVDEP
+      for (index_t lane = 0; lane < n; ++lane) fn(lane_ref(b, lane, n));
     }
+    if (full_last * n < last) lanes(full_last * n, last);
   } else {
-    for (index_t i : range) fn(span[i]);
+    // Checked once for the range (debug builds), not per element: a check inside the loop
+    // would keep it from vectorizing.
+    if (range.first < range.last) (void)span[range.first], (void)span[range.last - 1];
+    std::byte* const base = span.data();
+    index_t const pitch = span.pitch();
+    STRATA_RECORD_IVDEP
+    for (index_t i = range.first; i < range.last; ++i) fn(record_ref<D, L>(base, i, pitch));
   }
 }
+
+#undef STRATA_RECORD_IVDEP  // local to for_each_record
 
 }  // namespace strata
