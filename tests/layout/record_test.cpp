@@ -86,6 +86,9 @@ TEST_F(Records, LayoutsPlaceComponentsWhereTheyPromise) {
   EXPECT_EQ(reinterpret_cast<std::byte*>(&s[5].x(1)), base + (128 + 5) * sizeof(float));
   EXPECT_EQ(reinterpret_cast<std::byte*>(&s[5].v(0)), base + (3 * 128 + 5) * sizeof(float));
 
+  // A pitch of a multiple of 1024 would alias every array modulo 4 KiB: 64 more.
+  EXPECT_EQ((record_array<particle, soa>(machine, 1000).pitch()), 1024 + 64);
+
   record_array<particle, aos> a(machine, 10);
   EXPECT_EQ(reinterpret_cast<std::byte*>(&a[3].q()), a.data().get() + 3 * 48 + 32);
   EXPECT_TRUE(a.view().is_exhaustive());
