@@ -265,9 +265,6 @@ STRATA_FN constexpr std::size_t record_offset(index_t i, std::size_t d, index_t 
     return M::start(K, d, pitch) + u * M::element_stride(K);
 }
 
-template <class R>
-struct accessors_self;
-
 }  // namespace detail
 
 /// The components of a vector field of one element, `stride` values apart (1 in AoS).
@@ -320,11 +317,11 @@ class record_fields : public user_access_of<D, Self>::type {
   }
   template <class F>
   STRATA_FN auto& get(std::size_t d) const {
-    return *static_cast<Self const&>(*this).template component<traits::template index_of<F>>(d);
+    return *static_cast<Self const&>(*this).template component<field_index<F>()>(d);
   }
   template <class F>
   STRATA_FN auto& get(std::size_t d) {
-    return *static_cast<Self&>(*this).template component<traits::template index_of<F>>(d);
+    return *static_cast<Self&>(*this).template component<field_index<F>()>(d);
   }
   template <record_field F>
   STRATA_FN decltype(auto) operator[](F) const {
@@ -335,17 +332,21 @@ class record_fields : public user_access_of<D, Self>::type {
     return get<F>();
   }
 
-  /// Calls fn(k-th field tag, pointer to component d) for every component of `a` and `b`.
+  /// Calls fn(pointer into a, pointer into b) for every component of every field.
   template <class A, class B, class Fn>
   STRATA_FN static void each_component(A& a, B& b, Fn&& fn) {
     each_field(a, b, fn, std::make_index_sequence<traits::field_count>{});
   }
 
  private:
+  template <class F>
+  STRATA_FN static constexpr std::size_t field_index() {
+    static_assert(traits::template has_field<F>, "get<F>: F is not a field of this record");
+    return traits::template index_of<F>;
+  }
   template <class F, class S>
   STRATA_FN static decltype(auto) get_impl(S& self) {
-    static_assert(traits::template has_field<F>, "get<F>: F is not a field of this record");
-    constexpr std::size_t k = traits::template index_of<F>;
+    constexpr std::size_t k = field_index<F>();
     if constexpr (F::extent == 1) {
       return *self.template component<k>(0);
     } else {

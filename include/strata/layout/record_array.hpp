@@ -38,13 +38,6 @@ class record_view {
   index_t pitch() const noexcept { return pitch_; }
   /// Bytes the layout spans from data() (mdspan's required_span_size, in bytes).
   std::size_t required_span_bytes() const noexcept { return map::bytes_for(size_); }
-  /// Whether the layout leaves no gaps (AoS always; SoA and AoSoA when the size fills the
-  /// pitch).
-  bool is_exhaustive() const noexcept {
-    return required_span_bytes() ==
-           static_cast<std::size_t>(size_) * record_traits<D>::record_bytes;
-  }
-
   record_view view() const noexcept { return *this; }
 
   /// The raw span kernels use (no space check: prefer passing the view to launch).
