@@ -4,7 +4,7 @@
 #include <strata/config.hpp>
 #include <strata/error.hpp>
 #include <strata/exec.hpp>
-#include <strata/layout/record_copy.hpp>
+#include <strata/layout.hpp>
 #include <strata/machine.hpp>
 #include <strata/memory.hpp>
 #include <strata/runtime.hpp>

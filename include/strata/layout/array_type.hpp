@@ -1,0 +1,149 @@
+// Array types (PARRAY §1.3, §2): element type + memory space + dimension tree, and views
+// = pointer + array type. `array_type<float, pinned_space>{dims{n, n}, m}` is PARRAY's
+// `parray pinned float [[n][n]][m] A`; `A[0][1]` is `A_0_1`; `A(i)` and `A[0](i)` are the
+// offsets `$A[i]` and `$A_0[i]`.
+//
+// The type is also an mdspan-style mapping: `operator()` maps indices to offsets, and
+// `required_span_size`, `is_unique`, `is_exhaustive`, `is_strided`, `stride` describe it.
+// Extents are values; a `constexpr` type folds its offsets at compile time.
+#pragma once
+
+#include <strata/layout/contiguity.hpp>
+#include <strata/layout/spec.hpp>
+#include <strata/memory/ptr.hpp>
+#include <strata/memory/space.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+namespace strata {
+
+template <class T, memory_space Space>
+class array_view;
+
+template <class T, memory_space Space = host_space>
+class array_type {
+ public:
+  using element_type = T;  // PARRAY `elm`
+  using elm = T;
+  using space = Space;  // PARRAY's memory type (`mtt`)
+  using index_type = index_t;
+
+  /// PARRAY's bracket notation as arguments (see spec.hpp).
+  array_type(std::initializer_list<dim_spec> specs) : root_(make_dimension(specs)) {}
+  STRATA_FN constexpr explicit array_type(dimension root) : root_(root) {}
+  /// The same dimension tree in another space or element type.
+  template <class U, memory_space S>
+  STRATA_FN constexpr explicit array_type(array_type<U, S> const& other) : root_(other.root()) {}
+
+  STRATA_FN constexpr dimension const& root() const { return root_; }
+  STRATA_FN constexpr operator dimension const&() const { return root_; }  // NOLINT
+  STRATA_FN constexpr index_t size() const { return root_.size(); }
+  STRATA_FN constexpr int ndim() const { return root_.ndim(); }
+  STRATA_FN constexpr dimension operator[](int k) const { return root_[k]; }
+  template <class... I>
+  STRATA_FN constexpr index_t operator()(I... i) const {
+    return root_(static_cast<index_t>(i)...);
+  }
+
+  // mdspan vocabulary ([mdspan.layout.reqmts]): the rank is the number of top-level
+  // dimensions (1 for a type without sub-dimensions).
+  STRATA_FN constexpr int rank() const { return ndim() == 0 ? 1 : ndim(); }
+  STRATA_FN constexpr index_t extent(int r) const { return ndim() == 0 ? size() : root_[r].size(); }
+  /// One past the largest offset (offsets of a type with displacements may not start at 0).
+  constexpr index_t required_span_size() const {
+    auto [lo, hi] = offset_range();
+    (void)lo;
+    return hi + 1;
+  }
+  /// Whether every index has its own offset.
+  bool is_unique() const {
+    auto f = linear(root_);
+    if (f.ok && unique_by_strides(f)) return true;
+    auto [lo, hi] = offset_range();
+    std::vector<bool> seen(static_cast<std::size_t>(hi - lo + 1), false);
+    for (index_t i = 0; i < size(); ++i) {
+      auto o = static_cast<std::size_t>(root_(i) - lo);
+      if (seen[o]) return false;
+      seen[o] = true;
+    }
+    return true;
+  }
+  /// Whether the offsets are exactly [0, size): unique and without holes.
+  bool is_exhaustive() const {
+    auto [lo, hi] = offset_range();
+    return lo == 0 && hi + 1 == size() && is_unique();
+  }
+  /// Whether each top-level dimension has a constant stride (stp != 0).
+  constexpr bool is_strided() const {
+    if (ndim() == 0) return size() == 1 || stp(root_) != 0;
+    for (int r = 0; r < ndim(); ++r)
+      if (root_[r].size() > 1 && stp(root_[r]) == 0) return false;
+    return true;
+  }
+  constexpr index_t stride(int r) const { return ndim() == 0 ? stp(root_) : stp(root_[r]); }
+
+  /// Smallest and largest offset.
+  constexpr std::pair<index_t, index_t> offset_range() const { return strata::offset_range(root_); }
+
+  /// A view of the data at `p` laid out by this type (PARRAY's `A(x)` in copy commands).
+  array_view<T, Space> on(ptr<T, Space> p) const { return array_view<T, Space>(p, *this); }
+  array_view<T const, Space> on(ptr<T const, Space> p) const {
+    return array_view<T const, Space>(p, array_type<T const, Space>(root_));
+  }
+  /// Host memory Strata did not allocate (a vector, the stack).
+  array_view<T, Space> on(T* p) const requires(Space::host_accessible) {
+    return on(ptr<T, Space>(p, 0));
+  }
+  array_view<T const, Space> on(T const* p) const requires(Space::host_accessible) {
+    return on(ptr<T const, Space>(p, 0));
+  }
+
+ private:
+  static bool unique_by_strides(linear_form f) {
+    // Sorted by stride, each axis must step over everything the smaller ones reach.
+    std::sort(f.axes, f.axes + f.count,
+              [](axis const& a, axis const& b) { return a.stride < b.stride; });
+    index_t reach = 0;
+    for (int a = 0; a < f.count; ++a) {
+      if (f.axes[a].stride <= reach) return false;
+      reach += (f.axes[a].extent - 1) * f.axes[a].stride;
+    }
+    return true;
+  }
+
+  dimension root_;
+};
+
+/// A pointer and the array type of the data it points at. Element access is checked in
+/// builds without NDEBUG (or with STRATA_DEBUG), like `view`.
+template <class T, memory_space Space>
+class array_view {
+ public:
+  using element_type = T;
+  using space = Space;
+  using type = array_type<T, Space>;
+
+  constexpr array_view() = default;
+  STRATA_FN constexpr array_view(ptr<T, Space> p, type const& t) : data_(p), type_(t) {}
+
+  STRATA_FN constexpr ptr<T, Space> data() const { return data_; }
+  STRATA_FN constexpr type const& layout() const { return type_; }
+  STRATA_FN constexpr index_t size() const { return type_.size(); }
+
+  /// The element at an index (flat, per sub-dimension, or per leaf).
+  template <class... I>
+  requires(sizeof...(I) >= 1 && accessible_here_v<Space>) STRATA_FN constexpr T& operator()(
+      I... i) const {
+    index_t o = type_(i...);
+    return data_.get()[o];
+  }
+
+ private:
+  ptr<T, Space> data_;
+  type type_{dimension{}};
+};
+
+}  // namespace strata
