@@ -32,7 +32,10 @@ class array_type {
   using index_type = index_t;
 
   /// PARRAY's bracket notation as arguments (see spec.hpp).
-  array_type(std::initializer_list<dim_spec> specs) : root_(make_dimension(specs)) {}
+  array_type(std::initializer_list<dim_spec> specs)
+      : root_(make_dimension(std::vector<dim_spec>(specs))) {}
+  /// The same from a list built at run time.
+  explicit array_type(std::vector<dim_spec> const& specs) : root_(make_dimension(specs)) {}
   STRATA_FN constexpr explicit array_type(dimension root) : root_(root) {}
   /// The same dimension tree in another space or element type.
   template <class U, memory_space S>
@@ -91,7 +94,7 @@ class array_type {
   /// A view of the data at `p` laid out by this type (PARRAY's `A(x)` in copy commands).
   array_view<T, Space> on(ptr<T, Space> p) const { return array_view<T, Space>(p, *this); }
   array_view<T const, Space> on(ptr<T const, Space> p) const {
-    return array_view<T const, Space>(p, array_type<T const, Space>(root_));
+    return array_view<T const, Space>(p, *this);
   }
   /// Host memory Strata did not allocate (a vector, the stack).
   array_view<T, Space> on(T* p) const requires(Space::host_accessible) {
@@ -124,7 +127,7 @@ class array_view {
  public:
   using element_type = T;
   using space = Space;
-  using type = array_type<T, Space>;
+  using type = array_type<std::remove_const_t<T>, Space>;
 
   constexpr array_view() = default;
   STRATA_FN constexpr array_view(ptr<T, Space> p, type const& t) : data_(p), type_(t) {}

@@ -293,13 +293,42 @@ inline std::string to_string(dimension const& d) {
   return out;
 }
 
+/// A regular row-major type `[n0][n1]...` built at compile time when its sizes are
+/// constants: `constexpr array_type<float> a(static_dims(4, 3));` folds every offset.
+template <std::integral... N>
+constexpr dimension static_dims(N... n) {
+  dim_tree t;
+  index_t sizes[] = {static_cast<index_t>(n)...};
+  constexpr int k = static_cast<int>(sizeof...(N));
+  if (k == 1) {
+    t.count = 1;
+    t.nodes[0].size = sizes[0];
+    return dimension(t, 0);
+  }
+  t.count = k + 1;
+  t.nodes[0].first_child = 1;
+  t.nodes[0].children = static_cast<std::int16_t>(k);
+  index_t stride = 1;
+  for (int c = k - 1; c >= 0; --c) {
+    if (sizes[c] < 1) detail::layout_error("static_dims: a size below 1");
+    t.nodes[c + 1].size = sizes[c];
+    t.nodes[c + 1].stride = stride;
+    t.nodes[c + 1].parent = 0;
+    stride *= sizes[c];
+  }
+  t.nodes[0].size = stride;
+  return dimension(t, 0);
+}
+
 /// Builds a dimension tree from PARRAY-style arguments: one argument is the root itself
 /// (`[7 # A_0]`), several are the root's sub-dimensions (`[[n][n]][m]`).
-inline dimension make_dimension(std::initializer_list<dim_spec> specs) {
-  if (specs.size() == 0) detail::layout_error("array type: no dimensions; expected at least one");
+inline dimension make_dimension(std::vector<dim_spec> const& specs) {
+  if (specs.empty()) detail::layout_error("array type: no dimensions; expected at least one");
   detail::tree_builder b;
-  if (specs.size() == 1) return dimension(b.build(*specs.begin()), 0);
-  return dimension(b.build(dim_spec(dims(specs))), 0);
+  if (specs.size() == 1) return dimension(b.build(specs.front()), 0);
+  dims group{specs.front()};
+  group.list = specs;
+  return dimension(b.build(dim_spec(group)), 0);
 }
 
 }  // namespace strata

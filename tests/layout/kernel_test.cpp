@@ -1,0 +1,172 @@
+// Array types inside kernels on every CPU backend and on a sim device; copies to and
+// from sim memory; mdspan vocabulary; errors.
+#include <strata/strata.hpp>
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+#include "exec/backends.hpp"
+
+namespace strata {
+namespace {
+
+using test::on_every_backend;
+
+// A kernel that writes its element's multi-index through the type's offsets.
+struct write_indices {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, array_type<int> t, int* data) const {
+    for (auto e : self.elements(t.size())) {
+      index_t i = e / t[1].size(), j = e % t[1].size();
+      data[t(i, j)] = static_cast<int>(100 * i + j);
+    }
+  }
+};
+
+class LayoutKernels : public on_every_backend {};
+
+TEST_P(LayoutKernels, OffsetsOfATransposedTypeInAKernel) {
+  array_type<int> const a{5, 7};
+  array_type<int> const t{a[1], a[0]};  // the transpose, by type
+  // t(i, j) with i over a's columns: a's element (j, i).
+  array_type<int> const tt{t[1], t[0]};
+  std::vector<int> data(35, -1);
+  launch(here(), grid(5).block(7), write_indices{}, tt, data.data()).wait();
+  for (int i = 0; i < 5; ++i)
+    for (int j = 0; j < 7; ++j) ASSERT_EQ(data[static_cast<std::size_t>(a(i, j))], 100 * i + j);
+  std::fill(data.begin(), data.end(), -1);
+  launch(here(), grid(7).block(5), write_indices{}, t, data.data()).wait();
+  for (int i = 0; i < 7; ++i)
+    for (int j = 0; j < 5; ++j) ASSERT_EQ(data[static_cast<std::size_t>(a(j, i))], 100 * i + j);
+}
+
+TEST_P(LayoutKernels, ParallelTransposingCopyOnThisBackend) {
+  // Large enough to be launched (not run inline): 512 x 384 doubles through tiles.
+  array_type<double> const a{512, 384};
+  array_type<double> const t{a[1], a[0]};
+  std::vector<double> src(512 * 384), dst(512 * 384, -1.0), back(512 * 384, -1.0);
+  std::iota(src.begin(), src.end(), 0.0);
+  copy(after{}, here(), t.on(dst.data()), a.on(std::as_const(src).data())).wait();
+  // PARRAY §3.2: dst[T(k)] = src[A(k)]; T(k) for k = (p, q) is A_1(p) + A_0(q).
+  for (index_t k = 0; k < a.size(); ++k)
+    ASSERT_EQ(dst[static_cast<std::size_t>(t(k))], src[static_cast<std::size_t>(k)]) << k;
+  copy(after{}, here(), a.on(back.data()), t.on(std::as_const(dst).data())).wait();
+  EXPECT_EQ(back, src);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LayoutKernels, testing::ValuesIn(test::cpu_backends()),
+                         test::backend_name);
+
+class LayoutSim : public testing::Test {
+ protected:
+  runtime rt{runtime_options{.sim_devices = "2:bw=50GB/s,lat=1us"}};
+  place machine = rt.machine();
+  place sim0 = machine.slice(isa::sim).descendants(place_type::device)[0];
+  place sim1 = machine.slice(isa::sim).descendants(place_type::device)[1];
+};
+
+TEST_F(LayoutSim, KernelOnASimDeviceUsesTheType) {
+  array_type<int, sim_space> const a{6, 4};
+  array_type<int> const host_t{4, 6};
+  auto d = allocate<int, sim_space>(sim0, 24);
+  launch(sim0, grid(4).block(6), write_indices{}, array_type<int>(a), d).wait();
+  std::vector<int> back(24, -1);
+  copy(host_t.on(back.data()), array_type<int, sim_space>(host_t).on(d)).wait();
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(back[static_cast<std::size_t>(a(i, j))], 100 * i + j);
+  deallocate(d);
+}
+
+TEST_F(LayoutSim, CopiesToAndFromSimMemoryInRunsAndStaged) {
+  array_type<float> const host{64, 160};
+  array_type<float, sim_space> const dev{64, 160};
+  // A window with rows of 640 bytes (pitched row copies on the copy engine) and a
+  // transpose between two devices (staged through host memory).
+  array_type<float, sim_space> const big{80, 180};
+  array_type<float, sim_space> const win{64 | disp(9) | big[0], 160 | disp(11) | big[1]};
+  array_type<float, sim_space> const tr{dev[1], dev[0]};
+  array_type<float> const host_tr{host[1], host[0]};
+  std::vector<float> src(64 * 160), out(64 * 160, -1.f);
+  std::iota(src.begin(), src.end(), 1.f);
+  auto w = allocate<float, sim_space>(sim0, 80 * 180);
+  auto t = allocate<float, sim_space>(sim1, 64 * 160);
+  fill(view<float, 1, sim_space>(w, vec<1>{80 * 180}), -2.f).wait();
+  auto e1 = copy(win.on(w), host.on(std::as_const(src).data()));                // host -> sim rows
+  auto e2 = copy(after(e1), tr.on(t), win.on(ptr<float const, sim_space>(w)));  // sim -> sim staged
+  auto e3 = copy(after(e2), host_tr.on(out.data()), array_type<float, sim_space>(host_tr).on(t));
+  e3.wait();
+  for (index_t k = 0; k < host.size(); ++k)
+    ASSERT_EQ(out[static_cast<std::size_t>(host_tr(k))], src[static_cast<std::size_t>(k)]) << k;
+  // The window's neighbours kept their values.
+  std::vector<float> whole(80 * 180);
+  copy(ptr<float>(whole.data(), 0), w, 80 * 180).wait();
+  EXPECT_EQ(whole[0], -2.f);
+  EXPECT_EQ(whole[static_cast<std::size_t>(big(9, 10))], -2.f);
+  EXPECT_EQ(whole[static_cast<std::size_t>(big(9, 11))], src[0]);
+  deallocate(w);
+  deallocate(t);
+}
+
+TEST(LayoutTypes, MdspanVocabulary) {
+  array_type<double> const a{dims{3, 3}, 2};
+  EXPECT_EQ(a.rank(), 2);
+  EXPECT_EQ(a.extent(0), 9);
+  EXPECT_EQ(a.stride(0), 2);
+  EXPECT_EQ(a.required_span_size(), 18);
+  EXPECT_TRUE(a.is_unique());
+  EXPECT_TRUE(a.is_exhaustive());
+  EXPECT_TRUE(a.is_strided());
+  array_type<double> const big{10, 10};
+  array_type<double> const w{4 | disp(3) | big[0], 5 | disp(2) | big[1]};
+  EXPECT_EQ(w.required_span_size(), 6 * 10 + 6 + 1);
+  EXPECT_TRUE(w.is_unique());
+  EXPECT_FALSE(w.is_exhaustive());
+  EXPECT_TRUE(w.is_strided());
+  array_type<double> const b{dims{a[0][1], a[0][0]}, a[1]};
+  EXPECT_FALSE(b.is_strided());  // B_0 has no constant stride
+  EXPECT_TRUE(b.is_exhaustive());
+  array_type<double> const twice{dims{2, 9} | a[0]};  // [[2][9] # A_0]: wraps A_0 twice
+  EXPECT_FALSE(twice.is_unique());
+}
+
+TEST(LayoutTypes, ConstexprOffsetsFoldAtCompileTime) {
+  constexpr array_type<float> a(static_dims(4, 3));
+  static_assert(a.size() == 12);
+  static_assert(a(2, 1) == 7);
+  static_assert(a[0](3) == 9);
+  static_assert(stp(a[0]) == 3);
+  static_assert(cnt(a.root()));
+  SUCCEED();
+}
+
+TEST(LayoutTypes, ClearErrors) {
+  runtime rt;
+  EXPECT_THROW((array_type<int>{0, 3}), invalid_argument);
+  EXPECT_THROW((array_type<int>{3 | cyclic(0)}), invalid_argument);
+  EXPECT_THROW((array_type<int>{3 | func{nullptr}}), invalid_argument);
+  array_type<int> const a{4, 4};
+  EXPECT_THROW(a[2], invalid_argument);
+  EXPECT_THROW(a[0][0], invalid_argument);
+#if !defined(NDEBUG)
+  EXPECT_THROW(a(4, 0), invalid_argument);
+  EXPECT_THROW(a(16), invalid_argument);
+  EXPECT_THROW(a(1, 1, 1), invalid_argument);
+#endif
+  array_type<int> const b{3, 5};
+  std::vector<int> x(16), y(15);
+  try {
+    copy(b.on(y.data()), a.on(std::as_const(x).data())).wait();
+    FAIL() << "copy of unequal sizes did not throw";
+  } catch (invalid_argument const& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("[3][5]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[4][4]"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(copy(a.on(static_cast<int*>(nullptr)), a.on(std::as_const(x).data())),
+               invalid_argument);
+}
+
+}  // namespace
+}  // namespace strata
