@@ -104,6 +104,7 @@ class type_generator {
   // into two sub-dimensions that refer to it.
   array_type<int> permute(array_type<int> const& t) {
     auto l = leaves(t.root());
+    if (l.size() > 10) return t;  // PARRAY names at most 10 sub-dimensions per group
     for (std::size_t i = l.size(); i > 1; --i)
       std::swap(l[i - 1], l[static_cast<std::size_t>(c_.pick(0, static_cast<int>(i - 1)))]);
     std::vector<dim_spec> specs;

@@ -25,10 +25,12 @@ namespace strata {
 /// PARRAY `disp(k)`: adds k to the offset (any index is allowed, PARRAY §2.10).
 struct disp {
   index_t value;
+  constexpr explicit disp(index_t v) : value(v) {}
 };
 /// PARRAY's `dim(n)` at the end of a chain: the offset modulo n, a cyclic displacement.
 struct cyclic {
   index_t n;
+  constexpr explicit cyclic(index_t m) : n(m) {}
 };
 /// PARRAY `func` (§2.11): a user offset function of the index.
 struct func {

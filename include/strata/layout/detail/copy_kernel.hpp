@@ -122,10 +122,13 @@ void copy_items_sized(byte_plan const& b, std::byte* dst, std::byte const* src, 
     std::byte const* s0 = src + so + p0 * b.src[b.p] + q0 * b.src[b.q];
     std::byte* d0 = dst + doff + p0 * b.dst[b.p] + q0 * b.dst[b.q];
     index_t const sp = b.src[b.p], sq = b.src[b.q], dp = b.dst[b.p], dq = b.dst[b.q];
-    for (index_t j = 0; j < qn; ++j) {
-      std::byte const* s = s0 + j * sq;
-      std::byte* d = d0 + j * dq;
-      for (index_t i = 0; i < pn; ++i) copy_element<E>(d + i * dp, s + i * sp, elem);
+    // Writes along the destination's fastest axis in the inner loop: stores stream into
+    // whole lines while the tile's source lines stay cached (measured faster than the
+    // other order on this machine).
+    for (index_t i = 0; i < pn; ++i) {
+      std::byte const* s = s0 + i * sp;
+      std::byte* d = d0 + i * dp;
+      for (index_t j = 0; j < qn; ++j) copy_element<E>(d + j * dq, s + j * sq, elem);
     }
   }
 }

@@ -1,0 +1,29 @@
+#include "layout/peer.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace strata::bench::layout_peer {
+
+void transpose_naive(std::ptrdiff_t n, double const* a, double* b, int threads) {
+#pragma omp parallel for num_threads(threads)
+  for (std::ptrdiff_t i = 0; i < n; ++i)
+    for (std::ptrdiff_t j = 0; j < n; ++j) b[j * n + i] = a[i * n + j];
+}
+
+void transpose_blocked(std::ptrdiff_t n, double const* a, double* b, int threads) {
+  constexpr std::ptrdiff_t tile = 64;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::ptrdiff_t ib = 0; ib < n; ib += tile)
+    for (std::ptrdiff_t jb = 0; jb < n; jb += tile) {
+      std::ptrdiff_t const ie = std::min(ib + tile, n), je = std::min(jb + tile, n);
+      for (std::ptrdiff_t j = jb; j < je; ++j)
+        for (std::ptrdiff_t i = ib; i < ie; ++i) b[j * n + i] = a[i * n + j];
+    }
+}
+
+void copy_bytes(void* dst, void const* src, std::size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
+
+}  // namespace strata::bench::layout_peer

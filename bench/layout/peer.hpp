@@ -1,0 +1,16 @@
+// Hand-written peers of the layout benchmarks (compiled apart, so the compiler cannot
+// see through the benchmark).
+#pragma once
+
+#include <cstddef>
+
+namespace strata::bench::layout_peer {
+
+/// b = a^T for n x n doubles, the textbook loop (OpenMP over rows).
+void transpose_naive(std::ptrdiff_t n, double const* a, double* b, int threads);
+/// b = a^T in 64 x 64 tiles (OpenMP over tile rows): the usual hand optimization.
+void transpose_blocked(std::ptrdiff_t n, double const* a, double* b, int threads);
+/// std::memcpy.
+void copy_bytes(void* dst, void const* src, std::size_t bytes);
+
+}  // namespace strata::bench::layout_peer
