@@ -9,3 +9,4 @@
 #include <strata/layout/dims.hpp>
 #include <strata/layout/record_copy.hpp>
 #include <strata/layout/spec.hpp>
+#include <strata/layout/tile.hpp>

@@ -107,6 +107,14 @@ struct push_k {
   }
 };
 
+// An array type in device code (PARRAY §2): offsets of a transposed type.
+struct layout_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, strata::array_type<int> t, int* out) const {
+    for (auto i : self.elements(t.size())) out[t(i)] = static_cast<int>(i);
+  }
+};
+
 template <class Policy, class Kernel, class... Args>
 __global__ void run_domain(Kernel k, strata::vec<1> grid, strata::vec<1> block,
                            strata::vec<1> elements, std::size_t scratch_bytes, Args... args) {
@@ -181,11 +189,19 @@ int main() {
   };
   run_domain<strata::streaming_group>
       <<<1, 10>>>(lambda, strata::vec<1>{1}, strata::vec<1>{10}, strata::vec<1>{1}, 0, y);
+  strata::array_type<int> const a{16, 8};
+  strata::array_type<int> const t{a[1], a[0]};
+  int* lay = nullptr;
+  cudaMallocManaged(&lay, 128 * sizeof(int));
+  run_domain<strata::streaming_group><<<1, 128>>>(
+      layout_k{}, strata::vec<1>{1}, strata::vec<1>{128}, strata::vec<1>{1}, 0, t, lay);
   if (auto e = cudaDeviceSynchronize(); e != cudaSuccess) {
     std::printf("CUDA error: %s\n", cudaGetErrorString(e));
     return 1;
   }
   bool ok = total[0] == 1024 && total[1] == 256 && y[0] == 6.0f && y[n - 1] == 5.0f;
+  for (int i = 0; i < 128; ++i) ok = ok && lay[t(i)] == i;
+  cudaFree(lay);
   cudaFree(x);
   cudaFree(y);
   cudaFree(in);

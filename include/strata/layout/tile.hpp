@@ -1,0 +1,89 @@
+// Tiling (PARRAY §4.1 itile / otile / iotile): inside a kernel, a tile of an array in
+// outer memory (a box of its top-level dimensions, PARRAY's displaced window type of
+// §2.10) is loaded into inner memory — a parallel block's scratchpad or a thread's
+// private array — laid out by an inner array type, and stored back.
+//
+// The block forms split the tile's elements over the block's threads and meet at a
+// barrier, so every thread sees the whole tile (`itile`) or the whole tile has been
+// written back (`otile`). The plain forms run in one thread (private memory).
+#pragma once
+
+#include <strata/layout/array_type.hpp>
+
+namespace strata {
+
+namespace detail {
+
+/// The outer offset of tile element k: the box's row-major element k, moved to `origin`.
+template <std::size_t D, class T, class S>
+STRATA_FN constexpr index_t tile_offset(array_type<T, S> const& outer, vec<D> const& origin,
+                                        vec<D> const& extent, index_t k) {
+  index_t flat = 0, rest = k, scale = 1;
+  for (std::size_t d = D; d-- > 0;) {
+    index_t e = rest % extent[d];
+    rest /= extent[d];
+    flat += (origin[d] + e) * scale;
+    scale *= outer.extent(static_cast<int>(d));
+  }
+  return detail::node_offset(outer.root().tree(), outer.root().node(), flat);
+}
+
+template <std::size_t D, class T, class S>
+STRATA_FN constexpr void check_tile(array_type<T, S> const& outer, index_t inner_size,
+                                    vec<D> const& origin, vec<D> const& extent) {
+  layout_check(static_cast<int>(D) == outer.rank(), "tile rank (one per top-level dimension)",
+               static_cast<index_t>(D), outer.rank() + 1);
+  for (std::size_t d = 0; d < D; ++d) {
+    index_t n = outer.extent(static_cast<int>(d));
+    layout_check(extent[d] >= 1 && origin[d] >= 0 && origin[d] + extent[d] <= n,
+                 "tile end in its dimension", origin[d] + extent[d], n + 1);
+  }
+  layout_check(inner_size == extent.product(), "inner type size (expected the tile's)", inner_size,
+               extent.product() + 1);
+}
+
+}  // namespace detail
+
+/// Copies the tile of `outer_data` (laid out by `outer`) at `origin` with `extent` into
+/// `inner` (laid out by `inner_type`): elements first, first + step, ... of the tile.
+template <std::size_t D, class T, class S1, class S2>
+STRATA_FN void load_tile(T* inner, array_type<T, S1> const& inner_type, T const* outer_data,
+                         array_type<T, S2> const& outer, vec<D> origin, vec<D> extent,
+                         index_t first = 0, index_t step = 1) {
+  detail::check_tile(outer, inner_type.size(), origin, extent);
+  for (index_t k = first; k < inner_type.size(); k += step)
+    inner[inner_type(k)] = outer_data[detail::tile_offset(outer, origin, extent, k)];
+}
+
+/// The reverse of load_tile: the tile goes back to outer memory.
+template <std::size_t D, class T, class S1, class S2>
+STRATA_FN void store_tile(T const* inner, array_type<T, S1> const& inner_type, T* outer_data,
+                          array_type<T, S2> const& outer, vec<D> origin, vec<D> extent,
+                          index_t first = 0, index_t step = 1) {
+  detail::check_tile(outer, inner_type.size(), origin, extent);
+  for (index_t k = first; k < inner_type.size(); k += step)
+    outer_data[detail::tile_offset(outer, origin, extent, k)] = inner[inner_type(k)];
+}
+
+/// PARRAY `itile`: the block's threads load the tile together, then meet at a barrier.
+template <class Block, std::size_t D, class T, class S1, class S2>
+STRATA_FN void itile(Block const& block, T* inner, array_type<T, S1> const& inner_type,
+                     T const* outer_data, array_type<T, S2> const& outer, vec<D> origin,
+                     vec<D> extent) {
+  load_tile(inner, inner_type, outer_data, outer, origin, extent, block.linear_index(),
+            block.linear_size());
+  block.barrier();
+}
+
+/// PARRAY `otile`: after a barrier (the tile is complete) the block's threads store it
+/// together, and meet again so the inner memory may be reused.
+template <class Block, std::size_t D, class T, class S1, class S2>
+STRATA_FN void otile(Block const& block, T const* inner, array_type<T, S1> const& inner_type,
+                     T* outer_data, array_type<T, S2> const& outer, vec<D> origin, vec<D> extent) {
+  block.barrier();
+  store_tile(inner, inner_type, outer_data, outer, origin, extent, block.linear_index(),
+             block.linear_size());
+  block.barrier();
+}
+
+}  // namespace strata
