@@ -7,6 +7,7 @@ packages=(
   g++ make cmake ninja-build pkg-config git
   libhwloc-dev libboost-context-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev clang-format valgrind
+  clang-14 libclang-rt-14-dev
   libopenmpi-dev openmpi-bin
   libtbb-dev
   libtrilinos-kokkos-dev
