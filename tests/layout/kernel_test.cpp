@@ -153,6 +153,11 @@ TEST(LayoutTypes, ClearErrors) {
   EXPECT_THROW(a(4, 0), invalid_argument);
   EXPECT_THROW(a(16), invalid_argument);
   EXPECT_THROW(a(1, 1, 1), invalid_argument);
+  std::vector<int> z(16);
+  auto v = a.on(z.data());
+  v(3, 3) = 7;  // in range
+  EXPECT_EQ(z[15], 7);
+  EXPECT_THROW(v(0, 4), invalid_argument);  // views are checked in debug builds
 #endif
   array_type<int> const b{3, 5};
   std::vector<int> x(16), y(15);
