@@ -39,6 +39,9 @@ if(STRATA_ENABLE_CUDA)
   if(NOT CMAKE_CUDA_COMPILER)
     message(FATAL_ERROR "STRATA_ENABLE_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER)")
   endif()
+  # Every CUDA target links the shared runtime, as libstrata does: one CUDA runtime per
+  # process, so that streams and events made by libstrata serve the users' kernels.
+  set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()

@@ -30,6 +30,50 @@ std::optional<backend_id> parse_backend(std::string_view text) noexcept {
 }
 
 namespace detail {
+namespace {
+
+// The GPUs of a launch on `p`: the one it is in, or every one below it (Phalanx's
+// multi-grid: one launch over several GPUs).
+placement resolve_cuda(place const& p, slot_set const* slots) {
+  if (!STRATA_ENABLE_CUDA)
+    throw not_supported("launch: '" + p.path() +
+                        "' needs the cuda backend, and this libstrata was built without CUDA "
+                        "(configure with -DSTRATA_ENABLE_CUDA=ON where nvcc exists)");
+  std::vector<place> gpus;
+  for (std::optional<place> q = p; q; q = q->parent())
+    if (q->type() == place_type::device && q->isa() == isa::cuda) {
+      gpus.push_back(*q);
+      break;
+    }
+  if (gpus.empty())
+    for (auto const& d : p.descendants(place_type::device))
+      if (d.isa() == isa::cuda) gpus.push_back(d);
+  if (gpus.empty())
+    throw invalid_argument("launch: no CUDA device in '" + p.path() + "'" +
+                           (runtime::current().notes().empty()
+                                ? std::string()
+                                : " (" + runtime::current().notes().front() + ")") +
+                           "; expected a CUDA GPU or a place holding some");
+  if (!current_exec().this_system)
+    throw invalid_argument("launch: '" + p.path() +
+                           "' is a GPU of a described machine (STRATA_TOPOLOGY), not of this "
+                           "one; kernels run only on GPUs the CUDA runtime reports");
+  placement r{backend_id::cuda, 0, slots};
+  for (auto const& g : gpus) {
+    auto ordinal = g.os_index();
+    if (ordinal < 0 || ordinal >= 64)
+      throw not_supported("launch: CUDA device '" + g.path() + "' has ordinal " +
+                          std::to_string(ordinal) + "; the CUDA backend handles ordinals 0-63");
+    r.devices |= std::uint64_t{1} << ordinal;
+    r.threads += static_cast<int>(g.descendants(place_type::compute_unit).size());
+  }
+  r.device = gpus.front().os_index();
+  auto memories = gpus.front().descendants(place_type::device_memory);
+  if (!memories.empty()) r.memory = memories.front().id();
+  return r;
+}
+
+}  // namespace
 
 placement resolve(target const& t) {
   auto& rt = runtime::current();
@@ -60,10 +104,13 @@ placement resolve(target const& t) {
       throw invalid_argument("launch: '" + p.path() + "' holds no processor to run on");
     b = procs.front().isa() == isa::cuda ? backend_id::cuda : backend_id::sim;
   }
-  if (b == backend_id::cuda)
-    throw not_supported("launch: '" + p.path() +
-                        "' needs the cuda backend, which this build of "
-                        "Strata does not have yet");
+  if (b == backend_id::cuda) {
+    last.result = resolve_cuda(p, slots);
+    last.generation = exec.generation;
+    last.where = p;
+    last.backend = t.backend;
+    return last.result;
+  }
   if (b == backend_id::sim) {
     int device = exec.sim_of_place(p);
     if (device < 0)
@@ -92,6 +139,12 @@ placement resolve(target const& t) {
                       (b == backend_id::openmp ? " (compile it with OpenMP, e.g. -fopenmp)" : ""));
 }
 
+[[noreturn]] void cuda_not_compiled(char const* kernel) {
+  throw not_supported(std::string("launch: kernel ") + kernel +
+                      " was not compiled for CUDA: compile this file with nvcc (a .cu file, "
+                      "or LANGUAGE CUDA in CMake) to launch it on a GPU");
+}
+
 [[noreturn]] void scratchpad_overflow(std::size_t requested, std::size_t available) {
   throw invalid_argument("scratchpad: the block asked for " + std::to_string(requested) +
                          " bytes but its shape provides " + std::to_string(available) +
@@ -101,26 +154,36 @@ placement resolve(target const& t) {
 void check_kernel_pointer(placement const& p, void const* address, space_id space, bool typed,
                           std::uint32_t place_id, std::size_t index) {
   bool const sim = p.backend == backend_id::sim;
+  bool const gpu = p.backend == backend_id::cuda;
   auto host_like = [](space_id s) {
     return s == space_id::host || s == space_id::pinned || s == space_id::mapped;
   };
   auto where = [&] {
     return sim ? "sim device " +
                      current_exec().sims[static_cast<std::size_t>(p.device)].device.name()
-               : std::string("host processors");
+           : gpu ? "CUDA device " + std::to_string(p.device)
+                 : std::string("host processors");
   };
   auto fail = [&](std::string const& what) {
     throw invalid_argument(
         fmt::format("launch on {}: argument {} ({}) {}", where(), index + 1, address, what));
   };
+  // CUDA kernels reach any CUDA memory (peers through unified addressing) and page-locked
+  // host memory, which unified addressing maps into every device.
   auto fits = [&](space_id s, std::uint32_t memory) {
-    return sim ? s == space_id::sim && memory == p.memory : host_like(s);
+    return sim   ? s == space_id::sim && memory == p.memory
+           : gpu ? s == space_id::cuda || s == space_id::pinned
+                 : host_like(s);
   };
   auto describe = [&](space_id s, std::uint32_t memory) {
     return sim ? fmt::format(
                      "is {} memory of '{}'; a sim kernel may only use its own device's "
                      "memory",
                      to_string(s), place_of_id(memory).path())
+           : gpu
+               ? fmt::format(
+                     "is {} memory; CUDA kernels use CUDA device memory or pinned host memory",
+                     to_string(s))
                : fmt::format("is {} memory; kernels on host processors use host-accessible memory",
                              to_string(s));
   };
@@ -138,10 +201,11 @@ void check_kernel_pointer(placement const& p, void const* address, space_id spac
       info = before;
   }
   if (!info) {
-    if (!sim) return;  // host memory Strata did not allocate: a vector, the stack
-    fail(
-        "is not memory of this device (a host address, or freed?); allocate it with "
-        "strata::allocate<T, strata::sim_space>(device, n)");
+    if (!sim && !gpu) return;  // host memory Strata did not allocate: a vector, the stack
+    fail(sim ? "is not memory of this device (a host address, or freed?); allocate it with "
+               "strata::allocate<T, strata::sim_space>(device, n)"
+             : "is not memory of a CUDA device (a host address, or freed?); allocate it with "
+               "strata::allocate<T, strata::cuda_space>(gpu, n)");
   }
   if (info->machine != current_machine_key())
     fail("belongs to an allocation of an earlier runtime");

@@ -1,11 +1,13 @@
 // Copies between memories: host copies inline or in parallel on the pool, copies that
-// touch a sim device on that device's copy engine, at its link's modeled speed.
+// touch a sim device on that device's copy engine, at its link's modeled speed; copies
+// that touch CUDA memory on a stream of the GPU (src/exec/cuda/copy.cpp).
 #include <strata/error.hpp>
 #include <strata/exec/copy.hpp>
 #include <strata/exec/sim/backend.hpp>
 #include <strata/memory/allocate.hpp>
 
 #include "exec/copy_desc.hpp"
+#include "exec/cuda/copy.hpp"
 #include "exec/exec_state.hpp"
 #include "exec/sim/device.hpp"
 #include "exec/threads/pool.hpp"
@@ -52,10 +54,7 @@ event host_copy(copy_desc const& d) {
 }
 
 event start_copy(copy_desc const& d) {
-  if (d.dst.space == space_id::cuda || d.src.space == space_id::cuda)
-    throw not_supported(
-        "copy: CUDA memory needs the CUDA backend, which this build does not "
-        "have yet");
+  if (d.dst.space == space_id::cuda || d.src.space == space_id::cuda) return cuda::copy(d, nullptr);
   bool const dst_sim = d.dst.space == space_id::sim, src_sim = d.src.space == space_id::sim;
   if (!dst_sim && !src_sim) return host_copy(d);
   auto& exec = current_exec();
@@ -100,6 +99,11 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
   if (deps.ready()) {
     if (auto err = deps.error()) return event::failed(err);
     return start_copy(d);
+  }
+  // After GPU work, a copy on the GPU waits for it there (Phalanx §IV-A), not on the host.
+  if ((d.dst.space == space_id::cuda || d.src.space == space_id::cuda) && cuda::chainable(deps)) {
+    if (auto err = deps.error()) return event::failed(err);
+    return cuda::copy(d, &deps);
   }
   auto result = event::pending();
   auto ready = when_all(deps);

@@ -75,6 +75,7 @@ int exec_state::sim_of_place(place const& p) const {
 
 exec_state::~exec_state() {
   device_release_fence.store(nullptr, std::memory_order_release);
+  cuda.reset();  // joins its completion workers, whose continuations may use the pool
   pool_.reset();
 }
 
@@ -91,6 +92,12 @@ void exec_state::drain() {
         if (d) started.push_back(d.get());
     }
     for (auto* d : started) busy = d->wait_idle() || busy;
+    device_backend_state* gpu = nullptr;
+    {
+      std::lock_guard lock(cuda_mutex);
+      gpu = cuda.get();
+    }
+    if (gpu) busy = gpu->wait_idle() || busy;
   }
   std::vector<std::unique_ptr<sim_device>> ending;
   {

@@ -44,6 +44,15 @@ struct slot_set {
   }
 };
 
+/// The CUDA backend's per-runtime state (src/exec/cuda), owned here so that it lives and
+/// dies with the runtime; virtual so that builds without CUDA need none of its code.
+struct device_backend_state {
+  virtual ~device_backend_state() = default;
+  /// Waits until every piece of work handed to the device has completed its event;
+  /// returns whether there was any.
+  virtual bool wait_idle() = 0;
+};
+
 struct exec_state {
   exec_state(place machine, bool this_system);
   ~exec_state();
@@ -77,6 +86,10 @@ struct exec_state {
   bool this_system;
   std::uint64_t const generation;  // unique per runtime: keys per-thread caches
   std::vector<int> slot_os_index;  // OS CPU number of each host PU, in slot order
+
+  /// The CUDA backend's state, made on first use (under cuda_mutex).
+  std::mutex cuda_mutex;
+  std::unique_ptr<device_backend_state> cuda;
 
  private:
   struct cached {

@@ -7,6 +7,9 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <mutex>
+
 namespace strata::detail {
 
 void* cuda_pinned_alloc(std::size_t bytes) noexcept {
@@ -22,22 +25,70 @@ void cuda_pinned_free(void* p) noexcept {
   cudaFreeHost(p);
 }
 
+namespace {
+
+// Stream-ordered pools (cudaMallocAsync): freed memory stays in the device's pool for the
+// next allocation instead of going back to the driver, which makes allocation in a loop
+// cheap. Devices without pool support get cudaMalloc.
+bool pools_supported(int device) {
+  int pools = 0;
+  if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess)
+    return false;
+  if (pools) {
+    cudaMemPool_t pool = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+      std::uint64_t keep = UINT64_MAX;  // keep freed memory in the pool
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    }
+  }
+  return pools != 0;
+}
+
+}  // namespace
+
 void* cuda_device_alloc(place const& memory, std::size_t bytes) {
   void* p = nullptr;
-  if (auto e = cudaSetDevice(memory.os_index()); e != cudaSuccess)
-    throw backend_error(
-        fmt::format("cudaSetDevice({}): {}", memory.os_index(), cudaGetErrorString(e)));
-  if (auto e = cudaMalloc(&p, bytes); e != cudaSuccess) {
+  int const device = memory.os_index();
+  if (auto e = cudaSetDevice(device); e != cudaSuccess)
+    throw backend_error(fmt::format("cudaSetDevice({}): {}", device, cudaGetErrorString(e)));
+  static std::once_flag once[64];
+  static bool pools[64] = {};
+  if (device >= 0 && device < 64)
+    std::call_once(once[device], [device] { pools[device] = pools_supported(device); });
+  bool const pooled = device >= 0 && device < 64 && pools[device];
+  cudaError_t e = cudaSuccess;
+  if (pooled) {
+    // Allocated in stream order on the legacy stream and synchronized, so the memory is
+    // usable from every stream once allocate returns.
+    e = cudaMallocAsync(&p, bytes, cudaStreamLegacy);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(cudaStreamLegacy);
+  } else {
+    e = cudaMalloc(&p, bytes);
+  }
+  if (e != cudaSuccess) {
     if (e == cudaErrorMemoryAllocation)
-      throw out_of_memory(fmt::format("allocate: cudaMalloc of {} bytes on '{}' failed: {}", bytes,
+      throw out_of_memory(fmt::format("allocate: {} of {} bytes on '{}' failed: {}",
+                                      pooled ? "cudaMallocAsync" : "cudaMalloc", bytes,
                                       memory.path(), cudaGetErrorString(e)));
-    throw backend_error(fmt::format("cudaMalloc: {}", cudaGetErrorString(e)));
+    throw backend_error(
+        fmt::format("{}: {}", pooled ? "cudaMallocAsync" : "cudaMalloc", cudaGetErrorString(e)));
   }
   return p;
 }
 
 void cuda_device_free(void* p) noexcept {
-  cudaFree(p);
+  // Like cudaFree, freeing waits for the device's queued work (which may still use the
+  // memory), then hands the memory back to its pool (cudaFree would return it to the
+  // driver). cudaFreeAsync accepts either kind of allocation.
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.device >= 0)
+    cudaSetDevice(attr.device);
+  cudaDeviceSynchronize();
+  if (cudaFreeAsync(p, cudaStreamLegacy) != cudaSuccess) {
+    (void)cudaGetLastError();
+    cudaFree(p);
+  }
+  cudaStreamSynchronize(cudaStreamLegacy);
 }
 
 }  // namespace strata::detail

@@ -98,3 +98,37 @@ TEST(Events, AfterAnEventFromAnotherThread) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+struct named_for_cuda_k {
+  template <class Self>
+  void operator()(Self const&, int*) const {}
+};
+
+// This file is compiled by the host compiler, so its kernels have no device code: a
+// launch on the CUDA backend says so and how to fix it, whether or not a GPU exists.
+TEST(Launch, CudaLaunchFromAHostCompiledFileNamesTheKernel) {
+  runtime rt;
+  int x = 0;
+  for (int chained = 0; chained < 2; ++chained) {
+    try {
+      if (chained)
+        launch(after(event::pending()), on(rt.machine(), backend_id::cuda), grid(4),
+               named_for_cuda_k{}, &x);
+      else
+        launch(on(rt.machine(), backend_id::cuda), grid(4), named_for_cuda_k{}, &x);
+      FAIL() << "no exception";
+    } catch (not_supported const& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("kernel strata::(anonymous namespace)::named_for_cuda_k was not compiled "
+                          "for CUDA: compile this file with nvcc"),
+                std::string::npos)
+          << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata

@@ -37,10 +37,11 @@ struct slot_set;
 /// What a launch needs to know about its target, checked and resolved once.
 struct placement {
   backend_id backend;
-  int threads;               // processors the backend runs the launch on (its parallelism)
-  slot_set const* slots;     // which of the pool's slots (host PUs) may run its blocks
-  int device = -1;           // the device's index among its kind (sim, CUDA)
-  std::uint32_t memory = 0;  // the id of that device's memory place
+  int threads;                // processors the backend runs the launch on (its parallelism)
+  slot_set const* slots;      // which of the pool's slots (host PUs) may run its blocks
+  int device = -1;            // the device's index among its kind (sim, CUDA)
+  std::uint32_t memory = 0;   // the id of that device's memory place
+  std::uint64_t devices = 0;  // CUDA: the ordinals of the GPUs the launch spreads over
 };
 
 /// Validates the target against the live runtime and picks the backend. Throws

@@ -155,8 +155,8 @@ namespace detail {
 template <std::size_t D, class T>
 struct fill_kernel {
   template <class Self>
-  void operator()(Self const& self, std::byte* base, std::size_t pitch, std::size_t slice_pitch,
-                  vec<D> extent, T value) const {
+  STRATA_FN void operator()(Self const& self, std::byte* base, std::size_t pitch,
+                            std::size_t slice_pitch, vec<D> extent, T value) const {
     for (auto p : self.elements(extent)) {
       vec<D> i{};
       if constexpr (D == 1)

@@ -45,12 +45,25 @@ class event_state {
   /// Runs `fn` when the event completes: now, in this thread, if it already has.
   void then(std::function<void()> fn);
 
+  /// The device-side marker of the work (a cudaEvent_t and its device), set by the
+  /// producer before the event is shared, so that later work on a device waits for it on
+  /// the device instead of the host (Phalanx §IV-A: cudaStreamWaitEvent). Null for host
+  /// work. `handle` owns the marker (its deleter destroys it).
+  void set_native(std::shared_ptr<void> handle, int device) noexcept {
+    native_ = std::move(handle);
+    native_device_ = device;
+  }
+  void* native() const noexcept { return native_.get(); }
+  int native_device() const noexcept { return native_device_; }
+
  private:
   std::atomic<int> status_{pending};
   std::atomic<std::chrono::steady_clock::rep> expected_ns_{0};
   std::exception_ptr error_;
   std::mutex mutex_;
   std::vector<std::function<void()>> continuations_;
+  std::shared_ptr<void> native_;
+  int native_device_ = -1;
 };
 
 /// Blocks (helping the pool) until `s` is ready; used by event::wait.
@@ -103,6 +116,10 @@ class event {
   void complete(std::exception_ptr error = nullptr) const {
     if (state_) state_->complete(std::move(error));
   }
+
+  /// Producer side: the shared state (null for an empty event), e.g. to attach a
+  /// device-side marker with set_native.
+  detail::event_state* state() const noexcept { return state_.get(); }
 
   friend bool operator==(event const&, event const&) = default;
 

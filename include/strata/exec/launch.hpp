@@ -6,11 +6,13 @@
 #pragma once
 
 #include <strata/exec/backend.hpp>
+#include <strata/exec/cuda/backend.hpp>
 #include <strata/exec/event.hpp>
 #include <strata/exec/serial/backend.hpp>
 #include <strata/exec/shape.hpp>
 #include <strata/exec/sim/backend.hpp>
 #include <strata/exec/threads/backend.hpp>
+#include <strata/exec/trace.hpp>
 #include <strata/memory/ptr.hpp>
 #if defined(_OPENMP)
 #include <strata/exec/openmp/backend.hpp>
@@ -30,10 +32,31 @@ namespace detail {
 template <class... B>
 struct backend_list {};
 
-#if defined(_OPENMP)
-using cpu_backends = backend_list<serial::backend, threads::backend, openmp::backend, sim::backend>;
+/// Throws not_supported: a launch on a CUDA place from a file the host compiler built.
+[[noreturn]] void cuda_not_compiled(char const* kernel);
+
+/// The CUDA backend of a translation unit that nvcc did not compile: the kernel has no
+/// device code, so the launch can only say how to get some (alpaka and Kokkos behave
+/// the same way: the backend is chosen when the kernel's file is compiled).
+struct cuda_absent {
+  static constexpr backend_id id = backend_id::cuda;
+  template <class S, class K, class Args>
+  static event launch(placement const&, S const&, K const&, Args&) {
+    cuda_not_compiled(trace::detail::type_name(typeid(K)));
+  }
+};
+
+#if defined(__CUDACC__)
+using cuda_backend = ::strata::cuda::backend;
 #else
-using cpu_backends = backend_list<serial::backend, threads::backend, sim::backend>;
+using cuda_backend = cuda_absent;
+#endif
+
+#if defined(_OPENMP)
+using cpu_backends =
+    backend_list<serial::backend, threads::backend, openmp::backend, sim::backend, cuda_backend>;
+#else
+using cpu_backends = backend_list<serial::backend, threads::backend, sim::backend, cuda_backend>;
 #endif
 
 [[noreturn]] void backend_not_compiled(backend_id b);
@@ -101,6 +124,11 @@ event dispatch(backend_list<B...>, placement const& p, S const& s, K const& k, A
 
 template <shape_type S, class Kernel, class... Args>
 event launch(target const& where, S const& s, Kernel&& kernel, Args&&... args) {
+#if !defined(__CUDACC__)
+  // Named explicitly, the CUDA backend fails here, whether or not a GPU exists.
+  if (where.backend == backend_id::cuda)
+    detail::cuda_not_compiled(trace::detail::type_name(typeid(std::decay_t<Kernel>)));
+#endif
   auto p = detail::resolve(where);
   auto copied =
       detail::kernel_args(p, std::index_sequence_for<Args...>{}, std::forward<Args>(args)...);
@@ -114,7 +142,24 @@ event launch(after const& deps, target const& where, S const& s, Kernel&& kernel
     if (auto err = deps.error()) return event::failed(err);
     return launch(where, s, std::forward<Kernel>(kernel), std::forward<Args>(args)...);
   }
-  detail::resolve(where);  // a bad target fails now, in the caller, not later
+#if !defined(__CUDACC__)
+  if (where.backend == backend_id::cuda)
+    detail::cuda_not_compiled(trace::detail::type_name(typeid(std::decay_t<Kernel>)));
+#endif
+  auto placed = detail::resolve(where);  // a bad target fails now, in the caller, not later
+#if defined(__CUDACC__)
+  // GPU after GPU: the stream waits for the events' markers on the device (Phalanx
+  // §IV-A); the host does not wait.
+  if (placed.backend == backend_id::cuda && detail::cuda::chainable(deps)) {
+    if (auto err = deps.error()) return event::failed(err);
+    auto copied = detail::kernel_args(placed, std::index_sequence_for<Args...>{},
+                                      std::forward<Args>(args)...);
+    std::decay_t<Kernel> const& k = kernel;
+    return cuda::backend::launch(placed, s, k, copied, &deps);
+  }
+#else
+  (void)placed;
+#endif
   auto result = event::pending();
   auto ready = when_all(deps);
   auto start = [result, where, s, k = std::decay_t<Kernel>(std::forward<Kernel>(kernel)),

@@ -49,14 +49,25 @@ struct cpu_context {
   std::size_t scratch_bytes = 0;
   mutable std::size_t scratchpad_used = 0;
 
-  vec<D> grid_extent() const { return grid; }
-  vec<D> block_extent() const { return block; }
-  vec<D> element_extent() const { return elements; }
-  vec<D> block_index() const { return block_idx; }
-  vec<D> thread_index() const { return thread_idx; }
-  void barrier() const { sync.barrier(); }
-  std::byte* scratchpad_base() const { return scratch; }
-  std::size_t scratchpad_size() const { return scratch_bytes; }
+  // STRATA_FN because the domain handle's functions are: in an nvcc translation unit the
+  // same kernel is instantiated for host and GPU contexts. This context only runs on host.
+  STRATA_FN vec<D> grid_extent() const { return grid; }
+  STRATA_FN vec<D> block_extent() const { return block; }
+  STRATA_FN vec<D> element_extent() const { return elements; }
+  STRATA_FN vec<D> block_index() const { return block_idx; }
+  STRATA_FN vec<D> thread_index() const { return thread_idx; }
+  template <class S = Sync>
+  STRATA_FN void barrier() const {
+#if !STRATA_DEVICE_CODE
+    sync.barrier();
+#endif
+  }
+  STRATA_FN std::byte* scratchpad_base() const {
+    return scratch;
+  }
+  STRATA_FN std::size_t scratchpad_size() const {
+    return scratch_bytes;
+  }
 };
 
 }  // namespace strata::detail

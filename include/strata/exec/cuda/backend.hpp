@@ -1,0 +1,284 @@
+// The CUDA backend (Phalanx §IV-A, Fig. 2; Alpaka §3.3, Table 2): the kernel functors the
+// CPU backends run, on NVIDIA GPUs.
+//
+// Mapping (Alpaka Table 2): Strata's grid of blocks is CUDA's grid, its blocks CUDA's
+// blocks (1-3D; Strata's last dimension is CUDA's x, so the fastest-varying index is the
+// coalescing one), and a thread's elements a loop inside the CUDA thread. A parallel
+// block's barrier() is __syncthreads(), its scratchpad dynamic shared memory sized from
+// the shape, and a phase-split kernel runs its phases with __syncthreads() between them
+// (the per-thread State lives in registers). Atomics and fences (atomic.hpp) are CUDA's
+// under __CUDA_ARCH__.
+//
+// A CUDA launch needs the kernel compiled by nvcc, and strata::launch is a template
+// instantiated in the user's translation unit, so — as in alpaka and Kokkos — the CUDA
+// backend exists only in translation units compiled by nvcc (__CUDACC__). A launch on a
+// CUDA place from a file compiled by the host compiler throws strata::not_supported
+// naming the kernel. Kernels for CUDA are functors whose operator() is STRATA_FN, or
+// lambdas written `[] STRATA_FN (auto const& self, ...)` (nvcc --extended-lambda).
+//
+// Streams and events (Phalanx §IV-A): each launch goes to a stream of the device's pool
+// and records a cudaEvent; launching after events that carry one makes the stream wait on
+// the device (cudaStreamWaitEvent), never the host. A completion worker per device turns
+// the cudaEvent into the strata::event (a kernel fault fails it, and surfaces at wait).
+// A place holding several GPUs splits the grid's first dimension over them (Phalanx's
+// multi-grid); the launch's event completes when every part has.
+#pragma once
+
+#include <strata/config.hpp>
+#include <strata/exec/backend.hpp>
+#include <strata/exec/domain.hpp>
+#include <strata/exec/event.hpp>
+#include <strata/exec/phases.hpp>
+#include <strata/exec/shape.hpp>
+#include <strata/exec/trace.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <typeinfo>
+#include <utility>
+#include <vector>
+
+namespace strata::detail::cuda {
+
+/// What a launch checks its shape against, per device (cudaDeviceProp).
+struct device_limits {
+  int max_threads_per_block;
+  int max_block[3];  // x, y, z
+  int max_grid[3];
+  std::size_t shared_per_block;        // without opting in
+  std::size_t shared_per_block_optin;  // the most a kernel may opt in to
+};
+
+/// Throws backend_error "<call>: <CUDA's message>" (with `context` first, if any).
+[[noreturn]] void fail(char const* call, int code, std::string const& context = {});
+/// The limits of CUDA device `device` (its ordinal).
+device_limits const& limits(int device);
+/// Whether every event of `deps` not yet complete carries a CUDA marker, so that device
+/// work after them can wait on the device.
+bool chainable(after const& deps) noexcept;
+/// The next stream of device `device`'s pool, with `device` made current; the stream
+/// waits (on the device) for the markers of `deps`' pending events, which must all have
+/// one (chainable). Returns a cudaStream_t.
+void* stream_for(int device, after const* deps);
+/// Records the end of the work just queued on `stream` and returns its event, completed
+/// by the device's completion worker; `what` names the work in error messages.
+event finish(int device, void* stream, std::string what);
+/// The CUDA ordinals of the devices in `mask`, in order.
+std::vector<int> devices_of(std::uint64_t mask);
+
+}  // namespace strata::detail::cuda
+
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+
+namespace strata::detail::cuda {
+
+/// Strata dimension i of a D-dimensional launch is CUDA's axis D-1-i (x is the last).
+template <std::size_t D>
+STRATA_FN inline unsigned axis_of(dim3 const& v, std::size_t i) {
+  std::size_t a = D - 1 - i;
+  return a == 0 ? v.x : (a == 1 ? v.y : v.z);
+}
+
+/// The domain's context on the GPU: extents passed by value, indices read from builtins.
+/// `offset0` is the first block (in dimension 0) of this device's part of a multi-GPU
+/// grid. Phases: barrier() is the phase boundary and does not compile inside a phase.
+template <std::size_t D, bool Phases>
+struct context {
+  vec<D> grid, block, elements;
+  index_t offset0;
+  std::byte* scratch;
+  std::size_t scratch_bytes;
+  mutable std::size_t scratchpad_used = 0;
+
+  STRATA_FN vec<D> grid_extent() const { return grid; }
+  STRATA_FN vec<D> block_extent() const { return block; }
+  STRATA_FN vec<D> element_extent() const { return elements; }
+  STRATA_FN vec<D> block_index() const {
+    vec<D> r{};
+#if STRATA_DEVICE_CODE
+    for (std::size_t i = 0; i < D; ++i) r[i] = static_cast<index_t>(axis_of<D>(blockIdx, i));
+    r[0] += offset0;
+#endif
+    return r;
+  }
+  STRATA_FN vec<D> thread_index() const {
+    vec<D> r{};
+#if STRATA_DEVICE_CODE
+    for (std::size_t i = 0; i < D; ++i) r[i] = static_cast<index_t>(axis_of<D>(threadIdx, i));
+#endif
+    return r;
+  }
+  template <bool P = Phases>
+  STRATA_FN void barrier() const {
+    static_assert(!P,
+                  "barrier(): a phase-split kernel is already cut at its barriers; end the "
+                  "phase and continue in the next one instead");
+#if STRATA_DEVICE_CODE
+    __syncthreads();
+#endif
+  }
+  STRATA_FN std::byte* scratchpad_base() const {
+    return scratch;
+  }
+  STRATA_FN std::size_t scratchpad_size() const {
+    return scratch_bytes;
+  }
+};
+
+template <std::size_t D>
+struct launch_desc {
+  vec<D> grid, block, elements;
+  index_t offset0;
+  std::size_t scratch_bytes;
+};
+
+// The kernel entry points, with short names so that profiler output stays readable
+// (nsys/ncu show `strata::k::run<...>`).
+namespace k {
+
+template <std::size_t D, class P, class Kernel, class... A>
+__global__ void run(launch_desc<D> d, Kernel kernel, A... a) {
+  extern __shared__ __align__(16) std::byte strata_shared[];
+  context<D, false> ctx{d.grid, d.block, d.elements, d.offset0, strata_shared, d.scratch_bytes};
+  kernel(domain<D, P, context<D, false>>(ctx), a...);
+}
+
+template <std::size_t D, class PhasedKernel, class... A>
+__global__ void phases(launch_desc<D> d, PhasedKernel kernel, A... a) {
+  using State = typename PhasedKernel::state_type;
+  extern __shared__ __align__(16) std::byte strata_shared[];
+  context<D, true> ctx{d.grid, d.block, d.elements, d.offset0, strata_shared, d.scratch_bytes};
+  State state{};
+  // Each phase for this thread, then the block's barrier: the CPU backends' phase loop,
+  // turned inside out.
+  std::apply(
+      [&](auto const&... phase) {
+        ((ctx.scratchpad_used = 0,
+          phase(domain<D, parallel_group, context<D, true>>(ctx), state, a...), __syncthreads()),
+         ...);
+      },
+      kernel.phases);
+}
+
+}  // namespace k
+
+template <std::size_t D>
+dim3 to_dim3(vec<D> const& v) {
+  unsigned e[3] = {1, 1, 1};
+  for (std::size_t i = 0; i < D; ++i) e[D - 1 - i] = static_cast<unsigned>(v[i]);
+  return dim3(e[0], e[1], e[2]);
+}
+
+template <std::size_t D>
+void check_shape(int device, vec<D> const& grid, vec<D> const& block, std::size_t scratch) {
+  auto const& lim = limits(device);
+  char const* axis = "xyz";
+  auto too_big = [&](char const* what, std::size_t i, index_t v, int max) {
+    throw invalid_argument("launch on CUDA device " + std::to_string(device) + ": " + what +
+                           " extent " + std::to_string(v) + " in dimension " + std::to_string(i) +
+                           " (CUDA's " + axis[D - 1 - i] + ") exceeds the device's limit of " +
+                           std::to_string(max));
+  };
+  for (std::size_t i = 0; i < D; ++i) {
+    if (block[i] > lim.max_block[D - 1 - i])
+      too_big("block", i, block[i], lim.max_block[D - 1 - i]);
+    if (grid[i] > lim.max_grid[D - 1 - i]) too_big("grid", i, grid[i], lim.max_grid[D - 1 - i]);
+  }
+  if (block.product() > lim.max_threads_per_block)
+    throw invalid_argument("launch on CUDA device " + std::to_string(device) + ": block of " +
+                           std::to_string(block.product()) + " threads exceeds the limit of " +
+                           std::to_string(lim.max_threads_per_block) + " threads per block");
+  if (scratch > lim.shared_per_block_optin)
+    throw invalid_argument("launch on CUDA device " + std::to_string(device) + ": scratchpad of " +
+                           std::to_string(scratch) + " bytes exceeds the " +
+                           std::to_string(lim.shared_per_block_optin) +
+                           " bytes of shared memory a block may have");
+}
+
+template <class Fn>
+void allow_shared(Fn* fn, std::size_t bytes, int device) {
+  if (bytes <= limits(device).shared_per_block) return;
+  auto e =
+      cudaFuncSetAttribute(reinterpret_cast<void const*>(fn),
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (e != cudaSuccess) fail("cudaFuncSetAttribute(MaxDynamicSharedMemorySize)", e);
+}
+
+template <class Kernel>
+std::string kernel_name() {
+  return trace::detail::type_name(typeid(Kernel));
+}
+
+}  // namespace strata::detail::cuda
+
+namespace strata::cuda {
+
+struct backend {
+  static constexpr backend_id id = backend_id::cuda;
+
+  template <std::size_t D, class P, class Kernel, class Args>
+  static event launch(detail::placement const& where, shape<D, P> const& s, Kernel const& kernel,
+                      Args& args, after const* deps = nullptr) {
+    return launch_impl(where, s, kernel, args, deps,
+                       std::make_index_sequence<std::tuple_size_v<Args>>{});
+  }
+
+ private:
+  template <std::size_t D, class P, class Kernel, class Args, std::size_t... I>
+  static event launch_impl(detail::placement const& where, shape<D, P> const& s,
+                           Kernel const& kernel, Args& args, after const* deps,
+                           std::index_sequence<I...>) {
+    namespace dc = detail::cuda;
+    if constexpr (is_phased_kernel_v<Kernel>)
+      static_assert(is_parallel_v<P>,
+                    "phases: a phase-split kernel needs parallel blocks, "
+                    "shape.block(strata::parallel, ...)");
+    auto devices = dc::devices_of(where.devices);
+    // Phalanx's multi-grid: dimension 0 of the grid is cut into one part per GPU.
+    index_t const rows = s.grid_extent()[0];
+    index_t const n =
+        static_cast<index_t>(devices.size()) < rows ? static_cast<index_t>(devices.size()) : rows;
+    std::size_t const scratch = s.scratchpad_bytes();
+    std::vector<event> parts;
+    index_t first = 0;
+    for (index_t part = 0; part < n; ++part) {
+      int const device = devices[static_cast<std::size_t>(part)];
+      index_t const count = rows / n + (part < rows % n ? 1 : 0);
+      vec<D> g = s.grid_extent();
+      g[0] = count;
+      dc::check_shape(device, g, s.block_extent(), scratch);
+      void* stream = dc::stream_for(device, deps);
+      dc::launch_desc<D> d{s.grid_extent(), s.block_extent(), s.element_extent(), first, scratch};
+      dim3 const grid_dim = dc::to_dim3(g);
+      dim3 const block_dim = dc::to_dim3(s.block_extent());
+      auto cs = static_cast<cudaStream_t>(stream);
+      if constexpr (is_phased_kernel_v<Kernel>) {
+        launch_phases(kernel, d, grid_dim, block_dim, scratch, device, cs, std::get<I>(args)...);
+      } else {
+        auto* fn = &dc::k::run<D, P, Kernel, std::tuple_element_t<I, Args>...>;
+        dc::allow_shared(fn, scratch, device);
+        fn<<<grid_dim, block_dim, scratch, cs>>>(d, kernel, std::get<I>(args)...);
+      }
+      if (auto e = cudaGetLastError(); e != cudaSuccess)
+        dc::fail("cudaLaunchKernel", e, "launch of kernel " + dc::kernel_name<Kernel>());
+      parts.push_back(dc::finish(device, stream, "kernel " + dc::kernel_name<Kernel>()));
+      first += count;
+    }
+    return parts.size() == 1 ? parts.front() : when_all(after(std::move(parts)));
+  }
+
+  template <std::size_t D, class State, class... Phases, class... A>
+  static void launch_phases(phased_kernel<State, Phases...> const& kernel,
+                            detail::cuda::launch_desc<D> const& d, dim3 grid_dim, dim3 block_dim,
+                            std::size_t scratch, int device, cudaStream_t stream, A const&... a) {
+    auto* fn = &detail::cuda::k::phases<D, phased_kernel<State, Phases...>, A...>;
+    detail::cuda::allow_shared(fn, scratch, device);
+    fn<<<grid_dim, block_dim, scratch, stream>>>(d, kernel, a...);
+  }
+};
+
+}  // namespace strata::cuda
+#endif

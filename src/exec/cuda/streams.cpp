@@ -1,0 +1,212 @@
+// The CUDA backend's host side (Phalanx §IV-A, Fig. 2): a pool of streams per device,
+// cudaEvents as the device-side markers of strata events, and one completion worker per
+// device that turns each marker into the completion of its strata event. Compiled by the
+// host compiler against cudart, in CUDA builds only.
+//
+// Why a worker and not cudaLaunchHostFunc: a host function may not call CUDA, yet an
+// event's continuations do (a launch after it); and after a kernel fault the stream stops,
+// so a host function would never run and `wait` would hang. The worker's
+// cudaEventSynchronize returns the fault instead, which fails the event.
+#include <strata/error.hpp>
+#include <strata/exec/cuda/backend.hpp>
+
+#include "exec/exec_state.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <array>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace strata::detail::cuda {
+
+[[noreturn]] void fail(char const* call, int code, std::string const& context) {
+  auto e = static_cast<cudaError_t>(code);
+  throw backend_error(fmt::format("{}{}{}: {} ({})", context, context.empty() ? "" : ": ", call,
+                                  cudaGetErrorString(e), cudaGetErrorName(e)));
+}
+
+namespace {
+
+void check(cudaError_t e, char const* call, std::string const& context = {}) {
+  if (e != cudaSuccess) fail(call, e, context);
+}
+
+constexpr int streams_per_device = 4;
+
+class device {
+ public:
+  explicit device(int ordinal) : ordinal_(ordinal) {
+    check(cudaSetDevice(ordinal), "cudaSetDevice");
+    for (auto& s : streams_)
+      check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
+    limits_ = {prop.maxThreadsPerBlock,
+               {prop.maxThreadsDim[0], prop.maxThreadsDim[1], prop.maxThreadsDim[2]},
+               {prop.maxGridSize[0], prop.maxGridSize[1], prop.maxGridSize[2]},
+               prop.sharedMemPerBlock,
+               prop.sharedMemPerBlockOptin};
+    worker_ = std::thread([this] { run(); });
+  }
+  ~device() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    worker_.join();
+    for (auto s : streams_) cudaStreamDestroy(s);
+  }
+
+  device_limits const& limits() const noexcept { return limits_; }
+  cudaStream_t next_stream() noexcept {
+    return streams_[next_.fetch_add(1, std::memory_order_relaxed) % streams_per_device];
+  }
+
+  event finish(cudaStream_t stream, std::string what) {
+    cudaEvent_t marker = nullptr;
+    check(cudaEventCreateWithFlags(&marker, cudaEventDisableTiming), "cudaEventCreateWithFlags",
+          what);
+    std::shared_ptr<void> owned(marker,
+                                [](void* m) { cudaEventDestroy(static_cast<cudaEvent_t>(m)); });
+    check(cudaEventRecord(marker, stream), "cudaEventRecord", what);
+    auto done = event::pending();
+    done.state()->set_native(owned, ordinal_);
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back({marker, done, std::move(what)});
+    }
+    wake_.notify_all();
+    return done;
+  }
+
+  bool wait_idle() {
+    std::unique_lock lock(mutex_);
+    bool const busy = !queue_.empty() || running_;
+    idle_.wait(lock, [this] { return queue_.empty() && !running_; });
+    return busy;
+  }
+
+ private:
+  struct entry {
+    cudaEvent_t marker;
+    event done;
+    std::string what;
+  };
+
+  void run() {
+    cudaSetDevice(ordinal_);
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left
+      entry e = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = true;
+      lock.unlock();
+      // Blocks until the device has passed the marker; returns a fault of the work.
+      auto err = cudaEventSynchronize(e.marker);
+      std::exception_ptr failure;
+      if (err != cudaSuccess) {
+        try {
+          fail("cudaEventSynchronize", err,
+               fmt::format("{} on CUDA device {} failed", e.what, ordinal_));
+        } catch (...) {
+          failure = std::current_exception();
+        }
+      }
+      e.done.complete(failure);  // continuations run here, outside any CUDA callback
+      lock.lock();
+      running_ = false;
+      idle_.notify_all();
+    }
+  }
+
+  int ordinal_;
+  std::array<cudaStream_t, streams_per_device> streams_{};
+  std::atomic<unsigned> next_{0};
+  device_limits limits_{};
+  std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  std::deque<entry> queue_;
+  bool running_ = false;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+class state final : public device_backend_state {
+ public:
+  device& get(int ordinal) {
+    std::lock_guard lock(mutex_);
+    auto& d = devices_[ordinal];
+    if (!d) d = std::make_unique<device>(ordinal);
+    return *d;
+  }
+  bool wait_idle() override {
+    std::vector<device*> all;
+    {
+      std::lock_guard lock(mutex_);
+      for (auto& [_, d] : devices_) all.push_back(d.get());
+    }
+    bool busy = false;
+    for (auto* d : all) busy = d->wait_idle() || busy;
+    return busy;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<int, std::unique_ptr<device>> devices_;
+};
+
+device& device_of(int ordinal) {
+  auto& exec = current_exec();
+  state* s = nullptr;
+  {
+    std::lock_guard lock(exec.cuda_mutex);
+    if (!exec.cuda) exec.cuda = std::make_unique<state>();
+    s = static_cast<state*>(exec.cuda.get());
+  }
+  return s->get(ordinal);
+}
+
+}  // namespace
+
+device_limits const& limits(int ordinal) {
+  return device_of(ordinal).limits();
+}
+
+bool chainable(after const& deps) noexcept {
+  for (auto const& e : deps.events)
+    if (!e.ready() && !(e.state() && e.state()->native())) return false;
+  return true;
+}
+
+void* stream_for(int ordinal, after const* deps) {
+  auto& d = device_of(ordinal);
+  check(cudaSetDevice(ordinal), "cudaSetDevice");
+  cudaStream_t s = d.next_stream();
+  if (deps)
+    for (auto const& e : deps->events)
+      if (!e.ready() && e.state() && e.state()->native())
+        check(cudaStreamWaitEvent(s, static_cast<cudaEvent_t>(e.state()->native()), 0),
+              "cudaStreamWaitEvent");
+  return s;
+}
+
+event finish(int ordinal, void* stream, std::string what) {
+  return device_of(ordinal).finish(static_cast<cudaStream_t>(stream), std::move(what));
+}
+
+std::vector<int> devices_of(std::uint64_t mask) {
+  std::vector<int> r;
+  for (int i = 0; i < 64; ++i)
+    if (mask >> i & 1u) r.push_back(i);
+  return r;
+}
+
+}  // namespace strata::detail::cuda
