@@ -66,6 +66,18 @@ void context::report(result const& r) {
   std::fflush(stdout);
 }
 
+void context::skip(std::string const& bench, std::string const& reason) {
+  if (options_.json) {
+    nlohmann::ordered_json j;
+    j["bench"] = bench;
+    j["skipped"] = reason;
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%-10s skipped: %s\n", bench.c_str(), reason.c_str());
+  }
+  std::fflush(stdout);
+}
+
 std::pair<double, double> compare(int repeats, std::function<void()> const& strata_side,
                                   std::function<void()> const& peer_side) {
   using clock = std::chrono::steady_clock;

@@ -46,6 +46,8 @@ class context {
   /// Bytes of the largest cache level, summed over its instances (the "last level").
   std::uint64_t last_level_cache() const;
   void report(result const& r);
+  /// Says that benchmark `bench` could not run here and why (a JSON line with "skipped").
+  void skip(std::string const& bench, std::string const& reason);
 
  private:
   options options_;
