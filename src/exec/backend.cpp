@@ -156,7 +156,8 @@ void check_kernel_pointer(placement const& p, void const* address, space_id spac
   bool const sim = p.backend == backend_id::sim;
   bool const gpu = p.backend == backend_id::cuda;
   auto host_like = [](space_id s) {
-    return s == space_id::host || s == space_id::pinned || s == space_id::mapped;
+    return s == space_id::host || s == space_id::pinned || s == space_id::mapped ||
+           s == space_id::managed;
   };
   auto where = [&] {
     return sim ? "sim device " +
@@ -168,11 +169,12 @@ void check_kernel_pointer(placement const& p, void const* address, space_id spac
     throw invalid_argument(
         fmt::format("launch on {}: argument {} ({}) {}", where(), index + 1, address, what));
   };
-  // CUDA kernels reach any CUDA memory (peers through unified addressing) and page-locked
-  // host memory, which unified addressing maps into every device.
+  // CUDA kernels reach any CUDA memory (peers through unified addressing), managed memory
+  // and page-locked host memory, which unified addressing maps into every device. Host
+  // kernels reach managed memory too (the driver migrates its pages).
   auto fits = [&](space_id s, std::uint32_t memory) {
     return sim   ? s == space_id::sim && memory == p.memory
-           : gpu ? s == space_id::cuda || s == space_id::pinned
+           : gpu ? s == space_id::cuda || s == space_id::managed || s == space_id::pinned
                  : host_like(s);
   };
   auto describe = [&](space_id s, std::uint32_t memory) {
@@ -182,7 +184,7 @@ void check_kernel_pointer(placement const& p, void const* address, space_id spac
                      to_string(s), place_of_id(memory).path())
            : gpu
                ? fmt::format(
-                     "is {} memory; CUDA kernels use CUDA device memory or pinned host memory",
+                     "is {} memory; CUDA kernels use CUDA device, managed or pinned host memory",
                      to_string(s))
                : fmt::format("is {} memory; kernels on host processors use host-accessible memory",
                              to_string(s));

@@ -54,7 +54,7 @@ event host_copy(copy_desc const& d) {
 }
 
 event start_copy(copy_desc const& d) {
-  if (d.dst.space == space_id::cuda || d.src.space == space_id::cuda) return cuda::copy(d, nullptr);
+  if (cuda::involved(d)) return cuda::copy(d, nullptr);
   bool const dst_sim = d.dst.space == space_id::sim, src_sim = d.src.space == space_id::sim;
   if (!dst_sim && !src_sim) return host_copy(d);
   auto& exec = current_exec();
@@ -101,7 +101,7 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
     return start_copy(d);
   }
   // After GPU work, a copy on the GPU waits for it there (Phalanx §IV-A), not on the host.
-  if ((d.dst.space == space_id::cuda || d.src.space == space_id::cuda) && cuda::chainable(deps)) {
+  if (cuda::involved(d) && cuda::chainable(deps)) {
     if (auto err = deps.error()) return event::failed(err);
     return cuda::copy(d, &deps);
   }

@@ -20,7 +20,7 @@
 namespace strata {
 
 std::string_view to_string(space_id s) noexcept {
-  constexpr std::array names{"host", "pinned", "mapped", "sim", "cuda"};
+  constexpr std::array names{"host", "pinned", "mapped", "sim", "cuda", "managed"};
   return names.at(static_cast<std::size_t>(s));
 }
 
@@ -37,6 +37,7 @@ space_traits traits_of(space_id s) {
     case space_id::sim:
       return {place_type::device_memory, isa::sim};
     case space_id::cuda:
+    case space_id::managed:
       return {place_type::device_memory, isa::cuda};
     default:
       return {place_type::host_memory, isa::host};
@@ -54,6 +55,8 @@ std::string describe_space(space_id s) {
       return "sim device memory";
     case space_id::cuda:
       return "CUDA device memory";
+    case space_id::managed:
+      return "CUDA device memory (for managed memory)";
     default:
       return "host memory (a NUMA node)";
   }
@@ -228,6 +231,10 @@ raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t
     case space_id::cuda:
       p = cuda_device_alloc(memory, bytes);
       release = [](void* q, std::size_t) { cuda_device_free(q); };
+      break;
+    case space_id::managed:
+      p = cuda_managed_alloc(memory, bytes);
+      release = [](void* q, std::size_t) { cuda_managed_free(q); };
       break;
     case space_id::mapped:
       break;

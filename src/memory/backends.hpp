@@ -14,5 +14,8 @@ void cuda_pinned_free(void* p) noexcept;
 /// Device memory on the CUDA device of memory place `memory`; throws on CUDA errors.
 void* cuda_device_alloc(place const& memory, std::size_t bytes);
 void cuda_device_free(void* p) noexcept;
+/// Managed memory attached to the CUDA device of memory place `memory`.
+void* cuda_managed_alloc(place const& memory, std::size_t bytes);
+void cuda_managed_free(void* p) noexcept;
 
 }  // namespace strata::detail

@@ -91,4 +91,28 @@ void cuda_device_free(void* p) noexcept {
   cudaStreamSynchronize(cudaStreamLegacy);
 }
 
+void* cuda_managed_alloc(place const& memory, std::size_t bytes) {
+  void* p = nullptr;
+  int const device = memory.os_index();
+  if (auto e = cudaSetDevice(device); e != cudaSuccess)
+    throw backend_error(fmt::format("cudaSetDevice({}): {}", device, cudaGetErrorString(e)));
+  if (auto e = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal); e != cudaSuccess) {
+    if (e == cudaErrorMemoryAllocation)
+      throw out_of_memory(fmt::format("allocate: cudaMallocManaged of {} bytes on '{}' failed: {}",
+                                      bytes, memory.path(), cudaGetErrorString(e)));
+    throw backend_error(fmt::format("cudaMallocManaged: {}", cudaGetErrorString(e)));
+  }
+  // Pages live on this GPU until touched elsewhere.
+  cudaMemLocation where{};
+  where.type = cudaMemLocationTypeDevice;
+  where.id = device;
+  (void)cudaMemAdvise(p, bytes, cudaMemAdviseSetPreferredLocation, where);
+  (void)cudaGetLastError();  // the advice is optional (not every system supports it)
+  return p;
+}
+
+void cuda_managed_free(void* p) noexcept {
+  cudaFree(p);  // waits for the device, like every free of device memory
+}
+
 }  // namespace strata::detail

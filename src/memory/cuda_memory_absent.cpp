@@ -14,5 +14,11 @@ void* cuda_device_alloc(place const& memory, std::size_t) {
                       "built without CUDA");
 }
 void cuda_device_free(void*) noexcept {}
+void* cuda_managed_alloc(place const& memory, std::size_t) {
+  throw not_supported("allocate: '" + memory.path() +
+                      "' is CUDA memory, and this libstrata was "
+                      "built without CUDA");
+}
+void cuda_managed_free(void*) noexcept {}
 
 }  // namespace strata::detail

@@ -70,6 +70,7 @@ TEST(CudaAbsent, LaunchWithoutADeviceIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("no CUDA device"), std::string::npos) << e.what();
   }
   EXPECT_THROW((allocate<int, cuda_space>(rt.machine(), 16)), invalid_argument);
+  EXPECT_THROW((allocate<int, managed_space>(rt.machine(), 16)), invalid_argument);
 }
 
 struct coverage_k {
@@ -306,6 +307,22 @@ TEST_F(Cuda, ThreeDimensionalCopies) {
   for (index_t i = 0; i < 4; ++i)
     for (index_t j = 0; j < 5; ++j)
       for (index_t k = 0; k < 6; ++k) ASSERT_EQ(out(i, j, k), in(i, j, k));
+}
+
+// Managed memory: written on the host, updated by a GPU kernel, read on the host, copied
+// to device memory and back.
+TEST_F(Cuda, ManagedMemoryIsSharedByHostAndGpu) {
+  index_t const n = 1000;
+  auto m = allocate<float, managed_space>(gpu(), static_cast<std::size_t>(n));
+  for (index_t i = 0; i < n; ++i) m[i] = 1.0f;
+  auto x = to_device(std::vector<float>(static_cast<std::size_t>(n), 2.0f));
+  launch(gpu(), divide_work(gpu(), n), saxpy_k{}, 3.0f, n, x, m).wait();
+  for (index_t i = 0; i < n; ++i) ASSERT_EQ(m[i], 7.0f) << i;
+  copy(x, m, static_cast<std::size_t>(n)).wait();
+  auto h = to_host(x, static_cast<std::size_t>(n));
+  EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](float v) { return v == 7.0f; }));
+  deallocate(x);
+  deallocate(m);
 }
 
 TEST_F(Cuda, ShapesBeyondTheDeviceLimitsAreErrors) {

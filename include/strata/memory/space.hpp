@@ -13,7 +13,7 @@
 namespace strata {
 
 /// The spaces at run time (allocation records, messages).
-enum class space_id : std::uint8_t { host, pinned, mapped, sim, cuda };
+enum class space_id : std::uint8_t { host, pinned, mapped, sim, cuda, managed };
 
 std::string_view to_string(space_id s) noexcept;
 
@@ -62,6 +62,17 @@ struct cuda_space {
   static constexpr strata::isa isa = strata::isa::cuda;
   static constexpr place_type memory_type = place_type::device_memory;
   static constexpr std::size_t row_alignment = 512;  // cudaMallocPitch's usual pitch unit
+};
+
+/// CUDA managed (unified) memory of one GPU (cudaMallocManaged): host code and that GPU's
+/// kernels both dereference it; the driver migrates pages on demand. Allocated at a GPU's
+/// memory place, and counted against its capacity.
+struct managed_space {
+  static constexpr space_id id = space_id::managed;
+  static constexpr bool host_accessible = true;
+  static constexpr strata::isa isa = strata::isa::cuda;
+  static constexpr place_type memory_type = place_type::device_memory;
+  static constexpr std::size_t row_alignment = 512;
 };
 
 template <class S>

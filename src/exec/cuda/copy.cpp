@@ -18,7 +18,8 @@ namespace {
 // may carry a wrong place id).
 int ordinal_of(copy_side const& s) {
   auto info = find_allocation(s.base);
-  if (!info || info->space != space_id::cuda || info->machine != current_machine_key())
+  if (!info || (info->space != space_id::cuda && info->space != space_id::managed) ||
+      info->machine != current_machine_key())
     throw invalid_argument(fmt::format(
         "copy: {} is used as CUDA memory but is no live CUDA allocation of this runtime",
         static_cast<void*>(s.base)));
@@ -56,7 +57,8 @@ cudaExtent extent_of(std::size_t width, std::size_t height, std::size_t depth) {
 }  // namespace
 
 event copy(copy_desc const& d, after const* deps) {
-  bool const dst_gpu = d.dst.space == space_id::cuda, src_gpu = d.src.space == space_id::cuda;
+  auto on_gpu = [](space_id s) { return s == space_id::cuda || s == space_id::managed; };
+  bool const dst_gpu = on_gpu(d.dst.space), src_gpu = on_gpu(d.src.space);
   int const dst_dev = dst_gpu ? ordinal_of(d.dst) : -1;
   int const src_dev = src_gpu ? ordinal_of(d.src) : -1;
   int const device = src_gpu ? src_dev : dst_dev;

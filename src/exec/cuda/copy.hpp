@@ -8,6 +8,12 @@
 
 namespace strata::detail::cuda {
 
+/// Whether `d` touches CUDA memory (device or managed), so it runs on a GPU's stream.
+inline bool involved(copy_desc const& d) noexcept {
+  auto gpu = [](space_id s) { return s == space_id::cuda || s == space_id::managed; };
+  return gpu(d.dst.space) || gpu(d.src.space);
+}
+
 /// Starts `d` on a stream of the device that holds its CUDA side (the source's for a
 /// copy between two GPUs), after the CUDA markers of `deps` (null: no dependencies).
 event copy(copy_desc const& d, after const* deps);
