@@ -8,3 +8,4 @@
 #include <strata/machine.hpp>
 #include <strata/memory.hpp>
 #include <strata/runtime.hpp>
+#include <strata/task.hpp>

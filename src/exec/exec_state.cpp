@@ -110,7 +110,10 @@ void exec_state::drain() {
 
 pool& exec_state::get_pool() {
   std::call_once(pool_once_, [this] {
-    pool_ = std::make_unique<pool>(slot_os_index, this_system);
+    int devices = 0;
+    for (auto const& d : machine.descendants(place_type::device))
+      devices += d.isa() != isa::host ? 1 : 0;
+    pool_ = std::make_unique<pool>(slot_os_index, this_system, devices);
     started_pool_.store(pool_.get(), std::memory_order_release);
   });
   return *pool_;

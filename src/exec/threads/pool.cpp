@@ -4,6 +4,7 @@
 #include <strata/exec/trace.hpp>
 
 #include "log.hpp"
+#include "task/scheduler.hpp"
 
 #include <hwloc.h>
 
@@ -63,9 +64,11 @@ pool* pool::instance() noexcept {
   return live_pool.load(std::memory_order_acquire);
 }
 
-pool::pool(std::vector<int> slot_os_index, bool pin)
+pool::pool(std::vector<int> slot_os_index, bool pin, int devices)
     : words_(std::make_unique<worker_word[]>(slot_os_index.size())),
-      sleeping_((slot_os_index.size() + 63) / 64) {
+      sleeping_((slot_os_index.size() + 63) / 64),
+      tasks_(std::make_unique<task::detail::scheduler>(
+          *this, static_cast<int>(slot_os_index.size()), devices)) {
   // One worker per PU. Slot 0's is a reserve: the threads that wait do slot 0's share of
   // ordinary jobs, and it runs only jobs confined to the first PU, which no other worker
   // may run and which must progress even when no thread waits.
@@ -132,6 +135,38 @@ void pool::submit(std::shared_ptr<job> j) {
   notify_progress();  // waiting threads help too
 }
 
+void pool::wake_slot(int slot) {
+  if (slot == 0) {
+    std::lock_guard lock(reserve_mutex_);
+    reserve_wake_.notify_one();
+    return;
+  }
+  words_[static_cast<std::size_t>(slot)].value.fetch_add(1, std::memory_order_seq_cst);
+  words_[static_cast<std::size_t>(slot)].value.notify_one();
+}
+
+void pool::wake_one(std::vector<int> const& slots, std::vector<char> const* mask, bool always) {
+  // Pairs with the sleeper's seq_cst announcement then re-check (Dekker): either it sees
+  // the pushed task or this sees its bit. The unfenced pre-check may miss a worker that
+  // is just falling asleep; the pusher is awake and runs the task itself then, so that
+  // costs parallelism for a moment, never progress.
+  if (!always && sleepers_.load(std::memory_order_relaxed) == 0) return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (mask && !(*mask)[i]) continue;
+    auto const slot = static_cast<std::size_t>(slots[i]);
+    if (sleeping_[slot / 64].load(std::memory_order_relaxed) >> (slot % 64) & 1u) {
+      wake_slot(static_cast<int>(slot));
+      return;
+    }
+  }
+}
+
+bool pool::idle() const noexcept {
+  return outstanding_.load(std::memory_order_acquire) == 0 && tasks_->active_runs() == 0;
+}
+
 std::shared_ptr<job> pool::find(int slot, bool reserve) {
   std::lock_guard lock(mutex_);
   for (auto it = active_.begin(); it != active_.end();) {
@@ -179,10 +214,10 @@ void pool::drain() {
       if (!is_worker) p->external_helpers.fetch_sub(1, std::memory_order_acq_rel);
     }
   } counted{this};
-  while (outstanding_.load(std::memory_order_acquire) > 0) {
+  while (!idle()) {
     if (help(slot, nullptr)) continue;
     auto seen = event_epoch.load(std::memory_order_acquire);
-    auto idle = [this] { return outstanding_.load(std::memory_order_acquire) == 0; };
+    auto idle = [this] { return this->idle(); };
     if (idle()) return;
     if (!spin(event_epoch, seen, idle)) continue;
     event_sleepers.fetch_add(1, std::memory_order_seq_cst);
@@ -198,10 +233,35 @@ void pool::drain() {
 // finds it asleep and notifies it.
 void pool::reserve_main() {
   using clock = std::chrono::steady_clock;
+  std::uint64_t const bit = 1;
+  auto last_task = clock::time_point{};
   while (!stop_.load(std::memory_order_acquire)) {
+    // Task graphs that include the first PU run on this worker like on any other.
+    if (tasks_->work(0)) {
+      last_task = clock::now();
+      continue;
+    }
     if (help(0, nullptr)) continue;
+    // Right after tasks, spin briefly for more (a futex round trip per task would cost
+    // more than the task); launches alone never make it spin (the PU is the waiter's).
+    if (clock::now() - last_task < spin_time) {
+      auto deadline = last_task + spin_time;
+      while (clock::now() < deadline && !tasks_->available(0) &&
+             !stop_.load(std::memory_order_relaxed))
+        for (int i = 0; i < 64; ++i) cpu_relax();
+      if (tasks_->available(0)) continue;
+    }
     std::unique_lock lock(reserve_mutex_);
-    if (stop_.load(std::memory_order_acquire) || find(0, true)) continue;
+    sleeping_[0].fetch_or(bit, std::memory_order_seq_cst);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    struct awake {
+      pool* p;
+      ~awake() {
+        p->sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+        p->sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst);
+      }
+    } unmark{this};
+    if (stop_.load(std::memory_order_acquire) || find(0, true) || tasks_->available(0)) continue;
     if (clock::now() - last_reserve_job_ < std::chrono::milliseconds(10)) {
       reserve_wake_.wait_for(lock, std::chrono::microseconds(200));
     } else {
@@ -236,16 +296,23 @@ void pool::worker_main(int slot, int os_index, bool pin) {
   auto& sleeping = sleeping_[static_cast<std::size_t>(slot) / 64];
   std::uint64_t const bit = std::uint64_t{1} << (slot % 64);
   auto stopping = [this] { return stop_.load(std::memory_order_relaxed); };
+  auto& tasks = *tasks_;
+  auto found = [&] { return stopping() || tasks.available(slot); };
   while (!stopping()) {
+    // Algorithm 1: tasks (own deque, injected, stolen), then chunks of launched jobs.
+    if (tasks.work(slot)) continue;
     if (help(slot, nullptr)) continue;
     auto seen = work_epoch.load(std::memory_order_acquire);
     if (help(slot, nullptr)) continue;
-    if (!spin(work_epoch, seen, stopping)) continue;
-    // Announce the sleep, then look once more: a submit either sees the bit (and wakes
-    // us through our word) or happened before, and then its job is visible here.
+    if (!spin(work_epoch, seen, found)) continue;
+    // Announce the sleep, then look once more: a submit or a task push either sees the
+    // bit (and wakes us through our word) or happened before, and is visible here.
     auto mine = word.load(std::memory_order_acquire);
     sleeping.fetch_or(bit, std::memory_order_seq_cst);
-    if (!stopping() && !find(slot, false)) word.wait(mine, std::memory_order_acquire);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if (!stopping() && !find(slot, false) && !tasks.available(slot))
+      word.wait(mine, std::memory_order_acquire);
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     sleeping.fetch_and(~bit, std::memory_order_seq_cst);
   }
 }
@@ -288,6 +355,9 @@ void wait_until_ready(event_state const& s) {
   while (!ready()) {
     auto* p = pool::instance();
     if (p && p->help(slot, &s)) continue;
+    // A worker waiting inside a task runs other tasks meanwhile (nested waits cannot
+    // deadlock the pool); other threads leave tasks to the workers of their PUs.
+    if (p && is_worker && p->tasks().help(slot)) continue;
     auto seen = event_epoch.load(std::memory_order_acquire);
     if (ready()) return;
     if (p && p->help(slot, &s)) continue;

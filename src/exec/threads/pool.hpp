@@ -13,6 +13,10 @@
 #include <thread>
 #include <vector>
 
+namespace strata::task::detail {
+class scheduler;
+}
+
 namespace strata::detail {
 
 /// Something happened that a thread waiting on an event may care about: an event
@@ -25,7 +29,9 @@ int current_slot() noexcept;
 
 class pool {
  public:
-  pool(std::vector<int> slot_os_index, bool pin);
+  /// `devices`: how many accelerators the machine has (sizes the device-priority
+  /// workers of task graphs, Ripple §6.2).
+  pool(std::vector<int> slot_os_index, bool pin, int devices = 0);
   ~pool();
 
   /// Queues a job; after shutdown began, fails its event instead.
@@ -36,6 +42,14 @@ class pool {
   /// Waits (helping) until every submitted job has finished, including the jobs their
   /// completions submit.
   void drain();
+
+  /// The task-graph side of the pool: per-worker deques (see src/task/scheduler.hpp).
+  task::detail::scheduler& tasks() noexcept { return *tasks_; }
+
+  /// Wakes one sleeping worker among `slots` (only those with `mask[i]` set, if a mask is
+  /// given) because tasks were pushed. Unless `always`, it first checks cheaply whether
+  /// any worker sleeps at all: a spinning worker finds the task itself.
+  void wake_one(std::vector<int> const& slots, std::vector<char> const* mask, bool always);
 
   /// The pool of the live runtime, or null when none has been started.
   static pool* instance() noexcept;
@@ -54,6 +68,8 @@ class pool {
   std::shared_ptr<job> find(int slot, bool reserve);
   void run(job& j, index_t chunk);
   void stop_workers() noexcept;
+  void wake_slot(int slot);
+  bool idle() const noexcept;
 
   std::mutex mutex_;
   std::vector<std::shared_ptr<job>> active_;
@@ -62,6 +78,8 @@ class pool {
   std::atomic<bool> stop_{false};
   std::unique_ptr<worker_word[]> words_;              // each worker sleeps on its own word
   std::vector<std::atomic<std::uint64_t>> sleeping_;  // one bit per sleeping worker slot
+  std::atomic<int> sleepers_{0};                      // workers asleep (or about to be)
+  std::unique_ptr<task::detail::scheduler> tasks_;
   // Slot 0's reserve worker (see reserve_main).
   std::mutex reserve_mutex_;
   std::condition_variable reserve_wake_;

@@ -1,0 +1,332 @@
+// Task graphs (Ripple §5.3): built once, run many times on the runtime's work-stealing
+// pool (Ripple §6; the threads backend's workers, see docs/tasks.md).
+//
+//   strata::graph g;
+//   g.emplace("A", [] { ... })       // level 0
+//    .then("B", [] { ... })          // after A
+//    .emplace("C", [] { ... })       // same level as B: after A, parallel with B
+//    .then([] { return strata::copy(dst, src); });  // after B and C; completes with the copy
+//   strata::run(g).wait();           // again and again
+//
+// Levels follow Ripple §5.3.2: `emplace` adds a node to the current level (depending on
+// every node of the previous level), `then` starts a new level. `split`/`then_split` add
+// one node per partition of a partitioned argument; a `then_split` after a split of the
+// same partitioning depends only on the node of the same partition (§5.3.3). `reduce`
+// folds each partition as soon as it is ready and completes a `reduction_result`. `sync`
+// waits for every node so far (§5.3.4). A graph passed to `emplace`/`then` runs as a
+// sub-graph (§5.3.5); `conditional` re-runs the graph while a predicate holds (§5.3.6).
+// Explicit edges (`node_ref::precede`) build shapes levels cannot (wavefronts, trees).
+//
+// A node's callable takes no argument (split: the partition) and returns void or an
+// `event`: a node that launches kernels or copies returns their event and completes when
+// it does, without blocking its worker (Phalanx §III-B). An exception in a node cancels
+// the nodes not yet started and is rethrown by `wait`. Cycles (possible only through
+// explicit edges) are rejected when the graph is run, naming the nodes on the cycle.
+#pragma once
+
+#include <strata/exec/event.hpp>
+#include <strata/machine/place.hpp>
+#include <strata/task/partitioned.hpp>
+
+#include <atomic>
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+/// Where a node's work runs (Ripple's ExecutionKind). Device nodes are scheduled by the
+/// device-priority workers (Ripple §6.2): they submit device work and handle completions.
+enum class execution_kind { cpu, device };
+
+/// Name and kind of one node; either may be left out.
+struct node_options {
+  std::string name;
+  std::optional<execution_kind> kind;
+  node_options() = default;
+  node_options(char const* n) : name(n) {}             // NOLINT: g.emplace("A", fn)
+  node_options(std::string n) : name(std::move(n)) {}  // NOLINT
+  node_options(execution_kind k) : kind(k) {}  // NOLINT: g.emplace(execution_kind::device, fn)
+  node_options(std::string n, execution_kind k) : name(std::move(n)), kind(k) {}
+};
+
+namespace task::detail {
+
+struct graph_state;
+
+struct node {
+  std::function<void()> body;         // a node that is done when it returns
+  std::function<event()> async_body;  // a node that is done when its event is
+  std::string name;
+  execution_kind kind = execution_kind::cpu;
+  std::vector<node*> successors;
+  std::int32_t initial = 0;  // predecessors; `pending` is reset to it after each run
+  std::atomic<std::int32_t> pending{0};
+  graph_state* owner = nullptr;
+  void const* partitioning = nullptr;  // split nodes: which partitioning, which part
+  std::size_t part = 0;
+  std::size_t parts = 0;
+  std::size_t index = 0;  // in the graph, for names in messages
+};
+
+template <class F>
+void set_body(node& n, F&& fn) {
+  using R = std::invoke_result_t<F&>;
+  if constexpr (std::is_same_v<R, event>)
+    n.async_body = std::forward<F>(fn);
+  else
+    n.body = [f = std::forward<F>(fn)]() mutable { (void)f(); };
+}
+
+}  // namespace task::detail
+
+class graph;
+
+/// A node of a graph, for explicit edges and lookups. Valid while its graph lives.
+class node_ref {
+ public:
+  node_ref() = default;
+  /// This node runs before `later` (an edge this → later).
+  node_ref& precede(node_ref later);
+  /// This node runs after `earlier`.
+  node_ref& succeed(node_ref earlier) {
+    earlier.precede(*this);
+    return *this;
+  }
+  std::string_view name() const noexcept;
+  explicit operator bool() const noexcept { return n_ != nullptr; }
+
+ private:
+  friend class graph;
+  explicit node_ref(task::detail::node* n) : n_(n) {}
+  task::detail::node* n_ = nullptr;
+};
+
+/// The result of a reduce: the value and whether the reduction has completed (Ripple
+/// §5.3.3's ReductionResult). Copies share the value.
+template <class T>
+class reduction_result {
+ public:
+  explicit reduction_result(T identity = T{}) : s_(std::make_shared<state>(identity)) {}
+
+  /// The reduced value (the identity until the reduction completes).
+  T value() const { return s_->value; }
+  /// Whether the reduction of the current run has completed.
+  bool complete() const noexcept { return s_->done.load(std::memory_order_acquire); }
+  /// The value, then back to the identity and not complete (Ripple's value_and_reset,
+  /// for conditional loops).
+  T value_and_reset() {
+    T v = s_->value;
+    reset();
+    return v;
+  }
+  void reset() {
+    s_->done.store(false, std::memory_order_relaxed);
+    s_->value = s_->identity;
+  }
+  T identity() const { return s_->identity; }
+
+  /// Producer side (the reduce's final node).
+  void set(T v) {
+    s_->value = std::move(v);
+    s_->done.store(true, std::memory_order_release);
+  }
+
+ private:
+  struct state {
+    explicit state(T i) : identity(i), value(i) {}
+    T identity;
+    T value;
+    std::atomic<bool> done{false};
+  };
+  std::shared_ptr<state> s_;
+};
+
+template <class T>
+reduction_result<T> make_reduction_result(T identity = T{}) {
+  return reduction_result<T>(std::move(identity));
+}
+
+class graph {
+ public:
+  /// `kind`: the execution kind of nodes that name none (Ripple's Graph(ExecutionKind)).
+  explicit graph(execution_kind kind = execution_kind::cpu);
+  ~graph();
+  graph(graph&&) noexcept;
+  graph& operator=(graph&&) noexcept;
+
+  /// A node in the current level (after every node of the previous level).
+  template <class F>
+  requires std::invocable<F&> graph& emplace(node_options o, F&& fn) {
+    auto* n = make(std::move(o));
+    task::detail::set_body(*n, std::forward<F>(fn));
+    add_to_level(n, nullptr);
+    return *this;
+  }
+  template <class F>
+  requires std::invocable<F&> graph& emplace(F&& fn) {
+    return emplace(node_options{}, std::forward<F>(fn));
+  }
+  /// A node in a new level: after every node of the current one.
+  template <class F>
+  requires std::invocable<F&> graph& then(node_options o, F&& fn) {
+    new_level();
+    return emplace(std::move(o), std::forward<F>(fn));
+  }
+  template <class F>
+  requires std::invocable<F&> graph& then(F&& fn) {
+    return then(node_options{}, std::forward<F>(fn));
+  }
+  /// A sub-graph as one node of this level / of a new level (Ripple §5.3.5): it runs,
+  /// with its own levels and loop, when its predecessors are done; `sub` must outlive
+  /// this graph's runs.
+  graph& emplace(graph& sub, node_options o = {});
+  graph& then(graph& sub, node_options o = {});
+
+  /// One node per partition, in the current level: fn(part) (Ripple §5.3.3).
+  template <partitioned_range P, class F>
+  graph& split(node_options o, F&& fn, P& parts) {
+    return add_split(std::move(o), std::forward<F>(fn), parts, false);
+  }
+  template <partitioned_range P, class F>
+  graph& split(F&& fn, P& parts) {
+    return split(node_options{}, std::forward<F>(fn), parts);
+  }
+  /// One node per partition in a new level; after a split of the same partitioning each
+  /// depends only on its own partition's node (and on nodes that are not split).
+  template <partitioned_range P, class F>
+  graph& then_split(node_options o, F&& fn, P& parts) {
+    new_level();
+    return add_split(std::move(o), std::forward<F>(fn), parts, true);
+  }
+  template <partitioned_range P, class F>
+  graph& then_split(F&& fn, P& parts) {
+    return then_split(node_options{}, std::forward<F>(fn), parts);
+  }
+
+  /// Folds every element of `parts` into `result` with `op(accumulated, element)`,
+  /// starting from the result's identity: one node per partition (each starts as soon as
+  /// its partition's predecessors are done) and a final node that combines the partial
+  /// results with `op` and marks the result complete (Ripple §5.3.3, Figure 4).
+  template <partitioned_range P, class T, class Op>
+  graph& reduce(P& parts, reduction_result<T> result, Op op) {
+    return add_reduce(parts, std::move(result), std::move(op), false);
+  }
+  template <partitioned_range P, class T, class Op>
+  graph& then_reduce(P& parts, reduction_result<T> result, Op op) {
+    new_level();
+    return add_reduce(parts, std::move(result), std::move(op), true);
+  }
+
+  /// A node after every node so far (Ripple §5.3.4), starting a new level.
+  template <class F>
+  requires std::invocable<F&> graph& sync(node_options o, F&& fn) {
+    auto* n = make(std::move(o));
+    task::detail::set_body(*n, std::forward<F>(fn));
+    add_sync(n);
+    return *this;
+  }
+  template <class F>
+  requires std::invocable<F&> graph& sync(F&& fn) {
+    return sync(node_options{}, std::forward<F>(fn));
+  }
+  graph& sync() {
+    return sync("sync", [] {});
+  }
+
+  /// Re-runs the whole graph while `pred()` is true, checked after each pass (Ripple
+  /// §5.3.6). Replaces an earlier predicate.
+  graph& conditional(std::function<bool()> pred);
+
+  /// A node outside the levels, for explicit edges (`precede`).
+  template <class F>
+  requires std::invocable<F&> node_ref add(node_options o, F&& fn) {
+    auto* n = make(std::move(o));
+    task::detail::set_body(*n, std::forward<F>(fn));
+    return node_ref(n);
+  }
+  template <class F>
+  requires std::invocable<F&> node_ref add(F&& fn) {
+    return add(node_options{}, std::forward<F>(fn));
+  }
+
+  /// The node added last.
+  node_ref last() const;
+  /// The node named `name` (the first, if several); throws invalid_argument if none.
+  node_ref find(std::string_view name) const;
+  std::size_t size() const noexcept;
+
+  /// Checks the graph (cycles) and prepares it for runs; `run` calls it when needed.
+  void finalize();
+
+  task::detail::graph_state& state() noexcept { return *s_; }
+
+ private:
+  task::detail::node* make(node_options o);
+  void add_to_level(task::detail::node* n, void const* partitioning);
+  void new_level();
+  void add_sync(task::detail::node* n);
+  /// Predecessors of a new split node for `part` of `partitioning` in the current level.
+  void add_split_node(task::detail::node* n, void const* partitioning, std::size_t part,
+                      std::size_t parts, bool same_part_only);
+
+  template <class P, class F>
+  graph& add_split(node_options o, F&& fn, P& parts, bool after) {
+    auto const count = parts.parts();
+    void const* id = parts.partitioning();
+    for (std::size_t i = 0; i < count; ++i) {
+      node_options oi = o;
+      if (!oi.name.empty()) oi.name += "[" + std::to_string(i) + "]";
+      auto* n = make(std::move(oi));
+      task::detail::set_body(*n, [f = fn, &parts, i]() mutable { return f(parts.part(i)); });
+      add_split_node(n, id, i, count, after);
+    }
+    return *this;
+  }
+
+  template <class P, class T, class Op>
+  graph& add_reduce(P& parts, reduction_result<T> result, Op op, bool after) {
+    auto const count = parts.parts();
+    auto partial = std::make_shared<std::vector<T>>(count, result.identity());
+    void const* id = parts.partitioning();
+    std::vector<task::detail::node*> folds;
+    for (std::size_t i = 0; i < count; ++i) {
+      auto* n = make("reduce[" + std::to_string(i) + "]");
+      n->body = [&parts, partial, op, i, identity = result.identity()] {
+        T acc = identity;
+        for (auto&& x : parts.part(i)) acc = op(acc, x);
+        (*partial)[i] = std::move(acc);
+      };
+      add_split_node(n, id, i, count, after);
+      folds.push_back(n);
+    }
+    auto* fin = make("reduce");
+    fin->body = [partial, op, result]() mutable {
+      T acc = result.identity();
+      for (auto const& p : *partial) acc = op(acc, p);
+      result.set(std::move(acc));
+    };
+    for (auto* f : folds) node_ref(f).precede(node_ref(fin));
+    join_level(fin);
+    return *this;
+  }
+  /// Puts `n` in the current level without edges from the previous one.
+  void join_level(task::detail::node* n);
+
+  std::unique_ptr<task::detail::graph_state> s_;
+};
+
+/// Runs the graph on the runtime's pool (every host PU); the event completes when every
+/// node has (and the conditional, if any, said stop). One run of a graph at a time.
+event run(graph& g);
+/// As above, on the host PUs of `cpus` only (e.g. 1 or 2 threads for a benchmark).
+event run(graph& g, place const& cpus);
+
+}  // namespace strata

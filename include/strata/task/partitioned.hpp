@@ -1,0 +1,54 @@
+// Partitioned arguments of graph `split`s (Ripple §5.3.3): something with a number of
+// parts, each a range, and an identity that tells two splits over the same partitioning
+// apart from splits over different ones. Ripple's partitioned tensors will model the same
+// concept; until they exist, `strata::partitioned` cuts a contiguous range into parts.
+#pragma once
+
+#include <strata/error.hpp>
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+template <class P>
+concept partitioned_range = requires(P& p, std::size_t i) {
+  { p.parts() } -> std::convertible_to<std::size_t>;
+  p.part(i);
+  { p.partitioning() } -> std::convertible_to<void const*>;
+};
+
+/// A contiguous range of T cut into `parts` nearly equal parts (the first `size % parts`
+/// parts one element longer). Views, not owners: the data must outlive the graph runs.
+template <class T>
+class partitioned {
+ public:
+  partitioned(std::span<T> data, std::size_t parts) : data_(data), parts_(parts) {
+    if (parts == 0)
+      throw invalid_argument("strata::partitioned: 0 parts requested; expected at least 1");
+  }
+  partitioned(std::vector<T>& v, std::size_t parts) : partitioned(std::span<T>(v), parts) {}
+
+  std::size_t parts() const noexcept { return parts_; }
+  std::span<T> part(std::size_t i) const noexcept {
+    auto const base = data_.size() / parts_, extra = data_.size() % parts_;
+    auto const begin = i * base + (i < extra ? i : extra);
+    return data_.subspan(begin, base + (i < extra ? 1 : 0));
+  }
+  /// Two partitioned views over the same data with the same number of parts are the same
+  /// partitioning: split nodes over them depend part by part.
+  void const* partitioning() const noexcept { return data_.data(); }
+  std::span<T> data() const noexcept { return data_; }
+
+ private:
+  std::span<T> data_;
+  std::size_t parts_;
+};
+
+template <class T>
+partitioned(std::vector<T>&, std::size_t) -> partitioned<T>;
+
+}  // namespace strata

@@ -1,0 +1,145 @@
+// Nodes that launch kernels and copies (completing with their events, without blocking a
+// worker), device-kind nodes, tracing, and workers going idle once a graph is done.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <strata/strata.hpp>
+
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace strata {
+namespace {
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+TEST(GraphWork, NodesLaunchKernelsAndCopiesOnSimQueues) {
+  runtime rt({.sim_devices = "1:bw=1GB/s,lat=10us"});
+  auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+  std::size_t const n = 1 << 16;
+  std::vector<int> host(n, 1), back(n, 0);
+  auto dev = allocate<int, sim_space>(sim0, n);
+  queue q(sim0);
+  graph g;
+  // Up to the device, a kernel there, back down: each node returns its event and the
+  // graph moves on when it completes. Device nodes are run by device-priority workers.
+  g.emplace(node_options("up", execution_kind::device),
+            [&] { return q.copy(dev, ptr<int>(host.data(), 0), n); })
+      .then(node_options("twice", execution_kind::device),
+            [&] {
+              return q.launch(
+                  grid(64).elements(n / 64),
+                  [](auto const& s, int* d) {
+                    for (auto i : s.elements()) d[i] *= 2;
+                  },
+                  dev);
+            })
+      .then(node_options("down", execution_kind::device),
+            [&] { return q.copy(ptr<int>(back.data(), 0), dev, n); })
+      // A CPU node that waits on a sim copy inside the task (the worker helps meanwhile).
+      .then("check", [&] {
+        copy(dev, ptr<int>(host.data(), 0), n).wait();
+        for (auto v : back) ASSERT_EQ(v, 2);
+      });
+  run(g).wait();
+  run(g).wait();
+  for (auto v : back) EXPECT_EQ(v, 2);
+  deallocate(dev);
+}
+
+TEST(GraphWork, NodesLaunchOnTheThreadsBackend) {
+  runtime rt;
+  std::vector<int> v(1 << 14, 0);
+  graph g;
+  g.emplace([&] {
+     return launch(
+         on(rt.machine(), backend_id::threads), grid(16).elements(1024),
+         [](auto const& s, int* p) {
+           for (auto i : s.elements()) p[i] += 1;
+         },
+         v.data());
+   }).then([&] {
+    // Launch and wait inside a task: the worker runs chunks while it waits.
+    launch(
+        on(rt.machine(), backend_id::threads), grid(16).elements(1024),
+        [](auto const& s, int* p) {
+          for (auto i : s.elements()) p[i] += 1;
+        },
+        v.data())
+        .wait();
+  });
+  run(g).wait();
+  for (auto x : v) ASSERT_EQ(x, 2);
+}
+
+TEST(GraphWork, FailedKernelEventFailsTheGraph) {
+  runtime rt({.sim_devices = "1"});
+  auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+  queue q(sim0);
+  std::atomic<bool> later{false};
+  graph g;
+  g.emplace(execution_kind::device, [&] {
+     return q.launch(grid(1), [](auto const&) { throw std::runtime_error("kernel threw"); });
+   }).then([&] { later = true; });
+  EXPECT_THROW(run(g).wait(), std::runtime_error);
+  EXPECT_FALSE(later.load());
+}
+
+TEST(GraphWork, NodesAppearInTheTrace) {
+  auto path = std::filesystem::temp_directory_path() / "strata_graph_trace_test.json";
+  std::filesystem::remove(path);
+  {
+    runtime rt({.trace = path.string()});
+    graph g;
+    g.emplace("first node", [] {}).then("second node", [] {});
+    run(g).wait();
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "no trace written to " << path;
+  auto doc = nlohmann::json::parse(in);
+  std::map<int, std::string> lanes;
+  std::vector<std::pair<std::string, int>> tasks;
+  for (auto const& e : doc["traceEvents"]) {
+    if (e["ph"] == "M") lanes[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "X" && e["cat"] == "task")
+      tasks.emplace_back(e["name"].get<std::string>(), e["tid"].get<int>());
+  }
+  ASSERT_EQ(tasks.size(), 2u);
+  EXPECT_EQ(tasks[0].first, "first node");
+  EXPECT_EQ(tasks[1].first, "second node");
+  for (auto const& t : tasks) EXPECT_NE(lanes[t.second].find("worker"), std::string::npos);
+}
+
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+TEST(GraphWork, WorkersGoIdleAfterAGraph) {
+  runtime rt;
+  graph g;
+  std::atomic<long> sum{0};
+  for (int i = 0; i < 10000; ++i) g.emplace([&sum, i] { sum.fetch_add(i); });
+  run(g).wait();
+  // 10 ms after the work ran out, the workers must be asleep: measure the process's CPU
+  // time over 200 ms in which this thread sleeps too. The goal is < 1%; the bound is loose
+  // (5%) so that a busy machine's accounting noise cannot fail it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto c0 = cpu_seconds();
+  auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto busy = (cpu_seconds() - c0) /
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  RecordProperty("idle_cpu_fraction", std::to_string(busy));
+  EXPECT_LT(busy, 0.05) << "idle workers used " << busy * 100 << "% of a CPU";
+}
+#endif
+
+}  // namespace
+}  // namespace strata
