@@ -62,14 +62,13 @@ node* graph::make(node_options o) {
     throw error(
         "strata::graph: a node was added while the graph runs; expected the graph "
         "built between runs");
-  auto n = std::make_unique<node>();
+  auto* n = &s_->nodes.emplace_back();
   n->name = std::move(o.name);
   n->kind = o.kind.value_or(s_->default_kind);
   n->owner = s_.get();
-  n->index = s_->nodes.size();
-  s_->nodes.push_back(std::move(n));
+  n->index = s_->nodes.size() - 1;
   s_->finalized = false;
-  return s_->nodes.back().get();
+  return n;
 }
 
 void graph::add_to_level(node* n, void const*) {
@@ -104,8 +103,8 @@ void graph::add_split_node(node* n, void const* partitioning, std::size_t part, 
 
 void graph::add_sync(node* n) {
   // Every node that has no successor yet (all work so far ends in one of them).
-  for (auto const& p : s_->nodes)
-    if (p.get() != n && p->successors.empty()) node_ref(p.get()).precede(node_ref(n));
+  for (auto& p : s_->nodes)
+    if (&p != n && p.successors.empty()) node_ref(&p).precede(node_ref(n));
   s_->previous.clear();
   s_->current.assign(1, n);
 }
@@ -133,12 +132,12 @@ graph& graph::conditional(std::function<bool()> pred) {
 
 node_ref graph::last() const {
   if (s_->nodes.empty()) throw invalid_argument("strata::graph::last: the graph has no node");
-  return node_ref(s_->nodes.back().get());
+  return node_ref(&s_->nodes.back());
 }
 
 node_ref graph::find(std::string_view name) const {
-  for (auto const& n : s_->nodes)
-    if (n->name == name) return node_ref(n.get());
+  for (auto& n : s_->nodes)
+    if (n.name == name) return node_ref(&n);
   throw invalid_argument("strata::graph::find: no node named \"" + std::string(name) + "\"");
 }
 
@@ -188,9 +187,9 @@ void graph::finalize() {
   auto const count = s.nodes.size();
   std::vector<std::int32_t> in(count);
   std::vector<node*> ready;
-  for (auto const& n : s.nodes) {
-    in[n->index] = n->initial;
-    if (n->initial == 0) ready.push_back(n.get());
+  for (auto& n : s.nodes) {
+    in[n.index] = n.initial;
+    if (n.initial == 0) ready.push_back(&n);
   }
   std::vector<node*> roots = ready;
   std::size_t seen = 0;
@@ -205,14 +204,14 @@ void graph::finalize() {
     // Walk backwards along unfreed predecessors from an unfreed node until one repeats:
     // that stretch is a cycle. Predecessors are found from the successor lists.
     std::vector<std::vector<node*>> preds(count);
-    for (auto const& n : s.nodes)
-      if (in[n->index] > 0)
-        for (auto* m : n->successors)
-          if (in[m->index] > 0) preds[m->index].push_back(n.get());
+    for (auto& n : s.nodes)
+      if (in[n.index] > 0)
+        for (auto* m : n.successors)
+          if (in[m->index] > 0) preds[m->index].push_back(&n);
     node* start = nullptr;
-    for (auto const& n : s.nodes)
-      if (in[n->index] > 0) {
-        start = n.get();
+    for (auto& n : s.nodes)
+      if (in[n.index] > 0) {
+        start = &n;
         break;
       }
     std::vector<std::size_t> pos(count, SIZE_MAX);
@@ -234,9 +233,9 @@ void graph::finalize() {
   }
   s.roots = std::move(roots);
   s.sinks = 0;
-  for (auto const& n : s.nodes) {
-    n->pending.store(n->initial, std::memory_order_relaxed);
-    if (n->successors.empty()) ++s.sinks;
+  for (auto& n : s.nodes) {
+    n.pending.store(n.initial, std::memory_order_relaxed);
+    if (n.successors.empty()) ++s.sinks;
   }
   s.finalized = true;
 }

@@ -4,6 +4,7 @@
 #include <strata/task/graph.hpp>
 
 #include <atomic>
+#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -22,9 +23,11 @@ struct graph_state {
   explicit graph_state(execution_kind k) : default_kind(k) {}
 
   execution_kind default_kind;
-  std::vector<std::unique_ptr<node>> nodes;  // stable addresses
-  std::vector<node*> previous, current;      // levels (Ripple §5.3.2)
-  std::function<bool()> predicate;           // conditional (§5.3.6)
+  // Stable addresses, allocated in blocks: a run walks nodes built together, which then
+  // share cache lines and pages instead of being scattered over the heap.
+  std::deque<node> nodes;
+  std::vector<node*> previous, current;  // levels (Ripple §5.3.2)
+  std::function<bool()> predicate;       // conditional (§5.3.6)
 
   // Set by finalize.
   bool finalized = false;

@@ -105,7 +105,7 @@ void scheduler::push(node* n) {
       q.push(n);
       // Workers that are spinning find the task themselves; only sleeping ones need a
       // wake-up, and only when the owner has more than the one it will pop next.
-      if (q.size() > 1 || device != static_cast<bool>(a.device_priority[m]))
+      if (a.members.size() > 1)
         pool_.wake_one(a.members, device ? &a.device_priority : nullptr, false);
       return;
     }

@@ -61,15 +61,17 @@ namespace task::detail {
 
 struct graph_state;
 
-struct node {
+// What a run touches comes first, in the node's first cache line or two; nodes are
+// aligned to lines so that one never straddles a neighbour's.
+struct alignas(64) node {
+  std::atomic<std::int32_t> pending{0};  // predecessors not yet done in this run
+  std::int32_t initial = 0;              // predecessors; `pending` is reset to it after each run
+  execution_kind kind = execution_kind::cpu;
+  graph_state* owner = nullptr;
+  std::vector<node*> successors;
   std::function<void()> body;         // a node that is done when it returns
   std::function<event()> async_body;  // a node that is done when its event is
   std::string name;
-  execution_kind kind = execution_kind::cpu;
-  std::vector<node*> successors;
-  std::int32_t initial = 0;  // predecessors; `pending` is reset to it after each run
-  std::atomic<std::int32_t> pending{0};
-  graph_state* owner = nullptr;
   void const* partitioning = nullptr;  // split nodes: which partitioning, which part
   std::size_t part = 0;
   std::size_t parts = 0;

@@ -146,21 +146,23 @@ void pool::wake_slot(int slot) {
 }
 
 void pool::wake_one(std::vector<int> const& slots, std::vector<char> const* mask, bool always) {
-  // Pairs with the sleeper's seq_cst announcement then re-check (Dekker): either it sees
-  // the pushed task or this sees its bit. The unfenced pre-check may miss a worker that
-  // is just falling asleep; the pusher is awake and runs the task itself then, so that
-  // costs parallelism for a moment, never progress.
-  if (!always && sleepers_.load(std::memory_order_relaxed) == 0) return;
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_relaxed) == 0) return;
-  for (std::size_t i = 0; i < slots.size(); ++i) {
-    if (mask && !(*mask)[i]) continue;
-    auto const slot = static_cast<std::size_t>(slots[i]);
-    if (sleeping_[slot / 64].load(std::memory_order_relaxed) >> (slot % 64) & 1u) {
-      wake_slot(static_cast<int>(slot));
-      return;
+  auto asleep = [&](std::memory_order order) -> int {
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (mask && !(*mask)[i]) continue;
+      auto const slot = static_cast<std::size_t>(slots[i]);
+      if (sleeping_[slot / 64].load(order) >> (slot % 64) & 1u) return static_cast<int>(slot);
     }
-  }
+    return -1;
+  };
+  // Pairs with the sleeper's seq_cst announcement then re-check (Dekker): either it sees
+  // the pushed task or this sees its bit. The unfenced pre-check (a worker's own pushes
+  // take it) may miss a worker that is just falling asleep; the pusher is awake and runs
+  // the task itself then, so that costs parallelism for a moment, never progress.
+  if (!always &&
+      (sleepers_.load(std::memory_order_relaxed) == 0 || asleep(std::memory_order_relaxed) < 0))
+    return;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (int slot = asleep(std::memory_order_relaxed); slot >= 0) wake_slot(slot);
 }
 
 bool pool::idle() const noexcept {

@@ -1,0 +1,163 @@
+// Task-graph scheduling (Ripple §6): four graph shapes of tiny tasks, built once and run
+// many times, against oneTBB flow_graph and OpenMP `task depend` running the same shapes
+// with the same task body (bench/graph/peers.cpp), at 1 and all threads.
+//
+//   graph-chain      a linear chain of 10^5 tasks (pure scheduling latency)
+//   graph-tree       a binary tree of depth 18, root first (2^18 - 1 tasks)
+//   graph-wavefront  512 x 512 blocks, each after its left and upper neighbour
+//   graph-fanout     one task, then 10^5 independent ones, then one
+//
+// Extra fields: tasks, the per-task overhead in ns (worker time beyond the bodies' own,
+// per task: threads x run time minus the serial time of the bodies, over the tasks), and
+// the CPU the process used while idle, 10 ms after the last run, over 200 ms (percent of
+// one CPU).
+#include "graph/peers.hpp"
+#include "harness.hpp"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace strata::bench {
+namespace {
+
+namespace gp = graph_peers;
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+/// Percent of one CPU the process uses over 200 ms starting 10 ms after now.
+double idle_cpu_percent() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto c0 = cpu_seconds();
+  auto t0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return (cpu_seconds() - c0) / wall * 100;
+}
+
+/// Builds the shape; returns the number of tasks.
+std::size_t build(graph& g, gp::shape s, std::size_t size) {
+  auto body = [](std::size_t i) { return [i] { gp::task_body(i); }; };
+  switch (s) {
+    case gp::shape::chain: {
+      node_ref prev;
+      for (std::size_t i = 0; i < size; ++i) {
+        auto n = g.add(body(i));
+        if (prev) prev.precede(n);
+        prev = n;
+      }
+      return size;
+    }
+    case gp::shape::tree: {
+      std::size_t const count = (std::size_t{1} << size) - 1;
+      std::vector<node_ref> nodes;
+      nodes.reserve(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        nodes.push_back(g.add(body(i)));
+        if (i > 0) nodes[(i - 1) / 2].precede(nodes[i]);
+      }
+      return count;
+    }
+    case gp::shape::wavefront: {
+      std::vector<node_ref> nodes;
+      nodes.reserve(size * size);
+      for (std::size_t i = 0; i < size; ++i)
+        for (std::size_t j = 0; j < size; ++j) {
+          auto n = g.add(body(i * size + j));
+          if (i > 0) nodes[(i - 1) * size + j].precede(n);
+          if (j > 0) nodes[i * size + j - 1].precede(n);
+          nodes.push_back(n);
+        }
+      return size * size;
+    }
+    case gp::shape::fanout: {
+      auto first = g.add(body(0));
+      auto last = g.add(body(size + 1));
+      for (std::size_t i = 1; i <= size; ++i) {
+        auto n = g.add(body(i));
+        first.precede(n);
+        n.precede(last);
+      }
+      return size + 2;
+    }
+  }
+  return 0;
+}
+
+void run_shape(context& ctx, char const* bench_name, gp::shape s, std::size_t size) {
+  graph g;
+  auto const tasks = build(g, s, size);
+  // The bodies alone, serially: what any scheduler must at least spend.
+  auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t i = 0; i < tasks; ++i) gp::task_body(i);
+  double const serial_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (int t : ctx.thread_counts()) {
+    auto where = ctx.cpus(t);
+    auto strata_side = [&] { run(g, where).wait(); };
+    // Both sides must do the same work: compare what their task bodies summed.
+    gp::reset_checksum();
+    strata_side();
+    auto const expected = gp::checksum();
+    std::vector<std::unique_ptr<gp::peer>> peers;
+    if (auto p = gp::make_tbb(s, size, t)) peers.push_back(std::move(p));
+    if (auto p = gp::make_omp(s, size, t)) peers.push_back(std::move(p));
+    for (auto& p : peers) {
+      gp::reset_checksum();
+      p->run();
+      if (gp::checksum() != expected)
+        throw std::runtime_error(std::string(bench_name) + ": " + p->name() +
+                                 " computed a different checksum than Strata's graph");
+    }
+    for (auto& p : peers) {
+      auto [ts, tp] = compare(ctx.opts().repeats, strata_side, [&] { p->run(); });
+      double const overhead_ns = (ts * t - serial_s) / static_cast<double>(tasks) * 1e9;
+      result r{bench_name, "graph/" + std::to_string(t), double(tasks), ts, p->name(), tp};
+      r.extra = {{"threads", t},
+                 {"tasks", double(tasks)},
+                 {"strata_ns_per_task", ts / double(tasks) * 1e9},
+                 {"overhead_ns_per_task", overhead_ns},
+                 {"peer_ns_per_task", tp / double(tasks) * 1e9},
+                 {"idle_cpu_percent", 0.0}};
+      // Idle CPU after the Strata side's last run (its workers must have gone to sleep).
+      strata_side();
+      r.extra.back().second = idle_cpu_percent();
+      ctx.report(r);
+    }
+  }
+}
+
+registrar chain_r("graph-chain",
+                  "task graph: a chain of 10^5 tasks vs TBB flow_graph / OpenMP tasks",
+                  [](context& ctx) {
+                    run_shape(ctx, "graph-chain", gp::shape::chain,
+                              ctx.opts().quick ? 10000 : 100000);
+                  });
+registrar tree_r("graph-tree",
+                 "task graph: a binary tree of depth 18 vs TBB flow_graph / OpenMP tasks",
+                 [](context& ctx) {
+                   run_shape(ctx, "graph-tree", gp::shape::tree, ctx.opts().quick ? 12 : 18);
+                 });
+registrar wave_r("graph-wavefront",
+                 "task graph: 512x512 blocks after left and upper vs TBB flow_graph / OpenMP tasks",
+                 [](context& ctx) {
+                   run_shape(ctx, "graph-wavefront", gp::shape::wavefront,
+                             ctx.opts().quick ? 64 : 512);
+                 });
+registrar fan_r("graph-fanout", "task graph: one -> 10^5 -> one vs TBB flow_graph / OpenMP tasks",
+                [](context& ctx) {
+                  run_shape(ctx, "graph-fanout", gp::shape::fanout,
+                            ctx.opts().quick ? 10000 : 100000);
+                });
+
+}  // namespace
+}  // namespace strata::bench
