@@ -236,6 +236,14 @@ void graph::finalize() {
   for (auto& n : s.nodes) {
     n.pending.store(n.initial, std::memory_order_relaxed);
     if (n.successors.empty()) ++s.sinks;
+    // Most nodes have one or two successors: keep those in the node's own cache lines.
+    n.out = static_cast<std::int32_t>(n.successors.size());
+    if (n.successors.size() <= 2) {
+      std::copy(n.successors.begin(), n.successors.end(), n.near);
+      n.first = n.near;
+    } else {
+      n.first = n.successors.data();
+    }
   }
   s.finalized = true;
 }

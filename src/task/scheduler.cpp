@@ -232,8 +232,8 @@ node* scheduler::finish(node* n) {
   graph_state& g = *n->owner;
   // Read the successors before counting any down: once the last one is, the run may end
   // and the graph be destroyed.
-  node* const* it = n->successors.data();
-  node* const* const end = it + n->successors.size();
+  node* const* it = n->first;
+  node* const* const end = it + n->out;
   if (it == end) {
     sink_done(g);
     return nullptr;

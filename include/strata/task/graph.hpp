@@ -67,9 +67,12 @@ struct alignas(64) node {
   std::atomic<std::int32_t> pending{0};  // predecessors not yet done in this run
   std::int32_t initial = 0;              // predecessors; `pending` is reset to it after each run
   execution_kind kind = execution_kind::cpu;
+  std::int32_t out = 0;  // successors, as `first` holds them (set by finalize)
   graph_state* owner = nullptr;
+  node* const* first = nullptr;  // the successors: `near` when they fit, else the vector's
+  node* near[2] = {nullptr, nullptr};
+  std::function<void()> body;  // a node that is done when it returns
   std::vector<node*> successors;
-  std::function<void()> body;         // a node that is done when it returns
   std::function<event()> async_body;  // a node that is done when its event is
   std::string name;
   void const* partitioning = nullptr;  // split nodes: which partitioning, which part
