@@ -26,8 +26,8 @@ node_ref& node_ref::precede(node_ref later) {
   if (!n_ || !later.n_)
     throw invalid_argument("node_ref::precede: an empty node_ref; expected nodes of a graph");
   if (n_->owner != later.n_->owner)
-    throw invalid_argument("node_ref::precede: nodes of two different graphs (\"" + n_->name +
-                           "\", \"" + later.n_->name +
+    throw invalid_argument("node_ref::precede: nodes of two different graphs (\"" + n_->info->name +
+                           "\", \"" + later.n_->info->name +
                            "\"); expected nodes of one graph (use a sub-graph across graphs)");
   if (n_->owner->running.load(std::memory_order_acquire))
     throw error("node_ref::precede: the graph is running; expected edges added between runs");
@@ -39,7 +39,7 @@ node_ref& node_ref::precede(node_ref later) {
 }
 
 std::string_view node_ref::name() const noexcept {
-  return n_ ? std::string_view(n_->name) : std::string_view();
+  return n_ ? std::string_view(n_->info->name) : std::string_view();
 }
 
 graph::graph(execution_kind kind) : s_(std::make_unique<graph_state>(kind)) {}
@@ -63,10 +63,11 @@ node* graph::make(node_options o) {
         "strata::graph: a node was added while the graph runs; expected the graph "
         "built between runs");
   auto* n = &s_->nodes.emplace_back();
-  n->name = std::move(o.name);
+  n->info = &s_->infos.emplace_back();
+  n->info->name = std::move(o.name);
   n->kind = o.kind.value_or(s_->default_kind);
   n->owner = s_.get();
-  n->index = s_->nodes.size() - 1;
+  n->info->index = s_->nodes.size() - 1;
   s_->finalized = false;
   return n;
 }
@@ -88,14 +89,14 @@ void graph::new_level() {
 
 void graph::add_split_node(node* n, void const* partitioning, std::size_t part, std::size_t parts,
                            bool same_part_only) {
-  n->partitioning = partitioning;
-  n->part = part;
-  n->parts = parts;
+  n->info->partitioning = partitioning;
+  n->info->part = part;
+  n->info->parts = parts;
   for (auto* p : s_->previous) {
     // Ripple §5.3.3: after a split of the same partitioning, only the same partition's
     // nodes (and nodes that are not split at all) come before.
-    bool const split_same = p->partitioning == partitioning && p->parts == parts;
-    if (same_part_only && split_same && p->part != part) continue;
+    bool const split_same = p->info->partitioning == partitioning && p->info->parts == parts;
+    if (same_part_only && split_same && p->info->part != part) continue;
     node_ref(p).precede(node_ref(n));
   }
   s_->current.push_back(n);
@@ -115,7 +116,7 @@ graph& graph::emplace(graph& sub, node_options o) {
   if (o.name.empty()) o.name = "subgraph";
   auto* n = make(std::move(o));
   // The sub-graph runs on the PUs its parent runs on.
-  n->async_body = [&sub, owner = s_.get()] { return start(sub, owner->where->slots); };
+  n->body = [&sub, owner = s_.get()] { return start(sub, owner->where->slots); };
   add_to_level(n, nullptr);
   return *this;
 }
@@ -137,7 +138,7 @@ node_ref graph::last() const {
 
 node_ref graph::find(std::string_view name) const {
   for (auto& n : s_->nodes)
-    if (n.name == name) return node_ref(&n);
+    if (n.info->name == name) return node_ref(&n);
   throw invalid_argument("strata::graph::find: no node named \"" + std::string(name) + "\"");
 }
 
@@ -175,7 +176,7 @@ event start(graph& g, strata::detail::slot_set const* slots) {
 namespace {
 
 std::string label(node const& n) {
-  return n.name.empty() ? "#" + std::to_string(n.index) : "\"" + n.name + "\"";
+  return n.info->name.empty() ? "#" + std::to_string(n.info->index) : "\"" + n.info->name + "\"";
 }
 
 }  // namespace
@@ -188,7 +189,7 @@ void graph::finalize() {
   std::vector<std::int32_t> in(count);
   std::vector<node*> ready;
   for (auto& n : s.nodes) {
-    in[n.index] = n.initial;
+    in[n.info->index] = n.initial;
     if (n.initial == 0) ready.push_back(&n);
   }
   std::vector<node*> roots = ready;
@@ -198,31 +199,31 @@ void graph::finalize() {
     ready.pop_back();
     ++seen;
     for (auto* m : n->successors)
-      if (--in[m->index] == 0) ready.push_back(m);
+      if (--in[m->info->index] == 0) ready.push_back(m);
   }
   if (seen != count) {
     // Walk backwards along unfreed predecessors from an unfreed node until one repeats:
     // that stretch is a cycle. Predecessors are found from the successor lists.
     std::vector<std::vector<node*>> preds(count);
     for (auto& n : s.nodes)
-      if (in[n.index] > 0)
+      if (in[n.info->index] > 0)
         for (auto* m : n.successors)
-          if (in[m->index] > 0) preds[m->index].push_back(&n);
+          if (in[m->info->index] > 0) preds[m->info->index].push_back(&n);
     node* start = nullptr;
     for (auto& n : s.nodes)
-      if (in[n.index] > 0) {
+      if (in[n.info->index] > 0) {
         start = &n;
         break;
       }
     std::vector<std::size_t> pos(count, SIZE_MAX);
     std::vector<node*> path;
     node* at = start;
-    while (pos[at->index] == SIZE_MAX) {
-      pos[at->index] = path.size();
+    while (pos[at->info->index] == SIZE_MAX) {
+      pos[at->info->index] = path.size();
       path.push_back(at);
-      at = preds[at->index].front();
+      at = preds[at->info->index].front();
     }
-    std::vector<node*> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[at->index]),
+    std::vector<node*> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[at->info->index]),
                              path.end());
     std::reverse(cycle.begin(), cycle.end());
     std::string text;

@@ -26,6 +26,7 @@ struct graph_state {
   // Stable addresses, allocated in blocks: a run walks nodes built together, which then
   // share cache lines and pages instead of being scattered over the heap.
   std::deque<node> nodes;
+  std::deque<node_info> infos;           // one per node, same order
   std::vector<node*> previous, current;  // levels (Ripple §5.3.2)
   std::function<bool()> predicate;       // conditional (§5.3.6)
 

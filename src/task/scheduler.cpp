@@ -199,20 +199,17 @@ void scheduler::run_chain(arena& a, int m, node* n) {
 node* scheduler::execute(node* n) {
   graph_state& g = *n->owner;
   if (!g.cancelled.load(std::memory_order_acquire)) {
-    trace::span traced(n->name.empty() ? std::string_view("task") : std::string_view(n->name),
+    trace::span traced(trace::enabled() && !n->info->name.empty() ? std::string_view(n->info->name)
+                                                                  : std::string_view("task"),
                        "task");
     try {
-      if (n->async_body) {
-        event e = n->async_body();
-        if (!e.ready()) {
-          // Completes later, wherever the event completes; the worker moves on.
-          e.then([this, n, e] { async_done(n, e.error()); });
-          return nullptr;
-        }
-        if (auto err = e.error()) g.fail(err);
-      } else {
-        n->body();
+      event e = n->body();
+      if (!e.ready()) {
+        // Completes later, wherever the event completes; the worker moves on.
+        e.then([this, n, e] { async_done(n, e.error()); });
+        return nullptr;
       }
+      if (auto err = e.error()) g.fail(err);
     } catch (...) {
       g.fail(std::current_exception());
     }

@@ -61,8 +61,17 @@ namespace task::detail {
 
 struct graph_state;
 
-// What a run touches comes first, in the node's first cache line or two; nodes are
-// aligned to lines so that one never straddles a neighbour's.
+// What a node needs rarely (messages, building splits), apart from its hot part.
+struct node_info {
+  std::string name;
+  void const* partitioning = nullptr;  // split nodes: which partitioning, which part
+  std::size_t part = 0;
+  std::size_t parts = 0;
+  std::size_t index = 0;  // in the graph, for names in messages
+};
+
+// What a run touches, in two cache lines; nodes are aligned to lines so that one never
+// straddles a neighbour's (a run over a large graph is bound by memory traffic).
 struct alignas(64) node {
   std::atomic<std::int32_t> pending{0};  // predecessors not yet done in this run
   std::int32_t initial = 0;              // predecessors; `pending` is reset to it after each run
@@ -71,23 +80,22 @@ struct alignas(64) node {
   graph_state* owner = nullptr;
   node* const* first = nullptr;  // the successors: `near` when they fit, else the vector's
   node* near[2] = {nullptr, nullptr};
-  std::function<void()> body;  // a node that is done when it returns
+  // The body; a node that launches work returns its event (an empty event otherwise).
+  std::function<event()> body;
+  node_info* info = nullptr;
   std::vector<node*> successors;
-  std::function<event()> async_body;  // a node that is done when its event is
-  std::string name;
-  void const* partitioning = nullptr;  // split nodes: which partitioning, which part
-  std::size_t part = 0;
-  std::size_t parts = 0;
-  std::size_t index = 0;  // in the graph, for names in messages
 };
 
 template <class F>
 void set_body(node& n, F&& fn) {
   using R = std::invoke_result_t<F&>;
   if constexpr (std::is_same_v<R, event>)
-    n.async_body = std::forward<F>(fn);
+    n.body = std::forward<F>(fn);
   else
-    n.body = [f = std::forward<F>(fn)]() mutable { (void)f(); };
+    n.body = [f = std::forward<F>(fn)]() mutable {
+      (void)f();
+      return event();
+    };
 }
 
 }  // namespace task::detail
@@ -304,20 +312,20 @@ class graph {
     std::vector<task::detail::node*> folds;
     for (std::size_t i = 0; i < count; ++i) {
       auto* n = make("reduce[" + std::to_string(i) + "]");
-      n->body = [&parts, partial, op, i, identity = result.identity()] {
+      task::detail::set_body(*n, [&parts, partial, op, i, identity = result.identity()] {
         T acc = identity;
         for (auto&& x : parts.part(i)) acc = op(acc, x);
         (*partial)[i] = std::move(acc);
-      };
+      });
       add_split_node(n, id, i, count, after);
       folds.push_back(n);
     }
     auto* fin = make("reduce");
-    fin->body = [partial, op, result]() mutable {
+    task::detail::set_body(*fin, [partial, op, result]() mutable {
       T acc = result.identity();
       for (auto const& p : *partial) acc = op(acc, p);
       result.set(std::move(acc));
-    };
+    });
     for (auto* f : folds) node_ref(f).precede(node_ref(fin));
     join_level(fin);
     return *this;

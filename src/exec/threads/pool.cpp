@@ -162,7 +162,14 @@ void pool::wake_one(std::vector<int> const& slots, std::vector<char> const* mask
       (sleepers_.load(std::memory_order_relaxed) == 0 || asleep(std::memory_order_relaxed) < 0))
     return;
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (int slot = asleep(std::memory_order_relaxed); slot >= 0) wake_slot(slot);
+  // Claim the sleeper by clearing its bit: pushes that follow before it is up see it
+  // awake and make no further futex calls (one wake per sleep, not one per push).
+  for (int slot; (slot = asleep(std::memory_order_relaxed)) >= 0;) {
+    auto const bit = std::uint64_t{1} << (slot % 64);
+    if (sleeping_[static_cast<std::size_t>(slot) / 64].fetch_and(~bit, std::memory_order_seq_cst) &
+        bit)
+      return wake_slot(slot);
+  }
 }
 
 bool pool::idle() const noexcept {
