@@ -62,12 +62,17 @@ node* graph::make(node_options o) {
     throw error(
         "strata::graph: a node was added while the graph runs; expected the graph "
         "built between runs");
-  auto* n = &s_->nodes.emplace_back();
+  // Nodes live in blocks of 1024 (128 KiB), contiguous so that a run streams them.
+  constexpr std::size_t block = 1024;
+  auto const i = s_->nodes.size();
+  if (i % block == 0) s_->blocks.push_back(std::make_unique<node[]>(block));
+  auto* n = &s_->blocks.back()[i % block];
+  s_->nodes.push_back(n);
   n->info = &s_->infos.emplace_back();
   n->info->name = std::move(o.name);
   n->kind = o.kind.value_or(s_->default_kind);
   n->owner = s_.get();
-  n->info->index = s_->nodes.size() - 1;
+  n->info->index = i;
   s_->finalized = false;
   return n;
 }
@@ -104,8 +109,8 @@ void graph::add_split_node(node* n, void const* partitioning, std::size_t part, 
 
 void graph::add_sync(node* n) {
   // Every node that has no successor yet (all work so far ends in one of them).
-  for (auto& p : s_->nodes)
-    if (&p != n && p.successors.empty()) node_ref(&p).precede(node_ref(n));
+  for (auto* p : s_->nodes)
+    if (p != n && p->successors.empty()) node_ref(p).precede(node_ref(n));
   s_->previous.clear();
   s_->current.assign(1, n);
 }
@@ -133,12 +138,12 @@ graph& graph::conditional(std::function<bool()> pred) {
 
 node_ref graph::last() const {
   if (s_->nodes.empty()) throw invalid_argument("strata::graph::last: the graph has no node");
-  return node_ref(&s_->nodes.back());
+  return node_ref(s_->nodes.back());
 }
 
 node_ref graph::find(std::string_view name) const {
-  for (auto& n : s_->nodes)
-    if (n.info->name == name) return node_ref(&n);
+  for (auto* n : s_->nodes)
+    if (n->info->name == name) return node_ref(n);
   throw invalid_argument("strata::graph::find: no node named \"" + std::string(name) + "\"");
 }
 
@@ -188,9 +193,9 @@ void graph::finalize() {
   auto const count = s.nodes.size();
   std::vector<std::int32_t> in(count);
   std::vector<node*> ready;
-  for (auto& n : s.nodes) {
-    in[n.info->index] = n.initial;
-    if (n.initial == 0) ready.push_back(&n);
+  for (auto* n : s.nodes) {
+    in[n->info->index] = n->initial;
+    if (n->initial == 0) ready.push_back(n);
   }
   std::vector<node*> roots = ready;
   std::size_t seen = 0;
@@ -205,14 +210,14 @@ void graph::finalize() {
     // Walk backwards along unfreed predecessors from an unfreed node until one repeats:
     // that stretch is a cycle. Predecessors are found from the successor lists.
     std::vector<std::vector<node*>> preds(count);
-    for (auto& n : s.nodes)
-      if (in[n.info->index] > 0)
-        for (auto* m : n.successors)
-          if (in[m->info->index] > 0) preds[m->info->index].push_back(&n);
+    for (auto* n : s.nodes)
+      if (in[n->info->index] > 0)
+        for (auto* m : n->successors)
+          if (in[m->info->index] > 0) preds[m->info->index].push_back(n);
     node* start = nullptr;
-    for (auto& n : s.nodes)
-      if (in[n.info->index] > 0) {
-        start = &n;
+    for (auto* n : s.nodes)
+      if (in[n->info->index] > 0) {
+        start = n;
         break;
       }
     std::vector<std::size_t> pos(count, SIZE_MAX);
@@ -234,17 +239,13 @@ void graph::finalize() {
   }
   s.roots = std::move(roots);
   s.sinks = 0;
-  for (auto& n : s.nodes) {
-    n.pending.store(n.initial, std::memory_order_relaxed);
-    if (n.successors.empty()) ++s.sinks;
+  for (auto* n : s.nodes) {
+    n->pending.store(n->initial, std::memory_order_relaxed);
+    if (n->successors.empty()) ++s.sinks;
     // Most nodes have one or two successors: keep those in the node's own cache lines.
-    n.out = static_cast<std::int32_t>(n.successors.size());
-    if (n.successors.size() <= 2) {
-      std::copy(n.successors.begin(), n.successors.end(), n.near);
-      n.first = n.near;
-    } else {
-      n.first = n.successors.data();
-    }
+    n->out = static_cast<std::int32_t>(n->successors.size());
+    if (n->successors.size() <= 2) std::copy(n->successors.begin(), n->successors.end(), n->near);
+    n->far = n->successors.data();
   }
   s.finalized = true;
 }

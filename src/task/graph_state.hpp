@@ -23,12 +23,11 @@ struct graph_state {
   explicit graph_state(execution_kind k) : default_kind(k) {}
 
   execution_kind default_kind;
-  // Stable addresses, allocated in blocks: a run walks nodes built together, which then
-  // share cache lines and pages instead of being scattered over the heap.
-  std::deque<node> nodes;
-  std::deque<node_info> infos;           // one per node, same order
-  std::vector<node*> previous, current;  // levels (Ripple §5.3.2)
-  std::function<bool()> predicate;       // conditional (§5.3.6)
+  std::vector<std::unique_ptr<node[]>> blocks;  // the nodes, in blocks (see graph::make)
+  std::vector<node*> nodes;                     // every node, in the order added
+  std::deque<node_info> infos;                  // one per node, same order
+  std::vector<node*> previous, current;         // levels (Ripple §5.3.2)
+  std::function<bool()> predicate;              // conditional (§5.3.6)
 
   // Set by finalize.
   bool finalized = false;

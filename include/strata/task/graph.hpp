@@ -70,18 +70,19 @@ struct node_info {
   std::size_t index = 0;  // in the graph, for names in messages
 };
 
-// What a run touches, in two cache lines; nodes are aligned to lines so that one never
-// straddles a neighbour's (a run over a large graph is bound by memory traffic).
+// What a run touches, in the first cache line for a node with at most one successor
+// (body, owner and successor included); nodes are aligned to lines and allocated in
+// large contiguous blocks, because a run over a big graph is bound by memory traffic.
 struct alignas(64) node {
   std::atomic<std::int32_t> pending{0};  // predecessors not yet done in this run
   std::int32_t initial = 0;              // predecessors; `pending` is reset to it after each run
   execution_kind kind = execution_kind::cpu;
-  std::int32_t out = 0;  // successors, as `first` holds them (set by finalize)
-  graph_state* owner = nullptr;
-  node* const* first = nullptr;  // the successors: `near` when they fit, else the vector's
-  node* near[2] = {nullptr, nullptr};
+  std::int32_t out = 0;  // successors (set by finalize): in `near` up to 2, else at `far`
   // The body; a node that launches work returns its event (an empty event otherwise).
   std::function<event()> body;
+  graph_state* owner = nullptr;
+  node* near[2] = {nullptr, nullptr};
+  node* const* far = nullptr;
   node_info* info = nullptr;
   std::vector<node*> successors;
 };
