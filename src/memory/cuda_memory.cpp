@@ -89,6 +89,9 @@ void cuda_device_free(void* p) noexcept {
     cudaFree(p);
   }
   cudaStreamSynchronize(cudaStreamLegacy);
+  // A free reports nothing, so it must not leave a (non-sticky) error behind for the
+  // thread's next launch, whose cudaGetLastError would blame it.
+  (void)cudaGetLastError();
 }
 
 void* cuda_managed_alloc(place const& memory, std::size_t bytes) {
@@ -112,7 +115,8 @@ void* cuda_managed_alloc(place const& memory, std::size_t bytes) {
 }
 
 void cuda_managed_free(void* p) noexcept {
-  cudaFree(p);  // waits for the device, like every free of device memory
+  cudaFree(p);               // waits for the device, like every free of device memory
+  (void)cudaGetLastError();  // see cuda_device_free
 }
 
 }  // namespace strata::detail

@@ -4,6 +4,7 @@
 // needs one reports skipped with the runtime's reason; the no-device paths run.
 #include <strata/strata.hpp>
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -330,6 +331,14 @@ TEST_F(Cuda, ShapesBeyondTheDeviceLimitsAreErrors) {
   EXPECT_THROW(
       launch(gpu(), grid(1).block(parallel, 32).scratchpad(std::size_t{1} << 30), nothing_k{}),
       invalid_argument);
+}
+
+// CUDA keeps the last error of a call per thread until someone reads it; a launch must
+// report its own error, not one a failed call before it left (here: a refused cudaMalloc).
+TEST_F(Cuda, AnEarlierFailedCudaCallIsNotBlamedOnTheNextLaunch) {
+  void* huge = nullptr;
+  ASSERT_NE(cudaMalloc(&huge, std::size_t{1} << 62), cudaSuccess);
+  EXPECT_NO_THROW(launch(gpu(), grid(4).block(32), nothing_k{}).wait());
 }
 
 TEST_F(Cuda, HostMemoryArgumentIsAnError) {

@@ -242,19 +242,30 @@ struct backend {
     index_t const n =
         static_cast<index_t>(devices.size()) < rows ? static_cast<index_t>(devices.size()) : rows;
     std::size_t const scratch = s.scratchpad_bytes();
+    auto part_grid = [&](index_t part) {
+      vec<D> g = s.grid_extent();
+      g[0] = rows / n + (part < rows % n ? 1 : 0);
+      return g;
+    };
+    // Every part is checked before any is queued: a shape one GPU rejects must not leave
+    // the other GPUs' parts running with no event to wait for.
+    for (index_t part = 0; part < n; ++part)
+      dc::check_shape(devices[static_cast<std::size_t>(part)], part_grid(part), s.block_extent(),
+                      scratch);
     std::vector<event> parts;
     index_t first = 0;
     for (index_t part = 0; part < n; ++part) {
       int const device = devices[static_cast<std::size_t>(part)];
-      index_t const count = rows / n + (part < rows % n ? 1 : 0);
-      vec<D> g = s.grid_extent();
-      g[0] = count;
-      dc::check_shape(device, g, s.block_extent(), scratch);
+      vec<D> const g = part_grid(part);
+      index_t const count = g[0];
       void* stream = dc::stream_for(device, deps);
       dc::launch_desc<D> d{s.grid_extent(), s.block_extent(), s.element_extent(), first, scratch};
       dim3 const grid_dim = dc::to_dim3(g);
       dim3 const block_dim = dc::to_dim3(s.block_extent());
       auto cs = static_cast<cudaStream_t>(stream);
+      // cudaGetLastError below must report this launch, not a non-sticky error an earlier
+      // CUDA call left in this thread (a sticky fault is reported again anyway).
+      (void)cudaGetLastError();
       if constexpr (is_phased_kernel_v<Kernel>) {
         launch_phases(kernel, d, grid_dim, block_dim, scratch, device, cs, std::get<I>(args)...);
       } else {
