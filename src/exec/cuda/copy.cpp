@@ -56,7 +56,18 @@ cudaExtent extent_of(std::size_t width, std::size_t height, std::size_t depth) {
 
 }  // namespace
 
-event copy(copy_desc const& d, after const* deps) {
+event copy(copy_desc const& given, after const* deps) {
+  // A single row's pitch and a single slice's pitch mean nothing, and callers may leave
+  // them 0; CUDA wants pitch >= width and whole-row slice pitches (and `% pitch` below
+  // must not divide by 0), so they are made consistent first.
+  copy_desc d = given;
+  for (auto* side : {&d.dst, &d.src}) {
+    if (d.rows <= 1 && side->pitch < d.row_bytes) side->pitch = d.row_bytes;
+    if (d.slices <= 1) side->slice_pitch = d.rows * side->pitch;
+  }
+  if (d.bytes() != 0 && (d.dst.pitch == 0 || d.src.pitch == 0))
+    throw invalid_argument(
+        fmt::format("copy: a row pitch of 0 bytes for {} rows of {} bytes", d.rows, d.row_bytes));
   auto on_gpu = [](space_id s) { return s == space_id::cuda || s == space_id::managed; };
   bool const dst_gpu = on_gpu(d.dst.space), src_gpu = on_gpu(d.src.space);
   int const dst_dev = dst_gpu ? ordinal_of(d.dst) : -1;
@@ -73,6 +84,7 @@ event copy(copy_desc const& d, after const* deps) {
                : cudaMemcpyAsync(d.dst.base, d.src.base, d.bytes(), cudaMemcpyDefault, stream),
           peer ? "cudaMemcpyPeerAsync" : "cudaMemcpyAsync", d);
   } else if (dst_gpu && src_gpu && !peer && d.row_bytes < short_row_bytes) {
+    (void)cudaGetLastError();  // so that the check below sees this launch's error only
     strided_copy(d, stream);
     check(cudaGetLastError(), "strided copy kernel launch", d);
   } else if (!peer && slices_are_rows) {

@@ -25,6 +25,7 @@ __global__ void strided(std::byte* dst, std::size_t dst_pitch, std::size_t dst_s
 template <class Word>
 void queue(copy_desc const& d, cudaStream_t stream) {
   std::size_t const total = d.total_rows();
+  if (total == 0) return;  // a grid of 0 blocks is an invalid launch configuration
   unsigned const threads = 256;
   std::size_t blocks = (total + threads - 1) / threads;
   if (blocks > 65535) blocks = 65535;  // grid-stride beyond
