@@ -11,6 +11,7 @@
 #include <strata/exec/cuda/backend.hpp>
 
 #include "exec/exec_state.hpp"
+#include "log.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -42,6 +43,7 @@ class device {
  public:
   explicit device(int ordinal) : ordinal_(ordinal) {
     check(cudaSetDevice(ordinal), "cudaSetDevice");
+    enable_peers();
     for (auto& s : streams_)
       check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
     cudaDeviceProp prop{};
@@ -93,6 +95,26 @@ class device {
   }
 
  private:
+  // Kernels here may be handed other GPUs' memory (a multi-GPU grid over one array;
+  // check_kernel_pointer accepts any CUDA memory): unified addressing gives every GPU the
+  // same address, but a kernel may dereference a peer's memory only once this device has
+  // peer access to it. Enabled for every peer the hardware allows; without P2P (GPUs on
+  // different PCIe root complexes) such an access faults, and copies go through the host.
+  void enable_peers() {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+    for (int peer = 0; peer < count; ++peer) {
+      int can = 0;
+      if (peer == ordinal_ || cudaDeviceCanAccessPeer(&can, ordinal_, peer) != cudaSuccess || !can)
+        continue;
+      auto e = cudaDeviceEnablePeerAccess(peer, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+        log(log_level::info, fmt::format("CUDA device {}: no peer access to device {}: {}",
+                                         ordinal_, peer, cudaGetErrorString(e)));
+    }
+    (void)cudaGetLastError();  // AlreadyEnabled and refusals are not this thread's errors
+  }
+
   struct entry {
     cudaEvent_t marker;
     event done;
