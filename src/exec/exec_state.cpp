@@ -75,7 +75,15 @@ int exec_state::sim_of_place(place const& p) const {
 
 exec_state::~exec_state() {
   device_release_fence.store(nullptr, std::memory_order_release);
-  cuda.reset();  // joins its completion workers, whose continuations may use the pool
+  // Joins the CUDA completion workers, whose continuations may use the pool. Taken out
+  // under cuda_mutex: a late continuation's device_of reads `cuda` under it, and
+  // unique_ptr::reset would write it unlocked.
+  std::unique_ptr<device_backend_state> gpu;
+  {
+    std::lock_guard lock(cuda_mutex);
+    gpu = std::move(cuda);
+  }
+  gpu.reset();
   pool_.reset();
 }
 
