@@ -79,6 +79,9 @@ void run_cuda(context& ctx, std::string const& which) {
     peer_side = [&] {
       cuda_ok(cudaMemcpy(c.get(), a.get(), count * sizeof(double), cudaMemcpyDeviceToDevice),
               "cudaMemcpy");
+      // A device-to-device cudaMemcpy may return before the copy ends; the Strata side
+      // waits for its kernel, so this side must wait for its copy too.
+      cuda_ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     };
   } else if (which == "triad") {
     bytes = 3 * w * static_cast<double>(n);
