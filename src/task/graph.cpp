@@ -186,6 +186,12 @@ std::string label(node const& n) {
 
 }  // namespace
 
+namespace {
+// From this many successors on, a fan-out's successors run as one self-splitting range
+// task instead of one deque entry each (below it pushing them one by one costs as little).
+constexpr std::size_t fan_min = 8;
+}  // namespace
+
 void graph::finalize() {
   auto& s = *s_;
   if (s.finalized) return;
@@ -246,6 +252,9 @@ void graph::finalize() {
     n->out = static_cast<std::int32_t>(n->successors.size());
     if (n->successors.size() <= 2) std::copy(n->successors.begin(), n->successors.end(), n->near);
     n->far = n->successors.data();
+    n->fan = n->successors.size() >= fan_min &&
+             std::all_of(n->successors.begin(), n->successors.end(),
+                         [](node* m) { return m->initial == 1 && m->kind == execution_kind::cpu; });
   }
   s.finalized = true;
 }

@@ -8,6 +8,7 @@
 #include "task/graph_state.hpp"
 
 #include <cstdint>
+#include <new>
 
 namespace strata::task::detail {
 namespace {
@@ -27,6 +28,26 @@ bool is_completion(node* n) noexcept {
 }
 node* strip(node* n) noexcept {
   return reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(n) & ~std::uintptr_t{1});
+}
+
+// The ready successors [begin, end) of a fan-out node (node::fan), as one task: the same
+// deque slot holds a pointer to it with bit 1 set. Whoever runs it splits off the upper
+// half for thieves whenever its own deque is empty (lazy binary splitting, as oneTBB's
+// parallel_for does), so 10^5 successors cost O(log n) deque operations plus a loop
+// when no one steals, and each steal hands over half of what is left.
+struct alignas(8) successor_range {
+  node* const* begin;
+  node* const* end;
+};
+node* as_range(successor_range* r) noexcept {
+  return reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(r) | 2u);
+}
+bool is_range(node* n) noexcept {
+  return (reinterpret_cast<std::uintptr_t>(n) & 2u) != 0;
+}
+successor_range* range_of(node* n) noexcept {
+  return reinterpret_cast<successor_range*>(reinterpret_cast<std::uintptr_t>(n) &
+                                            ~std::uintptr_t{2});
 }
 
 }  // namespace
@@ -191,9 +212,40 @@ void scheduler::run_chain(arena& a, int m, node* n) {
   my_arena = &a;
   my_member = m;
   // The first ready successor runs here, next, without a trip through the deque.
-  while (n) n = is_completion(n) ? finish(strip(n)) : execute(n);
+  while (n) n = is_range(n) ? run_range(a, m, n) : is_completion(n) ? finish(strip(n)) : execute(n);
   my_arena = saved_arena;
   my_member = saved_member;
+}
+
+node* scheduler::run_range(arena& a, int m, node* tagged) {
+  auto* r = range_of(tagged);
+  node* const* it = r->begin;
+  node* const* end = r->end;
+  delete r;
+  auto& own = *a.cpu[static_cast<std::size_t>(m)];
+  bool const others = a.members.size() > 1;
+  while (it != end) {
+    // Lazy splitting: only when nothing of this worker's is left for a thief to take.
+    if (others && end - it > 1 && own.empty()) {
+      node* const* mid = it + (end - it) / 2;
+      if (auto* half = new (std::nothrow) successor_range{mid, end}) {
+        own.push(as_range(half));
+        pool_.wake_one(a.members, nullptr, false);
+        end = mid;
+      }
+    }
+    // Each successor and the chain it starts run here; a fan-out inside it goes to the
+    // deque (running it here would nest ranges on the stack without bound).
+    for (node* x = *it++; x;) {
+      if (is_range(x)) {
+        own.push(x);
+        pool_.wake_one(a.members, nullptr, false);
+        break;
+      }
+      x = execute(x);
+    }
+  }
+  return nullptr;
 }
 
 node* scheduler::execute(node* n) {
@@ -234,6 +286,9 @@ node* scheduler::finish(node* n) {
   if (it == end) {
     sink_done(g);
     return nullptr;
+  }
+  if (n->fan && my_arena == g.where) {
+    if (auto* r = new (std::nothrow) successor_range{it, end}) return as_range(r);
   }
   bool const device_worker =
       my_arena && my_arena->device_priority[static_cast<std::size_t>(my_member)];

@@ -64,6 +64,7 @@ class scheduler {
   node* take(arena& a, int m);
   void run_chain(arena& a, int m, node* n);
   node* execute(node* n);
+  node* run_range(arena& a, int m, node* tagged);
   node* finish(node* n);
   void push(node* n);
   void inject(arena& a, node* n, bool device);

@@ -85,6 +85,10 @@ struct alignas(64) node {
   node* const* far = nullptr;
   node_info* info = nullptr;
   std::vector<node*> successors;
+  // Set by finalize: many successors, each a CPU node with this one as its only
+  // predecessor, so all are ready together when this node ends and run as one range task
+  // that splits itself when other workers are hungry (docs/tasks.md, "Fan-outs").
+  bool fan = false;
 };
 
 template <class F>
