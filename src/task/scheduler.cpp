@@ -224,6 +224,18 @@ node* scheduler::run_range(arena& a, int m, node* tagged) {
   delete r;
   auto& own = *a.cpu[static_cast<std::size_t>(m)];
   bool const others = a.members.size() > 1;
+  // Successors that all lead to one join (a fan-in, like a reduction's last node) count
+  // it down once by how many of them ran here, not once each: one contended locked
+  // instruction per range instead of per task.
+  node* join = nullptr;
+  std::int32_t batch = 0;
+  auto count_down = [&]() -> node* {
+    node* ready = nullptr;
+    if (batch > 0 && join->pending.fetch_sub(batch, std::memory_order_acq_rel) == batch)
+      ready = join;
+    batch = 0;
+    return ready;
+  };
   while (it != end) {
     // Lazy splitting: only when nothing of this worker's is left for a thief to take.
     if (others && end - it > 1 && own.empty()) {
@@ -236,7 +248,19 @@ node* scheduler::run_range(arena& a, int m, node* tagged) {
     }
     // Each successor and the chain it starts run here; a fan-out inside it goes to the
     // deque (running it here would nest ranges on the stack without bound).
-    for (node* x = *it++; x;) {
+    node* first = *it++;
+    if (first->out == 1 && first->near[0]->initial > 1) {
+      if (first->near[0] != join) {
+        if (node* ready = count_down()) push(ready);
+        join = first->near[0];
+      }
+      if (run_body(first)) {
+        first->pending.store(first->initial, std::memory_order_relaxed);
+        ++batch;
+      }
+      continue;
+    }
+    for (node* x = first; x;) {
       if (is_range(x)) {
         own.push(x);
         pool_.wake_one(a.members, nullptr, false);
@@ -245,10 +269,16 @@ node* scheduler::run_range(arena& a, int m, node* tagged) {
       x = execute(x);
     }
   }
-  return nullptr;
+  // The join runs next here, as finish would run it (device work only on device workers).
+  node* ready = count_down();
+  if (ready && ready->kind != execution_kind::cpu && !a.device_priority[static_cast<std::size_t>(m)]) {
+    push(ready);
+    return nullptr;
+  }
+  return ready;
 }
 
-node* scheduler::execute(node* n) {
+bool scheduler::run_body(node* n) {
   graph_state& g = *n->owner;
   if (!g.cancelled.load(std::memory_order_acquire)) {
     trace::span traced(trace::enabled() && !n->info->name.empty() ? std::string_view(n->info->name)
@@ -259,14 +289,18 @@ node* scheduler::execute(node* n) {
       if (!e.ready()) {
         // Completes later, wherever the event completes; the worker moves on.
         e.then([this, n, e] { async_done(n, e.error()); });
-        return nullptr;
+        return false;
       }
       if (auto err = e.error()) g.fail(err);
     } catch (...) {
       g.fail(std::current_exception());
     }
   }
-  return finish(n);
+  return true;
+}
+
+node* scheduler::execute(node* n) {
+  return run_body(n) ? finish(n) : nullptr;
 }
 
 void scheduler::async_done(node* n, std::exception_ptr err) {

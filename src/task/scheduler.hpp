@@ -63,6 +63,7 @@ class scheduler {
   bool find_and_run(int slot);
   node* take(arena& a, int m);
   void run_chain(arena& a, int m, node* n);
+  bool run_body(node* n);
   node* execute(node* n);
   node* run_range(arena& a, int m, node* tagged);
   node* finish(node* n);
