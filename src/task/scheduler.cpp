@@ -271,7 +271,8 @@ node* scheduler::run_range(arena& a, int m, node* tagged) {
   }
   // The join runs next here, as finish would run it (device work only on device workers).
   node* ready = count_down();
-  if (ready && ready->kind != execution_kind::cpu && !a.device_priority[static_cast<std::size_t>(m)]) {
+  if (ready && ready->kind != execution_kind::cpu &&
+      !a.device_priority[static_cast<std::size_t>(m)]) {
     push(ready);
     return nullptr;
   }

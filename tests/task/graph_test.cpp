@@ -10,6 +10,7 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,6 +113,60 @@ TEST(Graph, MillionTasks) {
   }
   for (int p = 0; p < passes; ++p) run(g).wait();
   EXPECT_EQ(ran.load(), long{chains} * length * passes);
+}
+
+TEST(Graph, FanOutsSplitAndCountTheirJoinsDown) {
+  runtime rt;
+  // One root fans out to 2000 leaves that alternate between two joins (every batch of
+  // the range's join countdown is one long), and to 50 leaves that fan out again (a
+  // range inside a range) into the first join. Each join must see all of its own
+  // predecessors done, and every node run exactly once per pass.
+  int const leaves = 2000 / scale, fans = 50, fan_width = 10, passes = 50;
+  std::vector<std::atomic<int>> ran(static_cast<std::size_t>(leaves + fans * fan_width));
+  std::atomic<int> into_a{0}, into_b{0};
+  std::atomic<int> bad_a{0}, bad_b{0};
+  int const expect_a = leaves / 2 + fans * fan_width, expect_b = leaves - leaves / 2;
+  graph g;
+  auto root = g.add("root", [] {});
+  auto join_a = g.add("a", [&] {
+    if (into_a.exchange(0) != expect_a) bad_a.fetch_add(1);
+  });
+  auto join_b = g.add("b", [&] {
+    if (into_b.exchange(0) != expect_b) bad_b.fetch_add(1);
+  });
+  for (int i = 0; i < leaves; ++i) {
+    auto n = g.add([&ran, &into_a, &into_b, i] {
+      ran[static_cast<std::size_t>(i)].fetch_add(1);
+      (i % 2 == 0 ? into_a : into_b).fetch_add(1);
+    });
+    root.precede(n);
+    n.precede(i % 2 == 0 ? join_a : join_b);
+  }
+  for (int f = 0; f < fans; ++f) {
+    auto mid = g.add([] {});
+    root.precede(mid);
+    for (int k = 0; k < fan_width; ++k) {
+      auto idx = static_cast<std::size_t>(leaves + f * fan_width + k);
+      auto n = g.add([&ran, &into_a, idx] {
+        ran[idx].fetch_add(1);
+        into_a.fetch_add(1);
+      });
+      mid.precede(n);
+      n.precede(join_a);
+    }
+  }
+  for (int p = 0; p < passes; ++p) run(g).wait();
+  for (auto& r : ran) EXPECT_EQ(r.load(), passes);
+  EXPECT_EQ(bad_a.load(), 0);
+  EXPECT_EQ(bad_b.load(), 0);
+  // A failing leaf of a fan-out reaches wait, and the graph runs again afterwards.
+  graph h;
+  auto top = h.add([] {});
+  for (int i = 0; i < 100; ++i)
+    top.precede(h.add([i] {
+      if (i == 37) throw std::runtime_error("leaf 37");
+    }));
+  EXPECT_THROW(run(h).wait(), std::runtime_error);
 }
 
 TEST(Graph, OnOneThreadAndNested) {
