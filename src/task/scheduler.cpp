@@ -157,6 +157,12 @@ node* scheduler::take(arena& a, int m) {
   };
   // Device-priority workers look at device work first, and only they run it (Ripple
   // §6.2); CPU-priority workers steal only CPU work.
+  // A lone member's deques have no thieves: no fence needed to pop.
+  if (n == 1) {
+    if (a.device_priority[mi])
+      if (node* x = a.dev[mi]->pop_unshared()) return x;
+    if (node* x = a.cpu[mi]->pop_unshared()) return x;
+  }
   if (a.device_priority[mi]) {
     if (node* x = a.dev[mi]->pop()) return x;
     if (node* x = from_injected(true)) return x;

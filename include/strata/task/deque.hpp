@@ -71,6 +71,16 @@ class ws_deque {
     return x;
   }
 
+  /// Owner only, on a deque no thread steals from (the only member of an arena): pop
+  /// without the fence and the race for the last element, which exist only for thieves.
+  T pop_unshared() {
+    auto b = bottom_.load(std::memory_order_relaxed);
+    if (b <= top_.load(std::memory_order_relaxed)) return nullptr;
+    T x = ring_.load(std::memory_order_relaxed)->get(b - 1);
+    bottom_.store(b - 1, std::memory_order_relaxed);
+    return x;
+  }
+
   /// Any thread: takes the element at the top (FIFO), or null when empty or when it lost
   /// a race (the caller may try elsewhere).
   T steal() {
