@@ -1,8 +1,8 @@
 // oneTBB flow_graph and OpenMP task versions of the graph benchmarks' workloads (see
 // peers.hpp). Written the way each library's documentation teaches: flow_graph with
 // continue_nodes and edges, built once and run by putting a message into its source;
-// OpenMP with `task depend` where tasks have predecessors (chain, wavefront) and plain
-// tasks with taskwait where the structure is fork-join (tree, fanout).
+// OpenMP with `task depend` where tasks have predecessors (chain, wavefront) and, for the
+// fork-join shapes (tree, fanout), both plain recursive tasks / taskwait and `task depend`.
 #include "graph/peers.hpp"
 
 #include <array>
@@ -84,9 +84,13 @@ namespace {
 
 class omp_peer final : public peer {
  public:
-  omp_peer(shape s, std::size_t size, int threads)
-      : shape_(s), size_(size), threads_(threads), name_(label("omp-task", threads)) {
-    if (s == shape::wavefront) deps_.assign(size * size, 0);
+  omp_peer(shape s, std::size_t size, int threads, bool depend)
+      : shape_(s),
+        size_(size),
+        threads_(threads),
+        depend_(depend || s == shape::chain || s == shape::wavefront),
+        name_(label(depend_ ? "omp-task-depend" : "omp-task", threads)) {
+    if (depend_) deps_.assign(task_count(s, size), 0);
   }
   char const* name() const override { return name_.c_str(); }
 
@@ -96,13 +100,13 @@ class omp_peer final : public peer {
         chain();
         break;
       case shape::tree:
-        tree_root();
+        depend_ ? tree_depend() : tree_root();
         break;
       case shape::wavefront:
         wavefront();
         break;
       case shape::fanout:
-        fanout();
+        depend_ ? fanout_depend() : fanout();
         break;
     }
   }
@@ -139,6 +143,41 @@ class omp_peer final : public peer {
     tree(0, nodes);  // the implicit barrier at the end of single waits for every task
   }
 
+  // The tree as a static task graph: node i after its parent (i - 1) / 2.
+  void tree_depend() {
+    std::size_t const nodes = task_count(shape::tree, size_);
+    [[maybe_unused]] char* d = deps_.data();  // g++ 12 does not count depend clauses as uses
+#pragma omp parallel num_threads(threads_)
+#pragma omp single
+    {
+#pragma omp task depend(out : d[0])
+      task_body(0);
+      for (std::size_t i = 1; i < nodes; ++i) {
+#pragma omp task depend(in : d[(i - 1) / 2]) depend(out : d[i]) firstprivate(i)
+        task_body(i);
+      }
+    }
+  }
+
+  // One -> n -> one with depend edges; the sink depends on every middle task through an
+  // OpenMP 5.0 depend iterator.
+  void fanout_depend() {
+    std::size_t const n = size_;
+    [[maybe_unused]] char* d = deps_.data();
+#pragma omp parallel num_threads(threads_)
+#pragma omp single
+    {
+#pragma omp task depend(out : d[0])
+      task_body(0);
+      for (std::size_t i = 1; i <= n; ++i) {
+#pragma omp task depend(in : d[0]) depend(out : d[i]) firstprivate(i)
+        task_body(i);
+      }
+#pragma omp task depend(iterator(k = 1 : n + 1), in : d[k])
+      task_body(n + 1);
+    }
+  }
+
   void wavefront() {
     std::size_t const n = size_;
     char* d = deps_.data();
@@ -172,6 +211,7 @@ class omp_peer final : public peer {
   shape shape_;
   std::size_t size_;
   int threads_;
+  bool depend_;
   std::string name_;
   std::vector<char> deps_;
 };
@@ -179,7 +219,12 @@ class omp_peer final : public peer {
 }  // namespace
 
 std::unique_ptr<peer> make_omp(shape s, std::size_t size, int threads) {
-  return std::make_unique<omp_peer>(s, size, threads);
+  return std::make_unique<omp_peer>(s, size, threads, false);
+}
+
+std::unique_ptr<peer> make_omp_depend(shape s, std::size_t size, int threads) {
+  if (s == shape::chain || s == shape::wavefront) return nullptr;
+  return std::make_unique<omp_peer>(s, size, threads, true);
 }
 
 // ---------------------------------------------------------------- oneTBB flow_graph

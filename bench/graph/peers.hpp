@@ -26,7 +26,13 @@ class peer {
 
 /// size: as task_count says. make_tbb returns null when built without oneTBB.
 std::unique_ptr<peer> make_tbb(shape s, std::size_t size, int threads);
+/// make_omp writes each shape as an OpenMP programmer would: `task depend` for chain and
+/// wavefront, recursive tasks (tree) and tasks + taskwait (fanout) for the fork-join shapes.
+/// make_omp_depend writes tree and fanout with `task depend` edges too (the peer:
+/// one task per node, created by one thread, each after its predecessors); it returns null
+/// for chain and wavefront, which make_omp already writes that way.
 std::unique_ptr<peer> make_omp(shape s, std::size_t size, int threads);
+std::unique_ptr<peer> make_omp_depend(shape s, std::size_t size, int threads);
 
 /// The work every task does (identical for both sides): a few dozen ns of dependent
 /// integer arithmetic on the task's index, summed per thread so it can't be optimised away

@@ -111,6 +111,7 @@ void run_shape(context& ctx, char const* bench_name, gp::shape s, std::size_t si
     std::vector<std::unique_ptr<gp::peer>> peers;
     if (auto p = gp::make_tbb(s, size, t)) peers.push_back(std::move(p));
     if (auto p = gp::make_omp(s, size, t)) peers.push_back(std::move(p));
+    if (auto p = gp::make_omp_depend(s, size, t)) peers.push_back(std::move(p));
     for (auto& p : peers) {
       gp::reset_checksum();
       p->run();

@@ -35,6 +35,16 @@ TEST(GraphPeers, OmpRunsEveryTaskOnce) {
     for (int t : {1, 2}) check(gp::make_omp(c.shape, c.size, t), c);
 }
 
+TEST(GraphPeers, OmpDependRunsEveryTaskOnce) {
+  for (auto c : cases)
+    for (int t : {1, 2}) {
+      auto p = gp::make_omp_depend(c.shape, c.size, t);
+      bool const fork_join = c.shape == gp::shape::tree || c.shape == gp::shape::fanout;
+      ASSERT_EQ(bool(p), fork_join);  // chain and wavefront: make_omp uses depend already
+      if (p) check(std::move(p), c);
+    }
+}
+
 TEST(GraphPeers, TbbRunsEveryTaskOnce) {
   if (!gp::make_tbb(gp::shape::chain, 1, 1)) GTEST_SKIP() << "built without oneTBB";
   for (auto c : cases)
