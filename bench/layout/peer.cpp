@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <omp.h>
+
 namespace strata::bench::layout_peer {
 
 void transpose_naive(std::ptrdiff_t n, double const* a, double* b, int threads) {
@@ -24,6 +26,19 @@ void transpose_blocked(std::ptrdiff_t n, double const* a, double* b, int threads
 
 void copy_bytes(void* dst, void const* src, std::size_t bytes) {
   std::memcpy(dst, src, bytes);
+}
+
+void copy_bytes_parallel(void* dst, void const* src, std::size_t bytes, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+    // One chunk per thread, cut on cache lines so no line is written by two threads.
+    auto const n = static_cast<std::size_t>(omp_get_num_threads());
+    auto const t = static_cast<std::size_t>(omp_get_thread_num());
+    std::size_t const chunk = (bytes / n + 63) / 64 * 64;
+    std::size_t const first = std::min(bytes, t * chunk), last = std::min(bytes, first + chunk);
+    std::memcpy(static_cast<char*>(dst) + first, static_cast<char const*>(src) + first,
+                last - first);
+  }
 }
 
 }  // namespace strata::bench::layout_peer

@@ -12,5 +12,8 @@ void transpose_naive(std::ptrdiff_t n, double const* a, double* b, int threads);
 void transpose_blocked(std::ptrdiff_t n, double const* a, double* b, int threads);
 /// std::memcpy.
 void copy_bytes(void* dst, void const* src, std::size_t bytes);
+/// std::memcpy in `threads` equal chunks, one per OpenMP thread: what a user would write
+/// to copy with several threads.
+void copy_bytes_parallel(void* dst, void const* src, std::size_t bytes, int threads);
 
 }  // namespace strata::bench::layout_peer

@@ -3,7 +3,7 @@
 //   ({A[1], A[0]}), against the textbook loop and a hand-written 64 x 64 blocked loop,
 //   at 1 and every host thread.
 // - layout-copy: a copy between two identical contiguous types (one maximal run) against
-//   std::memcpy.
+//   std::memcpy at 1 thread and std::memcpy in one chunk per OpenMP thread above that.
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -60,10 +60,18 @@ void run_layout_copy(context& ctx) {
     auto [ts, tp] = compare(
         ctx.opts().repeats,
         [&] { copy(after{}, where, b.on(dst.data()), a.on(std::as_const(src).data())).wait(); },
-        [&] { layout_peer::copy_bytes(dst.data(), src.data(), static_cast<std::size_t>(bytes)); });
+        [&] {
+          if (threads == 1)
+            layout_peer::copy_bytes(dst.data(), src.data(), static_cast<std::size_t>(bytes));
+          else
+            layout_peer::copy_bytes_parallel(dst.data(), src.data(),
+                                             static_cast<std::size_t>(bytes), threads);
+        });
     if (dst.front() != 1.5 || dst.back() != 1.5)
       throw std::runtime_error("layout-copy benchmark: wrong result");
-    result r{"layout-copy", "threads/" + std::to_string(threads), bytes, ts, "std::memcpy/1", tp};
+    std::string const peer =
+        threads == 1 ? "std::memcpy/1" : "omp-memcpy/" + std::to_string(threads);
+    result r{"layout-copy", "threads/" + std::to_string(threads), bytes, ts, peer, tp};
     r.extra = {
         {"threads", threads}, {"strata_gbps", bytes / ts / 1e9}, {"peer_gbps", bytes / tp / 1e9}};
     ctx.report(r);

@@ -48,9 +48,12 @@ struct element_kernel {
   }
 };
 
+index_t processors_of(target const& where) {
+  return static_cast<index_t>(std::max<std::size_t>(1, where.where.processors().size()));
+}
+
 index_t pieces_for(target const& where, index_t items) {
-  auto pus = static_cast<index_t>(std::max<std::size_t>(1, where.where.processors().size()));
-  return std::max<index_t>(1, std::min(items, 8 * pus));
+  return std::max<index_t>(1, std::min(items, 8 * processors_of(where)));
 }
 
 /// dst[B(k) + dshift] = src[A(k) + sshift] on the host, after deps.
@@ -58,10 +61,17 @@ event host_permute(after const& deps, target const& where, copy_plan plan, dimen
                    dimension const& st, std::size_t elem, std::byte* dst, index_t dshift,
                    std::byte const* src, index_t sshift) {
   bool const small = static_cast<std::size_t>(dt.size()) * elem < inline_bytes;
+  if (!unique_offsets(dt)) {
+    // Several k share a destination offset: PARRAY §3.2's `y[B(k)] = x[A(k)] for every k`
+    // then leaves the last such k's element. One thread in k order gives exactly that;
+    // threads (or tiles) would race on the shared elements.
+    return launch(deps, where, grid(1), element_kernel{}, dt, st, elem, dshift, sshift, dst, src,
+                  dt.size());
+  }
   if (plan.ok) {
     plan.dst_base += dshift;
     plan.src_base += sshift;
-    byte_plan b = make_byte_plan(plan, elem);
+    byte_plan b = make_byte_plan(plan, elem, small ? 1 : processors_of(where));
     if (small && deps.ready()) {
       if (auto err = deps.error()) return event::failed(err);
       copy_items(b, dst, src, 0, b.items);

@@ -20,6 +20,37 @@
 
 namespace strata {
 
+namespace detail {
+
+/// Whether a strided form gives every index its own offset: sorted by stride, each axis
+/// must step over everything the smaller ones reach.
+inline bool unique_by_strides(linear_form f) {
+  std::sort(f.axes, f.axes + f.count,
+            [](axis const& a, axis const& b) { return a.stride < b.stride; });
+  index_t reach = 0;
+  for (int a = 0; a < f.count; ++a) {
+    if (f.axes[a].stride <= reach) return false;
+    reach += (f.axes[a].extent - 1) * f.axes[a].stride;
+  }
+  return true;
+}
+
+/// Whether every index of d has its own offset (by strides, else by marking offsets).
+inline bool unique_offsets(dimension const& d) {
+  auto f = linear(d);
+  if (f.ok && unique_by_strides(f)) return true;
+  auto [lo, hi] = offset_range(d);
+  std::vector<bool> seen(static_cast<std::size_t>(hi - lo + 1), false);
+  for (index_t i = 0; i < d.size(); ++i) {
+    auto o = static_cast<std::size_t>(d(i) - lo);
+    if (seen[o]) return false;
+    seen[o] = true;
+  }
+  return true;
+}
+
+}  // namespace detail
+
 template <class T, memory_space Space>
 class array_view;
 
@@ -62,18 +93,7 @@ class array_type {
     return hi + 1;
   }
   /// Whether every index has its own offset.
-  bool is_unique() const {
-    auto f = linear(root_);
-    if (f.ok && unique_by_strides(f)) return true;
-    auto [lo, hi] = offset_range();
-    std::vector<bool> seen(static_cast<std::size_t>(hi - lo + 1), false);
-    for (index_t i = 0; i < size(); ++i) {
-      auto o = static_cast<std::size_t>(root_(i) - lo);
-      if (seen[o]) return false;
-      seen[o] = true;
-    }
-    return true;
-  }
+  bool is_unique() const { return detail::unique_offsets(root_); }
   /// Whether the offsets are exactly [0, size): unique and without holes.
   bool is_exhaustive() const {
     auto [lo, hi] = offset_range();
@@ -105,18 +125,6 @@ class array_type {
   }
 
  private:
-  static bool unique_by_strides(linear_form f) {
-    // Sorted by stride, each axis must step over everything the smaller ones reach.
-    std::sort(f.axes, f.axes + f.count,
-              [](axis const& a, axis const& b) { return a.stride < b.stride; });
-    index_t reach = 0;
-    for (int a = 0; a < f.count; ++a) {
-      if (f.axes[a].stride <= reach) return false;
-      reach += (f.axes[a].extent - 1) * f.axes[a].stride;
-    }
-    return true;
-  }
-
   dimension root_;
 };
 
