@@ -71,7 +71,7 @@ event host_permute(after const& deps, target const& where, copy_plan plan, dimen
   if (plan.ok) {
     plan.dst_base += dshift;
     plan.src_base += sshift;
-    byte_plan b = make_byte_plan(plan, elem, small ? 1 : processors_of(where));
+    byte_plan b = make_byte_plan(plan, elem);
     if (small && deps.ready()) {
       if (auto err = deps.error()) return event::failed(err);
       copy_items(b, dst, src, 0, b.items);

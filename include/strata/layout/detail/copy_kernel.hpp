@@ -45,8 +45,7 @@ inline index_t abs_index(index_t x) {
   return x < 0 ? -x : x;
 }
 
-/// `pieces`: how many threads will share the copy.
-inline byte_plan make_byte_plan(copy_plan const& c, std::size_t elem, index_t pieces = 1) {
+inline byte_plan make_byte_plan(copy_plan const& c, std::size_t elem) {
   byte_plan b;
   b.elem = elem;
   b.count = c.count;
@@ -64,10 +63,6 @@ inline byte_plan make_byte_plan(copy_plan const& c, std::size_t elem, index_t pi
   if (b.p == b.q) {
     // Rows: chunks of about 64 KiB, so long runs still split over threads.
     b.tile_p = std::max<index_t>(1, (index_t{64} << 10) / e);
-    // One run alone (a plain memcpy): one equal chunk per thread, as a hand-written
-    // parallel memcpy cuts it; large chunks also let memcpy pick streaming stores.
-    if (c.count == 1 && pieces > 1)
-      b.tile_p = std::max(b.tile_p, (b.extent[b.p] + pieces - 1) / pieces);
     b.tile_p = std::min(b.tile_p, b.extent[b.p]);
   } else {
     // Tiles of 128 source bytes (two lines) along p by 2 KiB of destination along q (16 x
