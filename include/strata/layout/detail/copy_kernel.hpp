@@ -20,6 +20,15 @@
 #include <emmintrin.h>
 #endif
 
+// Fully unrolled micro-tile loops (the library builds at -O2, which does not unroll them).
+#if defined(__CUDACC__) || defined(__clang__)
+#define STRATA_COPY_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define STRATA_COPY_UNROLL _Pragma("GCC unroll 16")
+#else
+#define STRATA_COPY_UNROLL
+#endif
+
 namespace strata::detail {
 
 struct byte_plan {
@@ -184,18 +193,16 @@ void copy_tile(std::byte* d0, std::byte const* s0, index_t pn, index_t qn, index
       for (; j0 + m <= qn; j0 += m) {
         w buf[m][m];  // buf[i] is destination line i
         std::byte const* s = s0 + i0 * sp + j0 * sq;
-#pragma GCC unroll 16
-        for (index_t j = 0; j < m; ++j)
-#pragma GCC unroll 16
-          for (index_t i = 0; i < m; ++i) std::memcpy(&buf[i][j], s + i * sp + j * sq, E);
+        STRATA_COPY_UNROLL
+        for (index_t j = 0; j < m; ++j) STRATA_COPY_UNROLL
+        for (index_t i = 0; i < m; ++i) std::memcpy(&buf[i][j], s + i * sp + j * sq, E);
         std::byte* d = d0 + i0 * dp + j0 * dq;
         if (stream) {
           for (index_t i = 0; i < m; ++i) stream_line(d + i * dp, buf[i]);
         } else {
-#pragma GCC unroll 16
-          for (index_t i = 0; i < m; ++i)
-#pragma GCC unroll 16
-            for (index_t j = 0; j < m; ++j) std::memcpy(d + i * dp + j * dq, &buf[i][j], E);
+          STRATA_COPY_UNROLL
+          for (index_t i = 0; i < m; ++i) STRATA_COPY_UNROLL
+          for (index_t j = 0; j < m; ++j) std::memcpy(d + i * dp + j * dq, &buf[i][j], E);
         }
       }
       // The tile's last columns, narrower than a micro-tile.
@@ -298,3 +305,5 @@ inline void copy_elements(dimension const& dt, dimension const& st, std::size_t 
 }
 
 }  // namespace strata::detail
+
+#undef STRATA_COPY_UNROLL
