@@ -7,6 +7,7 @@
 
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -159,8 +160,9 @@ class omp_peer final : public peer {
     }
   }
 
-  // One -> n -> one with depend edges; the sink depends on every middle task through an
-  // OpenMP 5.0 depend iterator.
+  // One -> n -> one with depend edges: the middle tasks read the source's item, and the
+  // sink's inout on it orders the sink after every one of them (OpenMP's rule for an out
+  // dependence after in dependences on the same list item).
   void fanout_depend() {
     std::size_t const n = size_;
     [[maybe_unused]] char* d = deps_.data();
@@ -170,10 +172,10 @@ class omp_peer final : public peer {
 #pragma omp task depend(out : d[0])
       task_body(0);
       for (std::size_t i = 1; i <= n; ++i) {
-#pragma omp task depend(in : d[0]) depend(out : d[i]) firstprivate(i)
+#pragma omp task depend(in : d[0]) firstprivate(i)
         task_body(i);
       }
-#pragma omp task depend(iterator(k = 1 : n + 1), in : d[k])
+#pragma omp task depend(inout : d[0])
       task_body(n + 1);
     }
   }
@@ -224,6 +226,12 @@ std::unique_ptr<peer> make_omp(shape s, std::size_t size, int threads) {
 
 std::unique_ptr<peer> make_omp_depend(shape s, std::size_t size, int threads) {
   if (s == shape::chain || s == shape::wavefront) return nullptr;
+  // libgomp 12 runs the depend form of a 10^5-wide fanout in ~150 us per task at 1 thread
+  // (~15 s a run: undeferred tasks scan every earlier reader of the source's item), so the
+  // benchmark leaves it out unless asked for (STRATA_BENCH_OMP_DEPEND_FANOUT=1); the peer
+  // test still checks it at small sizes.
+  if (s == shape::fanout && size > 4096 && !std::getenv("STRATA_BENCH_OMP_DEPEND_FANOUT"))
+    return nullptr;
   return std::make_unique<omp_peer>(s, size, threads, true);
 }
 

@@ -30,7 +30,8 @@ std::unique_ptr<peer> make_tbb(shape s, std::size_t size, int threads);
 /// wavefront, recursive tasks (tree) and tasks + taskwait (fanout) for the fork-join shapes.
 /// make_omp_depend writes tree and fanout with `task depend` edges too (the peer:
 /// one task per node, created by one thread, each after its predecessors); it returns null
-/// for chain and wavefront, which make_omp already writes that way.
+/// for chain and wavefront, which make_omp already writes that way, and for fanouts wider
+/// than 4096 unless STRATA_BENCH_OMP_DEPEND_FANOUT is set (libgomp is quadratic there).
 std::unique_ptr<peer> make_omp(shape s, std::size_t size, int threads);
 std::unique_ptr<peer> make_omp_depend(shape s, std::size_t size, int threads);
 
