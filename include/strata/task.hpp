@@ -4,3 +4,4 @@
 #include <strata/task/deque.hpp>
 #include <strata/task/graph.hpp>
 #include <strata/task/partitioned.hpp>
+#include <strata/task/task_group.hpp>

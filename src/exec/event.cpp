@@ -1,6 +1,7 @@
 #include <strata/exec/event.hpp>
 
 #include "exec/threads/pool.hpp"
+#include "exec/threads/wake.hpp"
 #include "log.hpp"
 
 #include <string>
@@ -16,6 +17,9 @@ void event_state::complete(std::exception_ptr error) {
     error_ = std::move(error);
     status_.store(error_ ? failed : done, std::memory_order_release);
     run.swap(continuations_);
+    // Under the lock: a woken waiter takes itself off the list under it too, so its
+    // links stay valid until every waiter here has been notified.
+    notify_all(waiters_);
   }
   // A continuation must not throw; if one does, the others still run and waiters are
   // still woken, and the exception is reported rather than lost silently.
@@ -30,7 +34,6 @@ void event_state::complete(std::exception_ptr error) {
       log(log_level::info, "an event continuation threw a non-standard exception");
     }
   }
-  notify_progress();
 }
 
 void event_state::then(std::function<void()> fn) {
@@ -42,6 +45,18 @@ void event_state::then(std::function<void()> fn) {
     }
   }
   fn();  // already complete: runs in the caller, whose exceptions are its own
+}
+
+bool event_state::add_waiter(waiter& w) {
+  std::lock_guard lock(mutex_);
+  if (status_.load(std::memory_order_relaxed) != pending) return false;
+  link(waiters_, w);
+  return true;
+}
+
+void event_state::remove_waiter(waiter& w) {
+  std::lock_guard lock(mutex_);
+  unlink(waiters_, w);
 }
 
 }  // namespace detail

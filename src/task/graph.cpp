@@ -15,10 +15,31 @@ namespace strata {
 
 using task::detail::graph_state;
 using task::detail::node;
+using task::detail::node_extra;
+
+namespace task::detail {
+
+std::string label(node const& n) {
+  return n.extra && !n.extra->name.empty() ? "\"" + n.extra->name + "\""
+                                           : "#" + std::to_string(n.index);
+}
 
 namespace {
 
-event start(graph& g, strata::detail::slot_set const* slots);
+node_extra& extra_of(node& n) {
+  if (!n.extra) n.extra = new node_extra();
+  return *n.extra;
+}
+
+}  // namespace
+}  // namespace task::detail
+
+using task::detail::extra_of;
+using task::detail::label;
+
+namespace {
+
+event start(graph& g, strata::detail::slot_set const* slots, graph_state* parent);
 
 }  // namespace
 
@@ -26,20 +47,33 @@ node_ref& node_ref::precede(node_ref later) {
   if (!n_ || !later.n_)
     throw invalid_argument("node_ref::precede: an empty node_ref; expected nodes of a graph");
   if (n_->owner != later.n_->owner)
-    throw invalid_argument("node_ref::precede: nodes of two different graphs (\"" + n_->info->name +
-                           "\", \"" + later.n_->info->name +
-                           "\"); expected nodes of one graph (use a sub-graph across graphs)");
+    throw invalid_argument("node_ref::precede: nodes of two different graphs (" + label(*n_) +
+                           ", " + label(*later.n_) +
+                           "); expected nodes of one graph (use a sub-graph across graphs)");
   if (n_->owner->running.load(std::memory_order_acquire))
     throw error("node_ref::precede: the graph is running; expected edges added between runs");
-  n_->successors.push_back(later.n_);
-  ++later.n_->initial;
-  later.n_->pending.store(later.n_->initial, std::memory_order_relaxed);
-  n_->owner->finalized = false;
+  auto* n = n_;
+  if (n->out < 2) {
+    n->near[n->out] = later.n_;
+  } else {
+    auto& all = extra_of(*n).successors;
+    if (n->out == 2) all.assign(n->near, n->near + 2);
+    all.push_back(later.n_);
+  }
+  ++n->out;
+  // A condition node's edges are weak: its choice schedules the successor directly.
+  if (n->flags & node::condition) {
+    extra_of(*later.n_).weak_in = true;
+  } else {
+    ++later.n_->initial;
+    later.n_->pending.store(later.n_->initial, std::memory_order_relaxed);
+  }
+  n->owner->finalized = false;
   return *this;
 }
 
 std::string_view node_ref::name() const noexcept {
-  return n_ ? std::string_view(n_->info->name) : std::string_view();
+  return n_ && n_->extra ? std::string_view(n_->extra->name) : std::string_view();
 }
 
 graph::graph(execution_kind kind) : s_(std::make_unique<graph_state>(kind)) {}
@@ -62,19 +96,41 @@ node* graph::make(node_options o) {
     throw error(
         "strata::graph: a node was added while the graph runs; expected the graph "
         "built between runs");
-  // Nodes live in blocks of 1024 (128 KiB), contiguous so that a run streams them.
-  constexpr std::size_t block = 1024;
-  auto const i = s_->nodes.size();
-  if (i % block == 0) s_->blocks.push_back(std::make_unique<node[]>(block));
-  auto* n = &s_->blocks.back()[i % block];
-  s_->nodes.push_back(n);
-  n->info = &s_->infos.emplace_back();
-  n->info->name = std::move(o.name);
+  node* n = s_->new_node();
   n->kind = o.kind.value_or(s_->default_kind);
   n->owner = s_.get();
-  n->info->index = i;
+  n->index = s_->count++;
+  if (!o.name.empty()) extra_of(*n).name = std::move(o.name);
+  if (o.where) {
+    auto& x = extra_of(*n);
+    auto& exec = strata::detail::current_exec();
+    strata::detail::check_runtime_place(*o.where, "strata::graph: a node's place");
+    auto [threads, slots] = exec.host_slots(*o.where);
+    bool const device = o.where->type() == place_type::device && o.where->isa() != isa::host;
+    if (device) {
+      n->kind = execution_kind::device;
+    } else if (threads > 0) {
+      x.slots = slots;
+      n->flags |= node::placed;
+    } else {
+      throw invalid_argument("strata::graph: node place " + o.where->name() +
+                             " has neither host PUs nor is a device; expected CPUs to run "
+                             "the node on or a device to give it");
+    }
+    x.where = std::move(o.where);
+  }
+  s_->tails.push_back(n);
   s_->finalized = false;
   return n;
+}
+
+void graph::mark_condition(node* n) {
+  n->flags |= node::condition;
+  extra_of(*n);  // holds the branch taken
+}
+
+void graph::on_pass(std::function<void()> fn) {
+  s_->pass_hooks.push_back(std::move(fn));
 }
 
 void graph::add_to_level(node* n, void const*) {
@@ -87,21 +143,25 @@ void graph::join_level(node* n) {
 }
 
 void graph::new_level() {
-  if (s_->current.empty()) return;  // then() on a fresh graph: nothing to follow yet
+  if (s_->current.empty()) return;  // then() on a fresh graph or after sync
   s_->previous = std::move(s_->current);
   s_->current.clear();
 }
 
-void graph::add_split_node(node* n, void const* partitioning, std::size_t part, std::size_t parts,
-                           bool same_part_only) {
-  n->info->partitioning = partitioning;
-  n->info->part = part;
-  n->info->parts = parts;
+void graph::add_split_node(node* n, partition_key const& partitioning, std::size_t part,
+                           std::size_t parts, bool same_part_only) {
+  auto& x = extra_of(*n);
+  x.split = true;
+  x.partitioning = partitioning;
+  x.part = part;
+  x.parts = parts;
   for (auto* p : s_->previous) {
-    // Ripple §5.3.3: after a split of the same partitioning, only the same partition's
-    // nodes (and nodes that are not split at all) come before.
-    bool const split_same = p->info->partitioning == partitioning && p->info->parts == parts;
-    if (same_part_only && split_same && p->info->part != part) continue;
+    // Ripple §5.3.3: after a split of the same partitioning (same memory, extent,
+    // stride, parts and map), only the same partition's nodes (and nodes that are not
+    // split at all) come before. Any other split, overlapping or not, comes before whole.
+    bool const split_same = p->extra && p->extra->split && p->extra->partitioning == partitioning &&
+                            p->extra->parts == parts;
+    if (same_part_only && split_same && p->extra->part != part) continue;
     node_ref(p).precede(node_ref(n));
   }
   s_->current.push_back(n);
@@ -109,10 +169,15 @@ void graph::add_split_node(node* n, void const* partitioning, std::size_t part, 
 
 void graph::add_sync(node* n) {
   // Every node that has no successor yet (all work so far ends in one of them).
-  for (auto* p : s_->nodes)
-    if (p != n && p->successors.empty()) node_ref(p).precede(node_ref(n));
-  s_->previous.clear();
-  s_->current.assign(1, n);
+  auto& tails = s_->tails;
+  std::vector<node*> open;
+  for (auto* p : tails)
+    if (p != n && p->out == 0) open.push_back(p);
+  for (auto* p : open) node_ref(p).precede(node_ref(n));
+  tails.assign(1, n);
+  // What follows comes after the sync: `emplace` adds to the level after it.
+  s_->previous.assign(1, n);
+  s_->current.clear();
 }
 
 graph& graph::emplace(graph& sub, node_options o) {
@@ -120,8 +185,13 @@ graph& graph::emplace(graph& sub, node_options o) {
     throw invalid_argument("strata::graph: a graph emplaced into itself; expected another graph");
   if (o.name.empty()) o.name = "subgraph";
   auto* n = make(std::move(o));
-  // The sub-graph runs on the PUs its parent runs on.
-  n->body = [&sub, owner = s_.get()] { return start(sub, owner->where->slots); };
+  // The sub-graph runs on the PUs its parent runs on, and is cancelled with it.
+  struct run_sub {
+    graph* sub;
+    graph_state* owner;
+    event operator()() const { return start(*sub, owner->where->slots, owner); }
+  };
+  task::detail::set_body(*n, run_sub{&sub, s_.get()});
   add_to_level(n, nullptr);
   return *this;
 }
@@ -137,23 +207,27 @@ graph& graph::conditional(std::function<bool()> pred) {
 }
 
 node_ref graph::last() const {
-  if (s_->nodes.empty()) throw invalid_argument("strata::graph::last: the graph has no node");
-  return node_ref(s_->nodes.back());
+  if (s_->count == 0) throw invalid_argument("strata::graph::last: the graph has no node");
+  auto& b = s_->blocks.back();
+  return node_ref(&b.nodes[b.used - 1]);
 }
 
 node_ref graph::find(std::string_view name) const {
-  for (auto* n : s_->nodes)
-    if (n->info->name == name) return node_ref(n);
+  node* found = nullptr;
+  s_->for_each_node([&](node* n) {
+    if (!found && n->extra && n->extra->name == name) found = n;
+  });
+  if (found) return node_ref(found);
   throw invalid_argument("strata::graph::find: no node named \"" + std::string(name) + "\"");
 }
 
 std::size_t graph::size() const noexcept {
-  return s_->nodes.size();
+  return s_->count;
 }
 
 namespace {
 
-event start(graph& g, strata::detail::slot_set const* slots) {
+event start(graph& g, strata::detail::slot_set const* slots, graph_state* parent) {
   g.finalize();
   auto& s = g.state();
   auto& pool = strata::detail::current_exec().get_pool();
@@ -164,7 +238,7 @@ event start(graph& g, strata::detail::slot_set const* slots) {
         "time (wait for the previous run's event)");
   s.cancelled.store(false, std::memory_order_relaxed);
   s.error = nullptr;
-  s.sinks_left.store(s.sinks, std::memory_order_relaxed);
+  s.parent = parent;
   s.done = event::pending();
   event done = s.done;
   try {
@@ -179,89 +253,93 @@ event start(graph& g, strata::detail::slot_set const* slots) {
 }  // namespace
 
 namespace {
-
-std::string label(node const& n) {
-  return n.info->name.empty() ? "#" + std::to_string(n.info->index) : "\"" + n.info->name + "\"";
-}
-
-}  // namespace
-
-namespace {
 // From this many successors on, a fan-out's successors run as one self-splitting range
 // task instead of one deque entry each (below it pushing them one by one costs as little).
-constexpr std::size_t fan_min = 8;
+constexpr std::int32_t fan_min = 8;
 }  // namespace
 
 void graph::finalize() {
   auto& s = *s_;
   if (s.finalized) return;
-  // Kahn's algorithm: what is never freed lies on or behind a cycle.
-  auto const count = s.nodes.size();
+  // Kahn's algorithm over the strong edges: what is never freed lies on or behind a
+  // cycle (a condition node's weak edges may loop).
+  auto const count = s.count;
   std::vector<std::int32_t> in(count);
-  std::vector<node*> ready;
-  for (auto* n : s.nodes) {
-    in[n->info->index] = n->initial;
-    if (n->initial == 0) ready.push_back(n);
-  }
-  std::vector<node*> roots = ready;
+  std::vector<node*> ready, roots;
+  bool conditions = false, placed = false;
+  s.for_each_node([&](node* n) {
+    in[n->index] = n->initial;
+    if (n->initial == 0) {
+      ready.push_back(n);
+      if (!n->extra || !n->extra->weak_in) roots.push_back(n);
+    }
+    conditions = conditions || (n->flags & node::condition);
+    placed = placed || (n->flags & node::placed);
+    n->far = n->out <= 2 ? n->near : n->extra->successors.data();
+  });
   std::size_t seen = 0;
   while (!ready.empty()) {
     auto* n = ready.back();
     ready.pop_back();
     ++seen;
-    for (auto* m : n->successors)
-      if (--in[m->info->index] == 0) ready.push_back(m);
+    if (n->flags & node::condition) continue;
+    for (auto *it = n->far, *end = n->far + n->out; it != end; ++it)
+      if (--in[(*it)->index] == 0) ready.push_back(*it);
   }
   if (seen != count) {
     // Walk backwards along unfreed predecessors from an unfreed node until one repeats:
     // that stretch is a cycle. Predecessors are found from the successor lists.
     std::vector<std::vector<node*>> preds(count);
-    for (auto* n : s.nodes)
-      if (in[n->info->index] > 0)
-        for (auto* m : n->successors)
-          if (in[m->info->index] > 0) preds[m->info->index].push_back(n);
-    node* start = nullptr;
-    for (auto* n : s.nodes)
-      if (in[n->info->index] > 0) {
-        start = n;
-        break;
-      }
+    node* first = nullptr;
+    s.for_each_node([&](node* n) {
+      if (in[n->index] <= 0 || (n->flags & node::condition)) return;
+      if (!first) first = n;
+      for (auto *it = n->far, *end = n->far + n->out; it != end; ++it)
+        if (in[(*it)->index] > 0) preds[(*it)->index].push_back(n);
+    });
+    if (!first)  // only condition nodes left unfreed: cannot happen (they add no count)
+      throw error("strata::graph: inconsistent edge counts");
     std::vector<std::size_t> pos(count, SIZE_MAX);
     std::vector<node*> path;
-    node* at = start;
-    while (pos[at->info->index] == SIZE_MAX) {
-      pos[at->info->index] = path.size();
+    node* at = first;
+    while (pos[at->index] == SIZE_MAX) {
+      pos[at->index] = path.size();
       path.push_back(at);
-      at = preds[at->info->index].front();
+      at = preds[at->index].front();
     }
-    std::vector<node*> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[at->info->index]),
+    std::vector<node*> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[at->index]),
                              path.end());
     std::reverse(cycle.begin(), cycle.end());
     std::string text;
     for (auto* c : cycle) text += label(*c) + " -> ";
     text += label(*cycle.front());
     throw invalid_argument("strata::graph: the graph has a cycle: " + text +
-                           "; expected a directed acyclic graph");
+                           "; expected a directed acyclic graph (loops go through condition "
+                           "nodes)");
   }
+  if (roots.empty() && count > 0)
+    throw invalid_argument(
+        "strata::graph: no node can start (every node without predecessors is the target of "
+        "a condition node); expected at least one node without predecessors");
   s.roots = std::move(roots);
   s.sinks = 0;
-  for (auto* n : s.nodes) {
+  s.conditions = conditions;
+  s.placed = placed;
+  s.for_each_node([&](node* n) {
     n->pending.store(n->initial, std::memory_order_relaxed);
-    if (n->successors.empty()) ++s.sinks;
-    // Most nodes have one or two successors: keep those in the node's own cache lines.
-    n->out = static_cast<std::int32_t>(n->successors.size());
-    if (n->successors.size() <= 2) std::copy(n->successors.begin(), n->successors.end(), n->near);
-    n->far = n->successors.data();
-    n->fan = n->successors.size() >= fan_min &&
-             std::all_of(n->successors.begin(), n->successors.end(),
-                         [](node* m) { return m->initial == 1 && m->kind == execution_kind::cpu; });
-  }
+    if (n->out == 0) ++s.sinks;
+    bool fan = n->out >= fan_min && !(n->flags & node::condition);
+    for (auto *it = n->far, *end = n->far + n->out; fan && it != end; ++it)
+      fan = (*it)->initial == 1 && (*it)->kind == execution_kind::cpu &&
+            !((*it)->flags & node::placed) && !((*it)->extra && (*it)->extra->weak_in);
+    n->flags = static_cast<std::uint8_t>(fan ? (n->flags | node::fan) : (n->flags & ~node::fan));
+  });
   s.finalized = true;
 }
 
 event run(graph& g) {
   auto& exec = strata::detail::current_exec();
-  return start(g, exec.host_slots(exec.machine).second);
+  return start(g, exec.host_slots(exec.machine).second, nullptr);
 }
 
 event run(graph& g, place const& cpus) {
@@ -270,7 +348,7 @@ event run(graph& g, place const& cpus) {
   if (threads == 0)
     throw invalid_argument("strata::run(graph, place): place " + cpus.name() +
                            " has no host PU; expected a place with CPUs to run the graph on");
-  return start(g, slots);
+  return start(g, slots, nullptr);
 }
 
 }  // namespace strata

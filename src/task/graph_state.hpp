@@ -4,16 +4,11 @@
 #include <strata/task/graph.hpp>
 
 #include <atomic>
-#include <deque>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
-
-namespace strata::detail {
-struct slot_set;
-}
 
 namespace strata::task::detail {
 
@@ -21,16 +16,49 @@ struct arena;
 
 struct graph_state {
   explicit graph_state(execution_kind k) : default_kind(k) {}
+  ~graph_state() {
+    for (auto& b : blocks)
+      for (std::size_t i = 0; i < b.used; ++i) delete b.nodes[i].extra;
+  }
+
+  // Nodes live in blocks that double in size from 1 to 4096 nodes: a 1-node graph costs
+  // one 128-byte node, a big one streams through large contiguous blocks, and building N
+  // nodes costs O(N) with no allocation per node once blocks are big.
+  struct block {
+    std::unique_ptr<node[]> nodes;
+    std::size_t size = 0;
+    std::size_t used = 0;
+  };
+  static constexpr std::size_t max_block = 4096;
 
   execution_kind default_kind;
-  std::vector<std::unique_ptr<node[]>> blocks;  // the nodes, in blocks (see graph::make)
-  std::vector<node*> nodes;                     // every node, in the order added
-  std::deque<node_info> infos;                  // one per node, same order
-  std::vector<node*> previous, current;         // levels (Ripple §5.3.2)
-  std::function<bool()> predicate;              // conditional (§5.3.6)
+  std::vector<block> blocks;
+  std::uint32_t count = 0;
+  std::vector<node*> previous, current;  // levels (Ripple §5.3.2)
+  // Nodes that had no successor when added; sync filters out those that got one since
+  // (each node enters and leaves once: O(N) over a whole build).
+  std::vector<node*> tails;
+  std::function<bool()> predicate;                // conditional (§5.3.6)
+  std::vector<std::function<void()>> pass_hooks;  // at the start of every pass
+
+  template <class Fn>
+  void for_each_node(Fn&& fn) {
+    for (auto& b : blocks)
+      for (std::size_t i = 0; i < b.used; ++i) fn(&b.nodes[i]);
+  }
+  node* new_node() {
+    if (blocks.empty() || blocks.back().used == blocks.back().size) {
+      std::size_t size = blocks.empty() ? 1 : std::min(blocks.back().size * 2, max_block);
+      blocks.push_back({std::make_unique<node[]>(size), size, 0});
+    }
+    auto& b = blocks.back();
+    return &b.nodes[b.used++];
+  }
 
   // Set by finalize.
   bool finalized = false;
+  bool conditions = false;  // some node is a condition node: runs end by counting tasks
+  bool placed = false;      // some node has a place of its own
   std::vector<node*> roots;
   long sinks = 0;
 
@@ -38,11 +66,22 @@ struct graph_state {
   // can touch them: before the roots are pushed, and by the thread that ends the run.
   std::atomic<bool> running{false};
   std::atomic<bool> cancelled{false};
+  // Sinks not yet done in this pass; in graphs with condition nodes, tasks scheduled and
+  // not yet finished.
   std::atomic<long> sinks_left{0};
   std::mutex error_mutex;
   std::exception_ptr error;
   event done;
   arena* where = nullptr;
+  graph_state* parent = nullptr;  // the graph this one runs inside, as a sub-graph
+
+  /// Whether nodes not yet started should be skipped: this run failed, or a graph it
+  /// runs inside did (a parent's failure cancels its running sub-graphs).
+  bool is_cancelled() const noexcept {
+    for (auto const* g = this; g; g = g->parent)
+      if (g->cancelled.load(std::memory_order_acquire)) return true;
+    return false;
+  }
 
   /// Records the first failure and cancels the nodes not yet started.
   void fail(std::exception_ptr e) {
@@ -53,5 +92,8 @@ struct graph_state {
     cancelled.store(true, std::memory_order_release);
   }
 };
+
+/// The name of a node for messages: its name, or #index.
+std::string label(node const& n);
 
 }  // namespace strata::task::detail

@@ -5,6 +5,7 @@
 
 #include "exec/exec_state.hpp"
 #include "exec/threads/pool.hpp"
+#include "exec/threads/wake.hpp"
 #include "task/graph_state.hpp"
 
 #include <cstdint>
@@ -50,7 +51,57 @@ successor_range* range_of(node* n) noexcept {
                                             ~std::uintptr_t{2});
 }
 
+// A spawned task (task_group) in a deque slot: its pointer with bit 2 set.
+node* as_dyn(dyn_task* t) noexcept {
+  return reinterpret_cast<node*>(reinterpret_cast<std::uintptr_t>(t) | 4u);
+}
+bool is_dyn(node* n) noexcept {
+  return (reinterpret_cast<std::uintptr_t>(n) & 4u) != 0;
+}
+dyn_task* dyn_of(node* n) noexcept {
+  return reinterpret_cast<dyn_task*>(reinterpret_cast<std::uintptr_t>(n) & ~std::uintptr_t{4});
+}
+
+// The place of the node the calling thread runs (current_node_place).
+thread_local strata::place const* my_place = nullptr;
+
+// Each thread's free spawned-task blocks: a spawn and its completion allocate nothing
+// once a thread has run as many tasks at once as it will. Blocks freed by another thread
+// (a thief ran the task) join that thread's list; lists are dropped with their thread.
+struct task_cache {
+  dyn_task* head = nullptr;
+  std::size_t count = 0;
+  ~task_cache() {
+    while (head) {
+      auto* next = head->next_free;
+      ::operator delete (head, std::align_val_t{64});
+      head = next;
+    }
+  }
+};
+thread_local task_cache free_tasks;
+constexpr std::size_t max_cached_tasks = 4096;
+
+void free_task(dyn_task* t) noexcept {
+  if (free_tasks.count >= max_cached_tasks) {
+    ::operator delete (t, std::align_val_t{64});
+    return;
+  }
+  t->next_free = free_tasks.head;
+  free_tasks.head = t;
+  ++free_tasks.count;
+}
+
 }  // namespace
+
+dyn_task* allocate_task() {
+  if (auto* t = free_tasks.head) {
+    free_tasks.head = t->next_free;
+    --free_tasks.count;
+    return t;
+  }
+  return ::new (::operator new (sizeof(dyn_task), std::align_val_t{64})) dyn_task;
+}
 
 arena::arena(slot_set const* s, int slot_count, int device_workers)
     : slots(s), member_of_slot(static_cast<std::size_t>(slot_count), -1) {
@@ -75,6 +126,10 @@ scheduler::scheduler(strata::detail::pool& p, int slots, int devices)
     : pool_(p), slots_(slots), device_workers_(devices) {}
 
 scheduler::~scheduler() = default;
+
+arena& scheduler::arena_of(node* n) noexcept {
+  return (n->flags & node::placed) ? *n->extra->in : *n->owner->where;
+}
 
 arena& scheduler::arena_for(slot_set const* s) {
   int const count = arena_count_.load(std::memory_order_acquire);
@@ -101,8 +156,22 @@ arena& scheduler::arena_for(slot_set const* s) {
 void scheduler::start(graph_state& g, slot_set const* slots) {
   auto& a = arena_for(slots);
   g.where = &a;
+  if (g.placed)
+    g.for_each_node([&](node* n) {
+      if (n->flags & node::placed)
+        n->extra->in = &arena_for(static_cast<slot_set const*>(n->extra->slots));
+    });
   active_runs_.fetch_add(1, std::memory_order_acq_rel);
   if (g.roots.empty()) return complete_run(g);
+  start_pass(g);
+}
+
+void scheduler::start_pass(graph_state& g) {
+  for (auto& hook : g.pass_hooks) hook();
+  // With condition nodes a pass ends when no task of it is left; else when every sink
+  // has run.
+  g.sinks_left.store(g.conditions ? static_cast<long>(g.roots.size()) : g.sinks,
+                     std::memory_order_relaxed);
   for (auto* r : g.roots) push(r);
 }
 
@@ -112,26 +181,45 @@ void scheduler::inject(arena& a, node* n, bool device) {
     (device ? a.injected_dev : a.injected_cpu).push_back(n);
   }
   a.injected.fetch_add(1, std::memory_order_seq_cst);
-  pool_.wake_one(a.members, device ? &a.device_priority : nullptr, true);
+  pool_.wake_one(a.members, device ? &a.device_priority : nullptr);
 }
 
 void scheduler::push(node* n) {
   node* const plain = strip(n);
-  auto& a = *plain->owner->where;
+  auto& a = arena_of(plain);
   bool const device = plain->kind == execution_kind::device || is_completion(n);
   if (my_arena == &a) {
     auto m = static_cast<std::size_t>(my_member);
-    if (!device || a.device_priority[m]) {
-      auto& q = device ? *a.dev[m] : *a.cpu[m];
-      q.push(n);
-      // Workers that are spinning find the task themselves; only sleeping ones need a
-      // wake-up, and only when the owner has more than the one it will pop next.
-      if (a.members.size() > 1)
-        pool_.wake_one(a.members, device ? &a.device_priority : nullptr, false);
-      return;
-    }
+    (device ? *a.dev[m] : *a.cpu[m]).push(n);
+    // Every push that makes work visible notifies (a parked member is woken; spinning
+    // ones find it themselves). A lone member has nobody to wake.
+    if (a.members.size() > 1) pool_.wake_one(a.members, device ? &a.device_priority : nullptr);
+    return;
   }
   inject(a, n, device);
+}
+
+void scheduler::spawn(dyn_task* t) {
+  if (my_arena) {
+    auto& a = *my_arena;
+    a.cpu[static_cast<std::size_t>(my_member)]->push(as_dyn(t));
+    if (a.members.size() > 1) pool_.wake_one(a.members, nullptr);
+    return;
+  }
+  auto& exec = strata::detail::current_exec();
+  inject(arena_for(exec.host_slots(exec.machine).second), as_dyn(t), false);
+}
+
+void scheduler::pass_on(int slot) {
+  int const count = arena_count_.load(std::memory_order_acquire);
+  for (int i = 0; i < count; ++i) {
+    auto* a = arenas_[static_cast<std::size_t>(i)].load(std::memory_order_acquire);
+    if (a->member_of_slot[static_cast<std::size_t>(slot)] < 0) continue;
+    bool work = a->injected.load(std::memory_order_acquire) > 0;
+    for (std::size_t v = 0; !work && v < a->members.size(); ++v)
+      work = !a->cpu[v]->empty() || !a->dev[v]->empty();
+    if (work) pool_.wake_one(a->members, nullptr);
+  }
 }
 
 node* scheduler::take(arena& a, int m) {
@@ -155,22 +243,28 @@ node* scheduler::take(arena& a, int m) {
     }
     return nullptr;
   };
-  // Device-priority workers look at device work first, and only they run it (Ripple
-  // §6.2); CPU-priority workers steal only CPU work.
-  // A lone member's deques have no thieves: no fence needed to pop.
-  if (n == 1) {
-    if (a.device_priority[mi])
-      if (node* x = a.dev[mi]->pop_unshared()) return x;
-    if (node* x = a.cpu[mi]->pop_unshared()) return x;
-  }
-  if (a.device_priority[mi]) {
+  auto device_work = [&]() -> node* {
     if (node* x = a.dev[mi]->pop()) return x;
     if (node* x = from_injected(true)) return x;
-    if (node* x = steal(true)) return x;
+    return steal(true);
+  };
+  // A lone member's deques have no thieves: no fence needed to pop.
+  if (n == 1) {
+    if (node* x = a.dev[mi]->pop_unshared()) return x;
+    if (node* x = a.cpu[mi]->pop_unshared()) return x;
+    if (node* x = from_injected(true)) return x;
+    return from_injected(false);
   }
+  // Device-priority workers look at device work first (Ripple §6.2). CPU-priority
+  // workers take it only when they find no CPU work: device work queued while every
+  // device-priority worker is busy or blocked in a nested wait still runs.
+  bool const device_first = a.device_priority[mi] != 0;
+  if (device_first)
+    if (node* x = device_work()) return x;
   if (node* x = a.cpu[mi]->pop()) return x;
   if (node* x = from_injected(false)) return x;
-  return steal(false);
+  if (node* x = steal(false)) return x;
+  return device_first ? nullptr : device_work();
 }
 
 bool scheduler::available(int slot) const noexcept {
@@ -181,9 +275,7 @@ bool scheduler::available(int slot) const noexcept {
     if (m < 0) continue;
     if (a->injected.load(std::memory_order_acquire) > 0) return true;
     for (std::size_t v = 0; v < a->members.size(); ++v)
-      if (!a->cpu[v]->empty() ||
-          (a->device_priority[static_cast<std::size_t>(m)] && !a->dev[v]->empty()))
-        return true;
+      if (!a->cpu[v]->empty() || !a->dev[v]->empty()) return true;
   }
   return false;
 }
@@ -218,7 +310,13 @@ void scheduler::run_chain(arena& a, int m, node* n) {
   my_arena = &a;
   my_member = m;
   // The first ready successor runs here, next, without a trip through the deque.
-  while (n) n = is_range(n) ? run_range(a, m, n) : is_completion(n) ? finish(strip(n)) : execute(n);
+  while (n) {
+    if (is_dyn(n)) {
+      run_dyn(dyn_of(n));
+      break;
+    }
+    n = is_range(n) ? run_range(a, m, n) : is_completion(n) ? finish(strip(n)) : execute(n);
+  }
   my_arena = saved_arena;
   my_member = saved_member;
 }
@@ -248,14 +346,14 @@ node* scheduler::run_range(arena& a, int m, node* tagged) {
       node* const* mid = it + (end - it) / 2;
       if (auto* half = new (std::nothrow) successor_range{mid, end}) {
         own.push(as_range(half));
-        pool_.wake_one(a.members, nullptr, false);
+        pool_.wake_one(a.members, nullptr);
         end = mid;
       }
     }
     // Each successor and the chain it starts run here; a fan-out inside it goes to the
     // deque (running it here would nest ranges on the stack without bound).
     node* first = *it++;
-    if (first->out == 1 && first->near[0]->initial > 1) {
+    if (first->out == 1 && first->near[0]->initial > 1 && !(first->flags & node::condition)) {
       if (first->near[0] != join) {
         if (node* ready = count_down()) push(ready);
         join = first->near[0];
@@ -269,7 +367,7 @@ node* scheduler::run_range(arena& a, int m, node* tagged) {
     for (node* x = first; x;) {
       if (is_range(x)) {
         own.push(x);
-        pool_.wake_one(a.members, nullptr, false);
+        pool_.wake_one(a.members, nullptr);
         break;
       }
       x = execute(x);
@@ -277,8 +375,9 @@ node* scheduler::run_range(arena& a, int m, node* tagged) {
   }
   // The join runs next here, as finish would run it (device work only on device workers).
   node* ready = count_down();
-  if (ready && ready->kind != execution_kind::cpu &&
-      !a.device_priority[static_cast<std::size_t>(m)]) {
+  if (ready &&
+      ((ready->kind != execution_kind::cpu && !a.device_priority[static_cast<std::size_t>(m)]) ||
+       &arena_of(ready) != &a)) {
     push(ready);
     return nullptr;
   }
@@ -287,12 +386,20 @@ node* scheduler::run_range(arena& a, int m, node* tagged) {
 
 bool scheduler::run_body(node* n) {
   graph_state& g = *n->owner;
-  if (!g.cancelled.load(std::memory_order_acquire)) {
-    trace::span traced(trace::enabled() && !n->info->name.empty() ? std::string_view(n->info->name)
-                                                                  : std::string_view("task"),
+  if (!g.is_cancelled()) {
+    trace::span traced(trace::enabled() && n->extra && !n->extra->name.empty()
+                           ? std::string_view(n->extra->name)
+                           : std::string_view("task"),
                        "task");
+    auto* saved_place = my_place;
+    my_place = n->extra && n->extra->where ? &*n->extra->where : nullptr;
+    struct restore {
+      strata::place const*& p;
+      strata::place const* v;
+      ~restore() { p = v; }
+    } back{my_place, saved_place};
     try {
-      event e = n->body();
+      event e = n->call(*n);
       if (!e.ready()) {
         // Completes later, wherever the event completes; the worker moves on.
         e.then([this, n, e] { async_done(n, e.error()); });
@@ -300,8 +407,11 @@ bool scheduler::run_body(node* n) {
       }
       if (auto err = e.error()) g.fail(err);
     } catch (...) {
+      if (n->flags & node::condition) n->extra->branch = -1;
       g.fail(std::current_exception());
     }
+  } else if (n->flags & node::condition) {
+    n->extra->branch = -1;  // cancelled: choose nothing
   }
   return true;
 }
@@ -310,29 +420,67 @@ node* scheduler::execute(node* n) {
   return run_body(n) ? finish(n) : nullptr;
 }
 
+void scheduler::run_dyn(dyn_task* t) {
+  task_group* group = t->group;
+  std::exception_ptr err;
+  {
+    trace::span traced("spawned task", "task");
+    try {
+      t->call(*t, !group->cancelled());
+    } catch (...) {
+      err = std::current_exception();
+    }
+  }
+  free_task(t);
+  group->finished(std::move(err));
+}
+
 void scheduler::async_done(node* n, std::exception_ptr err) {
   if (err) n->owner->fail(std::move(err));
   // A completion of device work is device-priority work (Ripple §6.2).
-  inject(*n->owner->where, as_completion(n), true);
+  inject(arena_of(n), as_completion(n), true);
+}
+
+node* scheduler::task_done(graph_state& g) {
+  if (g.sinks_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return nullptr;
+  return pass_over(g);
 }
 
 node* scheduler::finish(node* n) {
   // Ready for the next run (Algorithm 3, line 4): every predecessor has counted down.
   n->pending.store(n->initial, std::memory_order_relaxed);
   graph_state& g = *n->owner;
+  bool const device_worker =
+      my_arena && my_arena->device_priority[static_cast<std::size_t>(my_member)];
+  auto runs_here = [&](node* s) {
+    return my_arena == &arena_of(s) && (s->kind == execution_kind::cpu || device_worker);
+  };
+  // A condition node (Taskflow-style) schedules the one successor it chose, at once.
+  if (n->flags & node::condition) {
+    long const b = n->extra->branch;
+    if (b < 0 || b >= n->out || g.is_cancelled()) return task_done(g);
+    node* s = n->far[b];
+    s->pending.store(s->initial, std::memory_order_relaxed);
+    if (runs_here(s)) return s;
+    push(s);
+    return nullptr;
+  }
   // Read the successors before counting any down: once the last one is, the run may end
   // and the graph be destroyed.
-  node* const* it = n->out <= 2 ? n->near : n->far;
+  node* const* it = n->far;
   node* const* const end = it + n->out;
   if (it == end) {
+    if (g.conditions) return task_done(g);
     sink_done(g);
     return nullptr;
   }
-  if (n->fan && my_arena == g.where) {
+  if ((n->flags & node::fan) && !g.conditions && my_arena == g.where) {
     if (auto* r = new (std::nothrow) successor_range{it, end}) return as_range(r);
   }
-  bool const device_worker =
-      my_arena && my_arena->device_priority[static_cast<std::size_t>(my_member)];
+  // Graphs with condition nodes count tasks: all successors in advance, the ones that
+  // did not become ready (and this node) back at the end.
+  if (g.conditions) g.sinks_left.fetch_add(n->out, std::memory_order_acq_rel);
+  long scheduled = 0;
   node* next = nullptr;
   for (; it != end; ++it) {
     node* s = *it;
@@ -340,18 +488,26 @@ node* scheduler::finish(node* n) {
     // this run; it stays at 1 for the next): one locked instruction less per task in
     // chains and trees.
     if (s->initial != 1 && s->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
-    if (!next && my_arena == s->owner->where && (s->kind == execution_kind::cpu || device_worker))
+    ++scheduled;
+    if (!next && runs_here(s))
       next = s;
     else
       push(s);
   }
+  if (g.conditions) {
+    long const excess = n->out - scheduled + 1;
+    if (g.sinks_left.fetch_sub(excess, std::memory_order_acq_rel) == excess) {
+      // Cannot happen while `next` holds a task of the pass; kept for clarity.
+      node* again = pass_over(g);
+      return next ? next : again;
+    }
+  }
   return next;
 }
 
-void scheduler::sink_done(graph_state& g) {
-  if (g.sinks_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+node* scheduler::pass_over(graph_state& g) {
   // A pass is over. Conditional graphs run again while their predicate holds.
-  if (g.predicate && !g.cancelled.load(std::memory_order_acquire)) {
+  if (g.predicate && !g.is_cancelled()) {
     bool again = false;
     try {
       again = g.predicate();
@@ -359,12 +515,17 @@ void scheduler::sink_done(graph_state& g) {
       g.fail(std::current_exception());
     }
     if (again) {
-      g.sinks_left.store(g.sinks, std::memory_order_relaxed);
-      for (auto* r : g.roots) push(r);
-      return;
+      start_pass(g);
+      return nullptr;
     }
   }
   complete_run(g);
+  return nullptr;
+}
+
+void scheduler::sink_done(graph_state& g) {
+  if (g.sinks_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  pass_over(g);
 }
 
 void scheduler::complete_run(graph_state& g) {
@@ -381,4 +542,93 @@ void scheduler::complete_run(graph_state& g) {
   strata::detail::notify_progress();
 }
 
+void spawn_task(dyn_task* t) {
+  strata::detail::current_exec().get_pool().tasks().spawn(t);
+}
+
+void run_subflow(void* fn, void (*call)(void*, task_group&)) {
+  task_group group;
+  try {
+    call(fn, group);
+  } catch (...) {
+    // The body threw: its children still finish (they may use its captures), then the
+    // body's exception wins over theirs.
+    try {
+      group.join();
+    } catch (...) {
+    }
+    throw;
+  }
+  group.join();
+}
+
 }  // namespace strata::task::detail
+
+namespace strata {
+
+strata::place const* current_node_place() noexcept {
+  return task::detail::my_place;
+}
+
+task_group::~task_group() {
+  if (pending_.load(std::memory_order_acquire) > 1 || state_.load() != nullptr) {
+    try {
+      join();
+    } catch (...) {  // the destructor cannot throw; join() reports it
+    }
+  }
+}
+
+namespace {
+// The value of task_group::state_ once the last task has finished.
+void* const group_done = reinterpret_cast<void*>(std::uintptr_t{1});
+}  // namespace
+
+void task_group::finished(std::exception_ptr error) noexcept {
+  if (error) {
+    while (error_lock_.exchange(true, std::memory_order_acquire)) {
+    }
+    if (!error_) error_ = std::move(error);
+    error_lock_.store(false, std::memory_order_release);
+    failed_.store(true, std::memory_order_release);
+  }
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // The last one: after the exchange the group may be gone; wake the joiner through its
+  // own waiter.
+  void* w = state_.exchange(group_done, std::memory_order_acq_rel);
+  if (w && w != group_done) static_cast<strata::detail::waiter*>(w)->notify();
+}
+
+void task_group::join() {
+  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+    auto* p = strata::detail::pool::instance();
+    auto& me = strata::detail::this_waiter();
+    void* expected = nullptr;
+    state_.compare_exchange_strong(expected, &me, std::memory_order_acq_rel);
+    auto done = [this] { return state_.load(std::memory_order_acquire) == group_done; };
+    int const slot = strata::detail::current_slot();
+    bool const worker = strata::detail::is_pool_worker();
+    while (!done()) {
+      // A worker runs ready tasks (its own children first: its deque is LIFO).
+      if (worker && p->tasks().help(slot)) continue;
+      if (worker) {
+        bool found = false;
+        for (int i = 0; i < 256 && !(found = done() || p->tasks().available(slot)); ++i)
+#if defined(__x86_64__) || defined(__i386__)
+          __builtin_ia32_pause();
+#endif
+        if (found) continue;
+      }
+      bool const claimed =
+          p->park(slot, nullptr, [&] { return done() || (worker && p->tasks().available(slot)); });
+      if (claimed && done()) p->tasks().pass_on(slot);
+    }
+  }
+  // Done: every task has finished and the last one no longer touches the group.
+  pending_.store(1, std::memory_order_relaxed);
+  state_.store(nullptr, std::memory_order_relaxed);
+  failed_.store(false, std::memory_order_relaxed);
+  if (auto err = std::exchange(error_, nullptr)) std::rethrow_exception(err);
+}
+
+}  // namespace strata

@@ -9,6 +9,7 @@
 
 #include <strata/task/deque.hpp>
 #include <strata/task/graph.hpp>
+#include <strata/task/task_group.hpp>
 
 #include <array>
 #include <atomic>
@@ -48,6 +49,12 @@ class scheduler {
 
   /// Starts a run of `g` (roots pushed) on the PUs of `slots`.
   void start(graph_state& g, slot_set const* slots);
+  /// Hands a spawned task to the pool: the running task's own deque, else injected into
+  /// the arena of every host PU.
+  void spawn(dyn_task* t);
+  /// Wakes another parked member of the slot's arenas if there is work there (a worker
+  /// that was woken for tasks leaves a nested wait without looking for them).
+  void pass_on(int slot);
   /// Worker `slot` runs tasks until it finds none; returns whether it ran any.
   bool work(int slot);
   /// Runs at most one task chain (a worker waiting inside a task helps this way).
@@ -72,6 +79,11 @@ class scheduler {
   void sink_done(graph_state& g);
   void complete_run(graph_state& g);
   void async_done(node* n, std::exception_ptr err);
+  node* pass_over(graph_state& g);
+  node* task_done(graph_state& g);
+  void start_pass(graph_state& g);
+  arena& arena_of(node* n) noexcept;
+  void run_dyn(dyn_task* t);
 
   strata::detail::pool& pool_;
   int const slots_;

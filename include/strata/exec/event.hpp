@@ -23,6 +23,8 @@ namespace strata {
 
 namespace detail {
 
+struct waiter;
+
 class event_state {
  public:
   enum status : int { pending = 0, done = 1, failed = 2 };
@@ -56,12 +58,19 @@ class event_state {
   void* native() const noexcept { return native_.get(); }
   int native_device() const noexcept { return native_device_; }
 
+  /// Registers a parked thread to be woken at completion; false (nothing registered)
+  /// when the event is already complete. See src/exec/threads/wake.hpp.
+  bool add_waiter(waiter& w);
+  /// Takes the thread off the list again (a no-op if completion already did).
+  void remove_waiter(waiter& w);
+
  private:
   std::atomic<int> status_{pending};
   std::atomic<std::chrono::steady_clock::rep> expected_ns_{0};
   std::exception_ptr error_;
   std::mutex mutex_;
   std::vector<std::function<void()>> continuations_;
+  waiter* waiters_ = nullptr;  // parked threads, woken by complete (under mutex_)
   std::shared_ptr<void> native_;
   int native_device_ = -1;
 };

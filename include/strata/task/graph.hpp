@@ -27,6 +27,9 @@
 #include <strata/exec/event.hpp>
 #include <strata/machine/place.hpp>
 #include <strata/task/partitioned.hpp>
+#include <strata/task/task_group.hpp>
+
+#include <new>
 
 #include <atomic>
 #include <concepts>
@@ -43,67 +46,141 @@
 namespace strata {
 
 /// Where a node's work runs (Ripple's ExecutionKind). Device nodes are scheduled by the
-/// device-priority workers (Ripple §6.2): they submit device work and handle completions.
-enum class execution_kind { cpu, device };
+/// device-priority workers first (Ripple §6.2): they submit device work and handle
+/// completions; other workers take device work only when they have nothing else.
+enum class execution_kind : std::uint8_t { cpu, device };
 
-/// Name and kind of one node; either may be left out.
+/// Name, kind and place of one node; any may be left out. A node with a place of host
+/// PUs runs on those PUs only (whatever PUs the graph runs on); a node with a device
+/// place (sim or CUDA) is a device node, and its body finds the place with
+/// `strata::current_node_place()`.
 struct node_options {
   std::string name;
   std::optional<execution_kind> kind;
+  std::optional<strata::place> where;
   node_options() = default;
   node_options(char const* n) : name(n) {}             // NOLINT: g.emplace("A", fn)
   node_options(std::string n) : name(std::move(n)) {}  // NOLINT
   node_options(execution_kind k) : kind(k) {}  // NOLINT: g.emplace(execution_kind::device, fn)
+  node_options(strata::place p) : where(std::move(p)) {}  // NOLINT: g.emplace(cpus, fn)
   node_options(std::string n, execution_kind k) : name(std::move(n)), kind(k) {}
+  node_options(std::string n, strata::place p) : name(std::move(n)), where(std::move(p)) {}
 };
+
+/// The place given to the node the calling thread runs (null outside such a node).
+strata::place const* current_node_place() noexcept;
+
+class task_group;
 
 namespace task::detail {
 
 struct graph_state;
+struct arena;
+struct node;
 
-// What a node needs rarely (messages, building splits), apart from its hot part.
-struct node_info {
+/// What a node needs rarely (names, splits, many successors, a place), apart from its
+/// hot part: made only for nodes that need it.
+struct node_extra {
   std::string name;
-  void const* partitioning = nullptr;  // split nodes: which partitioning, which part
+  partition_key partitioning{};  // split nodes: which partitioning, which part
+  bool split = false;
   std::size_t part = 0;
   std::size_t parts = 0;
-  std::size_t index = 0;  // in the graph, for names in messages
+  std::vector<node*> successors;  // all of them, once there are more than two
+  std::optional<strata::place> where;
+  void const* slots = nullptr;  // host PUs of `where` (a slot_set), if it has any
+  arena* in = nullptr;          // their arena, set when a run starts
+  long branch = -1;             // a condition node's choice in this run
+  bool weak_in = false;         // some condition node may choose this node
 };
 
-// What a run touches, in the first cache line for a node with at most one successor
-// (body, owner and successor included); nodes are aligned to lines and allocated in
-// large contiguous blocks, because a run over a big graph is bound by memory traffic.
+/// The body of a node: runs it, returning the event of the work it launched (empty for
+/// work done in the call).
+using node_call = event (*)(node&);
+
+// What a run touches is in the first cache line (body, owner, successors); the second
+// holds the body's closure when it fits (most lambdas do), so a node is one allocation
+// of 128 bytes, taken from its graph's blocks (docs/tasks.md, "Nodes").
 struct alignas(64) node {
+  enum : std::uint8_t { fan = 1, condition = 2, placed = 4, heap = 8 };
+
   std::atomic<std::int32_t> pending{0};  // predecessors not yet done in this run
-  std::int32_t initial = 0;              // predecessors; `pending` is reset to it after each run
+  std::int32_t initial = 0;              // strong predecessors; `pending` resets to it
+  std::int32_t out = 0;                  // successors: in `near` up to 2, else at `far`
   execution_kind kind = execution_kind::cpu;
-  std::int32_t out = 0;  // successors (set by finalize): in `near` up to 2, else at `far`
-  // The body; a node that launches work returns its event (an empty event otherwise).
-  std::function<event()> body;
+  std::uint8_t flags = 0;
+  node_call call = nullptr;
   graph_state* owner = nullptr;
   node* near[2] = {nullptr, nullptr};
   node* const* far = nullptr;
-  node_info* info = nullptr;
-  std::vector<node*> successors;
-  // Set by finalize: many successors, each a CPU node with this one as its only
-  // predecessor, so all are ready together when this node ends and run as one range task
-  // that splits itself when other workers are hungry (docs/tasks.md, "Fan-outs").
-  bool fan = false;
+  node_extra* extra = nullptr;
+
+  std::uint32_t index = 0;  // in the graph, for names in messages
+  void (*destroy)(node&) = nullptr;
+  static constexpr std::size_t inline_size = 48;
+  alignas(16) unsigned char storage[inline_size];
+
+  node() = default;
+  node(node const&) = delete;
+  node& operator=(node const&) = delete;
+  ~node() {
+    if (destroy) destroy(*this);
+  }
+
+  /// The closure of type F, in place or on the heap.
+  template <class F>
+  F& closure() noexcept {
+    if constexpr (sizeof(F) <= inline_size && alignof(F) <= 16)
+      return *std::launder(reinterpret_cast<F*>(storage));
+    else
+      return **std::launder(reinterpret_cast<F**>(storage));
+  }
+  template <class F>
+  void store(F&& fn) {
+    using D = std::decay_t<F>;
+    if (destroy) destroy(*this);
+    destroy = nullptr;
+    if constexpr (sizeof(D) <= inline_size && alignof(D) <= 16)
+      ::new (static_cast<void*>(storage)) D(std::forward<F>(fn));
+    else
+      ::new (static_cast<void*>(storage)) D*(new D(std::forward<F>(fn)));
+    destroy = [](node& n) {
+      if constexpr (sizeof(D) <= inline_size && alignof(D) <= 16)
+        n.closure<D>().~D();
+      else
+        delete &n.closure<D>();
+    };
+  }
 };
+static_assert(sizeof(node) == 128, "a node is two cache lines");
+
+/// Runs a subflow body: fn(group), then joins the group (helping), rethrowing.
+void run_subflow(void* fn, void (*call)(void*, task_group&));
 
 template <class F>
 void set_body(node& n, F&& fn) {
-  using R = std::invoke_result_t<F&>;
-  if constexpr (std::is_same_v<R, event>)
-    n.body = std::forward<F>(fn);
-  else
-    n.body = [f = std::forward<F>(fn)]() mutable {
-      (void)f();
+  using D = std::decay_t<F>;
+  n.store(std::forward<F>(fn));
+  if constexpr (std::is_invocable_v<D&, task_group&>) {
+    n.call = [](node& self) {
+      run_subflow(&self.closure<D>(),
+                  [](void* f, task_group& g) { (void)(*static_cast<D*>(f))(g); });
       return event();
     };
+  } else if constexpr (std::is_same_v<std::invoke_result_t<D&>, event>) {
+    n.call = [](node& self) { return self.closure<D>()(); };
+  } else {
+    n.call = [](node& self) {
+      (void)self.closure<D>()();
+      return event();
+    };
+  }
 }
 
 }  // namespace task::detail
+
+template <class F>
+concept node_body = std::invocable<F&> || std::invocable<F&, task_group&>;
 
 class graph;
 
@@ -123,6 +200,7 @@ class node_ref {
 
  private:
   friend class graph;
+  friend class task_group;
   explicit node_ref(task::detail::node* n) : n_(n) {}
   task::detail::node* n_ = nullptr;
 };
@@ -151,6 +229,9 @@ class reduction_result {
   }
   T identity() const { return s_->identity; }
 
+  /// Producer side: a pass of the graph that computes it starts (not complete until the
+  /// final node of this pass sets it).
+  void begin() noexcept { s_->done.store(false, std::memory_order_release); }
   /// Producer side (the reduce's final node).
   void set(T v) {
     s_->value = std::move(v);
@@ -182,26 +263,24 @@ class graph {
 
   /// A node in the current level (after every node of the previous level).
   template <class F>
-  requires std::invocable<F&> graph& emplace(node_options o, F&& fn) {
+  requires node_body<F> graph& emplace(node_options o, F&& fn) {
     auto* n = make(std::move(o));
     task::detail::set_body(*n, std::forward<F>(fn));
     add_to_level(n, nullptr);
     return *this;
   }
   template <class F>
-  requires std::invocable<F&> graph& emplace(F&& fn) {
+  requires node_body<F> graph& emplace(F&& fn) {
     return emplace(node_options{}, std::forward<F>(fn));
   }
   /// A node in a new level: after every node of the current one.
   template <class F>
-  requires std::invocable<F&> graph& then(node_options o, F&& fn) {
+  requires node_body<F> graph& then(node_options o, F&& fn) {
     new_level();
     return emplace(std::move(o), std::forward<F>(fn));
   }
   template <class F>
-  requires std::invocable<F&> graph& then(F&& fn) {
-    return then(node_options{}, std::forward<F>(fn));
-  }
+  requires node_body<F> graph& then(F&& fn) { return then(node_options{}, std::forward<F>(fn)); }
   /// A sub-graph as one node of this level / of a new level (Ripple §5.3.5): it runs,
   /// with its own levels and loop, when its predecessors are done; `sub` must outlive
   /// this graph's runs.
@@ -245,16 +324,14 @@ class graph {
 
   /// A node after every node so far (Ripple §5.3.4), starting a new level.
   template <class F>
-  requires std::invocable<F&> graph& sync(node_options o, F&& fn) {
+  requires node_body<F> graph& sync(node_options o, F&& fn) {
     auto* n = make(std::move(o));
     task::detail::set_body(*n, std::forward<F>(fn));
     add_sync(n);
     return *this;
   }
   template <class F>
-  requires std::invocable<F&> graph& sync(F&& fn) {
-    return sync(node_options{}, std::forward<F>(fn));
-  }
+  requires node_body<F> graph& sync(F&& fn) { return sync(node_options{}, std::forward<F>(fn)); }
   graph& sync() {
     return sync("sync", [] {});
   }
@@ -265,14 +342,35 @@ class graph {
 
   /// A node outside the levels, for explicit edges (`precede`).
   template <class F>
-  requires std::invocable<F&> node_ref add(node_options o, F&& fn) {
+  requires node_body<F> node_ref add(node_options o, F&& fn) {
     auto* n = make(std::move(o));
     task::detail::set_body(*n, std::forward<F>(fn));
     return node_ref(n);
   }
   template <class F>
-  requires std::invocable<F&> node_ref add(F&& fn) {
-    return add(node_options{}, std::forward<F>(fn));
+  requires node_body<F> node_ref add(F&& fn) { return add(node_options{}, std::forward<F>(fn)); }
+
+  /// A condition node outside the levels (Taskflow-style): `fn()` returns the index of
+  /// the successor to run next (in the order `precede` added them); any other value runs
+  /// none. Its edges are weak: a successor chosen runs at once, whatever its other
+  /// predecessors, so an edge back to an earlier node makes a loop inside the graph.
+  /// A node whose only predecessors are condition nodes is not a root.
+  template <class F>
+  requires std::is_integral_v<std::invoke_result_t<F&>> node_ref add_condition(node_options o,
+                                                                               F&& fn) {
+    auto* n = make(std::move(o));
+    using D = std::decay_t<F>;
+    n->store(std::forward<F>(fn));
+    n->call = [](task::detail::node& self) {
+      self.extra->branch = static_cast<long>(self.closure<D>()());
+      return event();
+    };
+    mark_condition(n);
+    return node_ref(n);
+  }
+  template <class F>
+  requires std::is_integral_v<std::invoke_result_t<F&>> node_ref add_condition(F&& fn) {
+    return add_condition(node_options{}, std::forward<F>(fn));
   }
 
   /// The node added last.
@@ -288,17 +386,20 @@ class graph {
 
  private:
   task::detail::node* make(node_options o);
+  void mark_condition(task::detail::node* n);
+  /// Called at the start of every pass (a reduction's result is not complete then).
+  void on_pass(std::function<void()> fn);
   void add_to_level(task::detail::node* n, void const* partitioning);
   void new_level();
   void add_sync(task::detail::node* n);
   /// Predecessors of a new split node for `part` of `partitioning` in the current level.
-  void add_split_node(task::detail::node* n, void const* partitioning, std::size_t part,
+  void add_split_node(task::detail::node* n, partition_key const& partitioning, std::size_t part,
                       std::size_t parts, bool same_part_only);
 
   template <class P, class F>
   graph& add_split(node_options o, F&& fn, P& parts, bool after) {
     auto const count = parts.parts();
-    void const* id = parts.partitioning();
+    partition_key const id = parts.partitioning();
     for (std::size_t i = 0; i < count; ++i) {
       node_options oi = o;
       if (!oi.name.empty()) oi.name += "[" + std::to_string(i) + "]";
@@ -313,7 +414,8 @@ class graph {
   graph& add_reduce(P& parts, reduction_result<T> result, Op op, bool after) {
     auto const count = parts.parts();
     auto partial = std::make_shared<std::vector<T>>(count, result.identity());
-    void const* id = parts.partitioning();
+    partition_key const id = parts.partitioning();
+    on_pass([result]() mutable { result.begin(); });
     std::vector<task::detail::node*> folds;
     for (std::size_t i = 0; i < count; ++i) {
       auto* n = make("reduce[" + std::to_string(i) + "]");

@@ -8,17 +8,33 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace strata {
 
+/// What identifies a partitioning: the memory it covers (base, extent in bytes), the
+/// step between elements, the number of parts and how elements map to parts (0 for an
+/// even split, else a hash of the map). Two splits depend part by part only when their
+/// keys are equal; splits over different keys (overlapping or not) depend on every
+/// node before, so a partitioning of the same base with other extents, strides or
+/// parts never misses a dependency.
+struct partition_key {
+  void const* base = nullptr;
+  std::size_t extent = 0;
+  std::size_t stride = 0;
+  std::size_t parts = 0;
+  std::uint64_t map = 0;
+  friend bool operator==(partition_key const&, partition_key const&) = default;
+};
+
 template <class P>
 concept partitioned_range = requires(P& p, std::size_t i) {
   { p.parts() } -> std::convertible_to<std::size_t>;
   p.part(i);
-  { p.partitioning() } -> std::convertible_to<void const*>;
+  { p.partitioning() } -> std::convertible_to<partition_key>;
 };
 
 /// A contiguous range of T cut into `parts` nearly equal parts (the first `size % parts`
@@ -38,9 +54,11 @@ class partitioned {
     auto const begin = i * base + (i < extra ? i : extra);
     return data_.subspan(begin, base + (i < extra ? 1 : 0));
   }
-  /// Two partitioned views over the same data with the same number of parts are the same
-  /// partitioning: split nodes over them depend part by part.
-  void const* partitioning() const noexcept { return data_.data(); }
+  /// Two partitioned views over the same data (same base and size) with the same number
+  /// of parts are the same partitioning: split nodes over them depend part by part.
+  partition_key partitioning() const noexcept {
+    return {data_.data(), data_.size_bytes(), sizeof(T), parts_, 0};
+  }
   std::span<T> data() const noexcept { return data_; }
 
  private:

@@ -15,21 +15,17 @@
 namespace strata::detail {
 namespace {
 
-// Wake-ups. Every submit bumps `work_epoch`, which spinning workers watch; a worker that
-// has gone to sleep waits on its own word, and a submit wakes exactly the sleeping
-// workers that may run the job (no thundering herd). Threads waiting on an event sleep
-// on `event_epoch`, bumped by every completion and by submits (waiters help).
-std::atomic<std::uint32_t> work_epoch{0};
-std::atomic<std::uint32_t> event_epoch{0};
-std::atomic<int> event_sleepers{0};
 std::atomic<pool*> live_pool{nullptr};
 thread_local int my_slot = 0;
 thread_local bool is_worker = false;
 
-// Idle threads spin this long before sleeping: long enough to catch back-to-back
-// launches without a futex round trip, short enough that an idle pool stops using CPU
-// within a fraction of a millisecond.
+// Idle threads spin this long before parking: long enough to catch back-to-back
+// launches and tasks without a futex round trip, short enough that an idle pool stops
+// using CPU within a fraction of a millisecond. The one spin constant of the pool.
 constexpr auto spin_time = std::chrono::microseconds(50);
+// A waiter that knows when its work ends (an emulated transfer) parks until this long
+// before, then spins.
+constexpr auto expected_margin = std::chrono::microseconds(100);
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -37,27 +33,29 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-// Spins while `word` still reads `seen` and `done()` is false, for at most spin_time.
-// Returns true when it gave up spinning (the caller may then sleep).
-template <class Done>
-bool spin(std::atomic<std::uint32_t> const& word, std::uint32_t seen, Done&& done) {
+// Spins until `found()` or spin_time has passed; returns whether something was found.
+template <class Found>
+bool spin(Found&& found) {
   auto deadline = std::chrono::steady_clock::now() + spin_time;
-  for (int n = 1; word.load(std::memory_order_acquire) == seen && !done(); ++n) {
+  for (int n = 1;; ++n) {
+    if (found()) return true;
     cpu_relax();
-    if (n % 64 == 0 && std::chrono::steady_clock::now() > deadline) return true;
+    if (n % 64 == 0 && std::chrono::steady_clock::now() > deadline) return false;
   }
-  return false;
 }
 
 }  // namespace
 
 void notify_progress() noexcept {
-  event_epoch.fetch_add(1, std::memory_order_seq_cst);
-  if (event_sleepers.load(std::memory_order_seq_cst) > 0) event_epoch.notify_all();
+  if (auto* p = pool::instance()) p->notify_external();
 }
 
 int current_slot() noexcept {
   return my_slot;
+}
+
+bool is_pool_worker() noexcept {
+  return is_worker;
 }
 
 pool* pool::instance() noexcept {
@@ -65,7 +63,7 @@ pool* pool::instance() noexcept {
 }
 
 pool::pool(std::vector<int> slot_os_index, bool pin, int devices)
-    : words_(std::make_unique<worker_word[]>(slot_os_index.size())),
+    : slot_waiter_(std::make_unique<std::atomic<waiter*>[]>(slot_os_index.size())),
       sleeping_((slot_os_index.size() + 63) / 64),
       tasks_(std::make_unique<task::detail::scheduler>(
           *this, static_cast<int>(slot_os_index.size()), devices)) {
@@ -85,16 +83,8 @@ pool::pool(std::vector<int> slot_os_index, bool pin, int devices)
 
 void pool::stop_workers() noexcept {
   stop_.store(true, std::memory_order_seq_cst);
-  work_epoch.fetch_add(1, std::memory_order_seq_cst);
-  work_epoch.notify_all();
-  for (std::size_t s = 0; s < threads_.size(); ++s) {
-    words_[s].value.fetch_add(1, std::memory_order_seq_cst);
-    words_[s].value.notify_all();
-  }
-  {
-    std::lock_guard lock(reserve_mutex_);
-    reserve_wake_.notify_all();
-  }
+  for (std::size_t s = 0; s < threads_.size(); ++s)
+    if (auto* w = slot_waiter_[s].load(std::memory_order_acquire)) w->notify();
   for (auto& t : threads_)
     if (t.joinable()) t.join();
 }
@@ -103,6 +93,13 @@ pool::~pool() {
   drain();
   stop_workers();
   live_pool.store(nullptr, std::memory_order_release);
+}
+
+void pool::notify_external() noexcept {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (external_parked_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard lock(external_mutex_);
+  notify_all(external_);
 }
 
 void pool::submit(std::shared_ptr<job> j) {
@@ -117,59 +114,49 @@ void pool::submit(std::shared_ptr<job> j) {
     std::lock_guard lock(mutex_);
     active_.push_back(std::move(j));
   }
-  work_epoch.fetch_add(1, std::memory_order_seq_cst);
+  submits_.fetch_add(1, std::memory_order_seq_cst);
+  // Every parked worker that may run it (claiming each, so that a second submit does
+  // not wake it again before it is up).
   for (std::size_t w = 0; w < sleeping_.size() && w < slots->wake.size(); ++w) {
     auto sleepers = sleeping_[w].load(std::memory_order_seq_cst) & slots->wake[w];
     while (sleepers) {
       auto slot = w * 64 + static_cast<std::size_t>(__builtin_ctzll(sleepers));
+      auto const bit = sleepers & (~sleepers + 1);
       sleepers &= sleepers - 1;
-      words_[slot].value.fetch_add(1, std::memory_order_seq_cst);
-      words_[slot].value.notify_one();
+      if (sleeping_[w].fetch_and(~bit, std::memory_order_seq_cst) & bit)
+        wake_slot(static_cast<int>(slot));
     }
   }
-  if (slots->only_first) {
-    std::lock_guard lock(reserve_mutex_);
-    last_reserve_job_ = std::chrono::steady_clock::now();
-    if (reserve_deep_) reserve_wake_.notify_one();
-  }
-  notify_progress();  // waiting threads help too
+  // The reserve runs the first PU's jobs when nobody waits to do them.
+  if (slots->only_first && external_helpers_.load(std::memory_order_seq_cst) == 0 &&
+      (sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst) & 1u))
+    wake_slot(0);
+  // Waiting threads do the first PU's share.
+  if (slots->has(0)) notify_external();
 }
 
 void pool::wake_slot(int slot) {
-  if (slot == 0) {
-    std::lock_guard lock(reserve_mutex_);
-    reserve_wake_.notify_one();
-    return;
-  }
-  words_[static_cast<std::size_t>(slot)].value.fetch_add(1, std::memory_order_seq_cst);
-  words_[static_cast<std::size_t>(slot)].value.notify_one();
+  if (auto* w = slot_waiter_[static_cast<std::size_t>(slot)].load(std::memory_order_acquire))
+    w->notify();
 }
 
-void pool::wake_one(std::vector<int> const& slots, std::vector<char> const* mask, bool always) {
-  auto asleep = [&](std::memory_order order) -> int {
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (mask && !(*mask)[i]) continue;
-      auto const slot = static_cast<std::size_t>(slots[i]);
-      if (sleeping_[slot / 64].load(order) >> (slot % 64) & 1u) return static_cast<int>(slot);
-    }
-    return -1;
-  };
-  // Pairs with the sleeper's seq_cst announcement then re-check (Dekker): either it sees
-  // the pushed task or this sees its bit. The unfenced pre-check (a worker's own pushes
-  // take it) may miss a worker that is just falling asleep; the pusher is awake and runs
-  // the task itself then, so that costs parallelism for a moment, never progress.
-  if (!always &&
-      (sleepers_.load(std::memory_order_relaxed) == 0 || asleep(std::memory_order_relaxed) < 0))
-    return;
+void pool::wake_one(std::vector<int> const& slots, std::vector<char> const* prefer) {
+  // Pairs with the parker's registration then re-check (Dekker): either it sees the
+  // pushed task or this sees it registered.
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_relaxed) == 0) return;
   // Claim the sleeper by clearing its bit: pushes that follow before it is up see it
   // awake and make no further futex calls (one wake per sleep, not one per push).
-  for (int slot; (slot = asleep(std::memory_order_relaxed)) >= 0;) {
-    auto const bit = std::uint64_t{1} << (slot % 64);
-    if (sleeping_[static_cast<std::size_t>(slot) / 64].fetch_and(~bit, std::memory_order_seq_cst) &
-        bit)
-      return wake_slot(slot);
-  }
+  for (int pass = prefer ? 0 : 1; pass < 2; ++pass)
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (pass == 0 && !(*prefer)[i]) continue;
+      auto const slot = static_cast<std::size_t>(slots[i]);
+      auto const bit = std::uint64_t{1} << (slot % 64);
+      auto& word = sleeping_[slot / 64];
+      if ((word.load(std::memory_order_relaxed) & bit) &&
+          (word.fetch_and(~bit, std::memory_order_seq_cst) & bit))
+        return wake_slot(static_cast<int>(slot));
+    }
 }
 
 bool pool::idle() const noexcept {
@@ -190,22 +177,32 @@ std::shared_ptr<job> pool::find(int slot, bool reserve) {
   return nullptr;
 }
 
+bool pool::has_job(int slot) {
+  if (outstanding_.load(std::memory_order_acquire) == 0) return false;
+  bool const reserve = is_worker && slot == 0;
+  // The reserve stays out of the first PU's jobs while a waiting thread does them
+  // (issue 21: it must not spin through a launch somebody waits for).
+  if (reserve && external_helpers_.load(std::memory_order_acquire) > 0) return false;
+  return find(slot, reserve) != nullptr;
+}
+
 void pool::run(job& j, index_t chunk) {
   // The job is over once its last chunk has completed its event (and the continuations,
   // which may submit more work): only then does it stop counting as outstanding.
   if (j.execute(chunk) && outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1)
-    notify_progress();
+    notify_external();
 }
 
 bool pool::help(int slot, event_state const* until) {
   bool const reserve = is_worker && slot == 0 && !until;
+  if (outstanding_.load(std::memory_order_acquire) == 0) return false;
   auto j = find(slot, reserve);
   if (!j) return false;
   trace::span traced(j->name(), "job", "threads");
   bool ran = false;
   // The reserve worker yields the first PU to a waiting thread: a job confined to that PU
   // must not run on two threads at once.
-  auto yield = [&] { return reserve && external_helpers.load(std::memory_order_acquire) > 0; };
+  auto yield = [&] { return reserve && external_helpers_.load(std::memory_order_acquire) > 0; };
   for (index_t c; !yield() && (c = j->claim()) >= 0;) {
     run(*j, c);
     ran = true;
@@ -214,76 +211,82 @@ bool pool::help(int slot, event_state const* until) {
   return ran;
 }
 
-void pool::drain() {
-  int const slot = current_slot();
-  if (!is_worker) external_helpers.fetch_add(1, std::memory_order_acq_rel);
-  struct uncount {
-    pool* p;
-    ~uncount() {
-      if (!is_worker) p->external_helpers.fetch_sub(1, std::memory_order_acq_rel);
-    }
-  } counted{this};
-  while (!idle()) {
-    if (help(slot, nullptr)) continue;
-    auto seen = event_epoch.load(std::memory_order_acquire);
-    auto idle = [this] { return this->idle(); };
-    if (idle()) return;
-    if (!spin(event_epoch, seen, idle)) continue;
-    event_sleepers.fetch_add(1, std::memory_order_seq_cst);
-    if (!idle()) event_epoch.wait(seen, std::memory_order_acquire);
-    event_sleepers.fetch_sub(1, std::memory_order_relaxed);
+void pool::leave_helping() noexcept {
+  // The last waiting thread leaves: the reserve takes over the first PU's jobs.
+  if (external_helpers_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      (sleeping_[0].load(std::memory_order_seq_cst) & 1u) && has_job(0)) {
+    if (sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst) & 1u) wake_slot(0);
   }
 }
 
-// Slot 0's worker runs only jobs confined to the first PU, and only those that nobody
-// else runs: normally the thread that waits for them does, on that PU's share. Waking it
-// at every such launch would cost a futex call per launch, so it polls every 200 us while
-// such jobs have been submitted recently (10 ms), and otherwise sleeps until a submit
-// finds it asleep and notifies it.
-void pool::reserve_main() {
-  using clock = std::chrono::steady_clock;
-  std::uint64_t const bit = 1;
-  auto last_task = clock::time_point{};
-  while (!stop_.load(std::memory_order_acquire)) {
-    // Task graphs that include the first PU run on this worker like on any other.
-    if (tasks_->work(0)) {
-      last_task = clock::now();
-      continue;
+void pool::drain() {
+  int const slot = current_slot();
+  bool const external = !is_worker;
+  if (external) external_helpers_.fetch_add(1, std::memory_order_seq_cst);
+  struct uncount {
+    pool* p;
+    bool on;
+    ~uncount() {
+      if (on) p->leave_helping();
     }
-    if (help(0, nullptr)) continue;
-    // Right after tasks, spin briefly for more (a futex round trip per task would cost
-    // more than the task); launches alone never make it spin (the PU is the waiter's).
-    if (clock::now() - last_task < spin_time) {
-      auto deadline = last_task + spin_time;
-      while (clock::now() < deadline && !tasks_->available(0) &&
-             !stop_.load(std::memory_order_relaxed))
-        for (int i = 0; i < 64; ++i) cpu_relax();
-      if (tasks_->available(0)) continue;
+  } counted{this, external};
+  while (!idle()) {
+    if (help(slot, nullptr)) continue;
+    if (is_worker && tasks_->help(slot)) continue;
+    auto const seen = submits_.load(std::memory_order_acquire);
+    auto work = [&] {
+      return idle() || submits_.load(std::memory_order_acquire) != seen ||
+             (is_worker && tasks_->available(slot));
+    };
+    if (spin(work)) continue;
+    park(slot, nullptr,
+         [&] { return idle() || has_job(slot) || (is_worker && tasks_->available(slot)); });
+  }
+}
+
+void pool::wait(event_state& s) {
+  int const slot = current_slot();
+  bool const worker = is_worker;
+  if (!worker) external_helpers_.fetch_add(1, std::memory_order_seq_cst);
+  struct uncount {
+    pool* p;
+    bool on;
+    ~uncount() {
+      if (on) p->leave_helping();
     }
-    std::unique_lock lock(reserve_mutex_);
-    sleeping_[0].fetch_or(bit, std::memory_order_seq_cst);
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    struct awake {
-      pool* p;
-      ~awake() {
-        p->sleepers_.fetch_sub(1, std::memory_order_seq_cst);
-        p->sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst);
-      }
-    } unmark{this};
-    if (stop_.load(std::memory_order_acquire) || find(0, true) || tasks_->available(0)) continue;
-    if (clock::now() - last_reserve_job_ < std::chrono::milliseconds(10)) {
-      reserve_wake_.wait_for(lock, std::chrono::microseconds(200));
-    } else {
-      reserve_deep_ = true;
-      reserve_wake_.wait(lock);
-      reserve_deep_ = false;
+  } counted{this, !worker};
+  auto& tasks = *tasks_;
+  while (!s.ready()) {
+    if (help(slot, &s)) continue;
+    // A worker waiting inside a task runs other tasks meanwhile, one chain at a time, so
+    // nested waits cannot deadlock the pool; other threads leave tasks to the workers of
+    // the PUs a graph was given (they would oversubscribe them).
+    if (worker && tasks.help(slot)) continue;
+    auto const seen = submits_.load(std::memory_order_acquire);
+    auto work = [&] {
+      return s.ready() || submits_.load(std::memory_order_acquire) != seen ||
+             (worker && tasks.available(slot));
+    };
+    // Work with a known end (an emulated transfer) is parked through until shortly
+    // before it; any notification wakes the thread earlier.
+    std::chrono::steady_clock::time_point deadline{};
+    if (auto when = s.expected(); when.time_since_epoch().count() != 0) {
+      auto wake = when - expected_margin;
+      if (std::chrono::steady_clock::now() < wake) deadline = wake;
     }
+    if (deadline.time_since_epoch().count() == 0 && spin(work)) continue;
+    bool const claimed = park(
+        slot, &s, [&] { return s.ready() || has_job(slot) || (worker && tasks.available(slot)); },
+        deadline);
+    // A task push chose this worker to wake; if it leaves now, another must look.
+    if (claimed && s.ready()) tasks.pass_on(slot);
   }
 }
 
 void pool::worker_main(int slot, int os_index, bool pin) {
   my_slot = slot;
   is_worker = true;
+  slot_waiter_[static_cast<std::size_t>(slot)].store(&this_waiter(), std::memory_order_release);
   trace::name_this_thread(slot == 0 ? "reserve worker (CPU " + std::to_string(os_index) + ")"
                                     : "worker " + std::to_string(slot) + " (CPU " +
                                           std::to_string(os_index) + ")");
@@ -300,29 +303,20 @@ void pool::worker_main(int slot, int os_index, bool pin) {
     }
     if (topo) hwloc_topology_destroy(topo);
   }
-  if (slot == 0) return reserve_main();
-  auto& word = words_[static_cast<std::size_t>(slot)].value;
-  auto& sleeping = sleeping_[static_cast<std::size_t>(slot) / 64];
-  std::uint64_t const bit = std::uint64_t{1} << (slot % 64);
-  auto stopping = [this] { return stop_.load(std::memory_order_relaxed); };
+  auto stopping = [this] { return stop_.load(std::memory_order_acquire); };
   auto& tasks = *tasks_;
-  auto found = [&] { return stopping() || tasks.available(slot); };
   while (!stopping()) {
-    // Algorithm 1: tasks (own deque, injected, stolen), then chunks of launched jobs.
+    // Algorithm 1: tasks (own deque, injected, stolen), then chunks of launched jobs
+    // (slot 0's worker: only jobs confined to the first PU that nobody waits for).
     if (tasks.work(slot)) continue;
     if (help(slot, nullptr)) continue;
-    auto seen = work_epoch.load(std::memory_order_acquire);
-    if (help(slot, nullptr)) continue;
-    if (!spin(work_epoch, seen, found)) continue;
-    // Announce the sleep, then look once more: a submit or a task push either sees the
-    // bit (and wakes us through our word) or happened before, and is visible here.
-    auto mine = word.load(std::memory_order_acquire);
-    sleeping.fetch_or(bit, std::memory_order_seq_cst);
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if (!stopping() && !find(slot, false) && !tasks.available(slot))
-      word.wait(mine, std::memory_order_acquire);
-    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
-    sleeping.fetch_and(~bit, std::memory_order_seq_cst);
+    auto const seen = submits_.load(std::memory_order_acquire);
+    auto found = [&] {
+      return stopping() || tasks.available(slot) ||
+             (slot != 0 && submits_.load(std::memory_order_acquire) != seen);
+    };
+    if (spin(found)) continue;
+    park(slot, nullptr, [&] { return stopping() || tasks.available(slot) || has_job(slot); });
   }
 }
 
@@ -345,35 +339,15 @@ void submit(std::shared_ptr<job> j) {
 }
 
 void wait_until_ready(event_state const& s) {
-  int const slot = current_slot();
-  auto ready = [&s] { return s.ready(); };
-  struct helping {
-    pool* p;
-    explicit helping(pool* q) : p(q) {
-      if (p) p->external_helpers.fetch_add(1, std::memory_order_acq_rel);
-    }
-    ~helping() {
-      if (p) p->external_helpers.fetch_sub(1, std::memory_order_acq_rel);
-    }
-  } counted(is_worker ? nullptr : pool::instance());
-  // Work with a known end (an emulated transfer) is slept through until just before it.
-  if (auto when = s.expected(); when.time_since_epoch().count() != 0) {
-    auto wake = when - std::chrono::microseconds(100);
-    if (std::chrono::steady_clock::now() < wake && !ready()) std::this_thread::sleep_until(wake);
-  }
-  while (!ready()) {
-    auto* p = pool::instance();
-    if (p && p->help(slot, &s)) continue;
-    // A worker waiting inside a task runs other tasks meanwhile (nested waits cannot
-    // deadlock the pool); other threads leave tasks to the workers of their PUs.
-    if (p && is_worker && p->tasks().help(slot)) continue;
-    auto seen = event_epoch.load(std::memory_order_acquire);
-    if (ready()) return;
-    if (p && p->help(slot, &s)) continue;
-    if (!spin(event_epoch, seen, ready)) continue;
-    event_sleepers.fetch_add(1, std::memory_order_seq_cst);
-    if (!ready()) event_epoch.wait(seen, std::memory_order_acquire);
-    event_sleepers.fetch_sub(1, std::memory_order_relaxed);
+  auto& state = const_cast<event_state&>(s);  // registers a waiter on it; no state change
+  if (auto* p = pool::instance()) return p->wait(state);
+  // No pool: nothing to help with; park until the completion wakes this thread.
+  auto& w = this_waiter();
+  while (!state.ready()) {
+    auto const key = w.prepare();
+    if (!state.add_waiter(w)) return;
+    if (!state.ready()) w.commit(key);
+    state.remove_waiter(w);
   }
 }
 

@@ -4,10 +4,10 @@
 #include <strata/exec/threads/pool.hpp>
 
 #include "exec/exec_state.hpp"
+#include "exec/threads/wake.hpp"
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -19,13 +19,17 @@ class scheduler;
 
 namespace strata::detail {
 
-/// Something happened that a thread waiting on an event may care about: an event
-/// completed, or work arrived that it could help with.
+struct waiter;
+
+/// The pool's idle state may have changed (a job or a graph run ended): wakes the
+/// threads waiting in drain. A no-op when no pool is live.
 void notify_progress() noexcept;
 
 /// The slot of the calling thread: its PU's for a worker, 0 for any other thread (the
 /// first PU's share is done by the threads that wait).
 int current_slot() noexcept;
+/// Whether the calling thread is one of the pool's workers.
+bool is_pool_worker() noexcept;
 
 class pool {
  public:
@@ -42,49 +46,93 @@ class pool {
   /// Waits (helping) until every submitted job has finished, including the jobs their
   /// completions submit.
   void drain();
+  /// Blocks the calling thread (helping: job chunks, and tasks if it is a worker) until
+  /// `s` is ready. event::wait ends here.
+  void wait(event_state& s);
 
   /// The task-graph side of the pool: per-worker deques (see src/task/scheduler.hpp).
   task::detail::scheduler& tasks() noexcept { return *tasks_; }
 
-  /// Wakes one sleeping worker among `slots` (only those with `mask[i]` set, if a mask is
-  /// given) because tasks were pushed. Unless `always`, it first checks cheaply whether
-  /// any worker sleeps at all: a spinning worker finds the task itself.
-  void wake_one(std::vector<int> const& slots, std::vector<char> const* mask, bool always);
+  /// Wakes one sleeping worker among `slots` because tasks were pushed, preferring those
+  /// with `prefer[i]` set (device-priority workers for device work) when given.
+  void wake_one(std::vector<int> const& slots, std::vector<char> const* prefer);
+
+  /// Parks the calling thread (src/exec/threads/wake.hpp) until a producer may have
+  /// made `check` true, or `deadline` (if set). A worker announces itself as a sleeping
+  /// worker (task pushes and job submits wake it), any other thread joins the external
+  /// waiters (submits for the first PU and the end of work wake them); with `ev`, the
+  /// event's completion wakes it too. Returns whether a task push claimed this worker's
+  /// wake-up (the caller then looks for tasks, or passes the wake-up on).
+  template <class Check>
+  bool park(int slot, event_state* ev, Check&& check,
+            std::chrono::steady_clock::time_point deadline = {});
 
   /// The pool of the live runtime, or null when none has been started.
   static pool* instance() noexcept;
 
-  /// Threads other than workers that are waiting (and so doing slot 0's share) now; the
-  /// reserve worker stays out of the first PU's jobs while any is.
-  std::atomic<int> external_helpers{0};
+  /// Wakes the threads waiting outside the pool (in event waits or drain).
+  void notify_external() noexcept;
 
  private:
-  struct alignas(64) worker_word {
-    std::atomic<std::uint32_t> value{0};
-  };
-
   void worker_main(int slot, int os_index, bool pin);
-  void reserve_main();
   std::shared_ptr<job> find(int slot, bool reserve);
+  bool has_job(int slot);
   void run(job& j, index_t chunk);
   void stop_workers() noexcept;
   void wake_slot(int slot);
   bool idle() const noexcept;
+  void leave_helping() noexcept;
 
   std::mutex mutex_;
   std::vector<std::shared_ptr<job>> active_;
-  std::atomic<long> outstanding_{0};  // submitted and not yet finished
+  std::atomic<long> outstanding_{0};       // submitted and not yet finished
+  std::atomic<std::uint32_t> submits_{0};  // bumped by every submit (spinners watch it)
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
-  std::unique_ptr<worker_word[]> words_;              // each worker sleeps on its own word
-  std::vector<std::atomic<std::uint64_t>> sleeping_;  // one bit per sleeping worker slot
-  std::atomic<int> sleepers_{0};                      // workers asleep (or about to be)
+  std::unique_ptr<std::atomic<waiter*>[]> slot_waiter_;  // each worker's waiter
+  std::vector<std::atomic<std::uint64_t>> sleeping_;     // one bit per parked worker
+  std::atomic<int> sleepers_{0};                         // workers parked (or about to be)
+  // Threads other than workers that wait (event waits, drain). They do the first PU's
+  // share of ordinary jobs, and the reserve worker stays out of the first PU's jobs
+  // while any of them does.
+  std::atomic<int> external_helpers_{0};
+  std::mutex external_mutex_;
+  waiter* external_ = nullptr;  // parked external threads
+  std::atomic<int> external_parked_{0};
   std::unique_ptr<task::detail::scheduler> tasks_;
-  // Slot 0's reserve worker (see reserve_main).
-  std::mutex reserve_mutex_;
-  std::condition_variable reserve_wake_;
-  bool reserve_deep_ = false;  // sleeping until notified
-  std::chrono::steady_clock::time_point last_reserve_job_{};
 };
+
+template <class Check>
+bool pool::park(int slot, event_state* ev, Check&& check,
+                std::chrono::steady_clock::time_point deadline) {
+  auto& w = this_waiter();
+  auto const key = w.prepare();
+  if (ev && !ev->add_waiter(w)) return false;  // already complete
+  bool const worker = is_pool_worker();
+  auto& word = sleeping_[static_cast<std::size_t>(slot) / 64];
+  std::uint64_t const bit = std::uint64_t{1} << (slot % 64);
+  if (worker) {
+    word.fetch_or(bit, std::memory_order_seq_cst);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+  } else {
+    std::lock_guard lock(external_mutex_);
+    link(external_, w);
+    external_parked_.fetch_add(1, std::memory_order_seq_cst);
+  }
+  // Registered everywhere a producer looks; now the last look at everything waited for.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (!check()) w.commit(key, deadline);
+  bool claimed = false;
+  if (worker) {
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+    claimed = (word.fetch_and(~bit, std::memory_order_seq_cst) & bit) == 0;
+  } else {
+    std::lock_guard lock(external_mutex_);
+    unlink(external_, w);
+    external_parked_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  if (ev) ev->remove_waiter(w);
+  return claimed;
+}
 
 }  // namespace strata::detail
