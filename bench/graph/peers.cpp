@@ -7,6 +7,8 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #if defined(STRATA_BENCH_HAVE_TBB)
 #include <oneapi/tbb/flow_graph.h>
 #include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
 #endif
 
 namespace strata::bench::graph_peers {
@@ -311,9 +314,59 @@ class tbb_peer final : public peer {
 std::unique_ptr<peer> make_tbb(shape s, std::size_t size, int threads) {
   return std::make_unique<tbb_peer>(s, size, threads);
 }
+
+namespace {
+class tbb_build_run final : public peer {
+ public:
+  tbb_build_run(shape s, std::size_t size, int threads)
+      : s_(s), size_(size), threads_(threads), name_(label("tbb-flow_graph-build", threads)) {}
+  char const* name() const override { return name_.c_str(); }
+  void run() override {
+    tbb_peer p(s_, size_, threads_);  // construct (in its arena), run once, destroy
+    p.run();
+  }
+
+ private:
+  shape s_;
+  std::size_t size_;
+  int threads_;
+  std::string name_;
+};
+}  // namespace
+
+std::unique_ptr<peer> make_tbb_build_run(shape s, std::size_t size, int threads) {
+  return std::make_unique<tbb_build_run>(s, size, threads);
+}
+
+std::vector<double> tbb_wake_latencies(int threads, int samples, int idle_ms) {
+  oneapi::tbb::task_arena arena(threads);
+  oneapi::tbb::task_group tg;
+  std::vector<double> out;
+  arena.execute([&] { tg.run_and_wait([] {}); });  // start the workers
+  for (int i = 0; i < samples; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+    std::atomic<std::int64_t> started{0};
+    auto t0 = std::chrono::steady_clock::now();
+    arena.enqueue([&] {
+      started.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                    std::memory_order_release);
+    });
+    while (started.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+    auto t1 = std::chrono::steady_clock::time_point(
+        std::chrono::steady_clock::duration(started.load()));
+    out.push_back(std::chrono::duration<double>(t1 - t0).count());
+  }
+  return out;
+}
 #else
 std::unique_ptr<peer> make_tbb(shape, std::size_t, int) {
   return nullptr;
+}
+std::unique_ptr<peer> make_tbb_build_run(shape, std::size_t, int) {
+  return nullptr;
+}
+std::vector<double> tbb_wake_latencies(int, int, int) {
+  return {};
 }
 #endif
 

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace strata::bench::graph_peers {
 
@@ -34,6 +35,16 @@ std::unique_ptr<peer> make_tbb(shape s, std::size_t size, int threads);
 /// than 4096 unless STRATA_BENCH_OMP_DEPEND_FANOUT is set (libgomp is quadratic there).
 std::unique_ptr<peer> make_omp(shape s, std::size_t size, int threads);
 std::unique_ptr<peer> make_omp_depend(shape s, std::size_t size, int threads);
+
+/// The TBB peer built, run once and destroyed in every run() (the build+run variants):
+/// "tbb-flow_graph-build/N". Null without oneTBB.
+std::unique_ptr<peer> make_tbb_build_run(shape s, std::size_t size, int threads);
+
+/// Latency of starting one task on an idle oneTBB arena of `threads` threads: enqueue a
+/// task that stamps the time it starts, from a thread outside the arena; returns the
+/// seconds between the call and the stamp, for `samples` starts each after the arena's
+/// workers went idle for `idle_ms`. Empty without oneTBB.
+std::vector<double> tbb_wake_latencies(int threads, int samples, int idle_ms);
 
 /// The work every task does (identical for both sides): a few dozen ns of dependent
 /// integer arithmetic on the task's index, summed per thread so it can't be optimised away

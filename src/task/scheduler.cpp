@@ -16,8 +16,10 @@ namespace {
 
 // The arena and member index of the task the calling worker is running, so that the
 // successors it makes ready go to its own deque (Ripple §6.1).
-thread_local arena* my_arena = nullptr;
-thread_local int my_member = -1;
+// Initial-exec TLS: libstrata is linked into programs (not dlopen'ed), and these are read
+// on every spawn and push, where a __tls_get_addr call would cost more than the rest.
+[[gnu::tls_model("initial-exec")]] thread_local arena* my_arena = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local int my_member = -1;
 
 // A device node whose event completed is pushed back as a completion: the same pointer
 // with its low bit set, so the worker finishes it (successors) instead of running it.
@@ -63,28 +65,34 @@ dyn_task* dyn_of(node* n) noexcept {
 }
 
 // The place of the node the calling thread runs (current_node_place).
-thread_local strata::place const* my_place = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local strata::place const* my_place = nullptr;
 
 // Each thread's free spawned-task blocks: a spawn and its completion allocate nothing
 // once a thread has run as many tasks at once as it will. Blocks freed by another thread
-// (a thief ran the task) join that thread's list; lists are dropped with their thread.
+// (a thief ran the task) join that thread's list. The list is plain data (no guard on
+// each access); a separate owner, touched only when a block is first allocated, frees
+// the list when the thread ends.
 struct task_cache {
-  dyn_task* head = nullptr;
-  std::size_t count = 0;
-  ~task_cache() {
-    while (head) {
-      auto* next = head->next_free;
-      ::operator delete (head, std::align_val_t{64});
-      head = next;
+  dyn_task* head;
+  std::size_t count;
+};
+[[gnu::tls_model("initial-exec")]] thread_local task_cache free_tasks{nullptr, 0};
+constexpr std::size_t max_cached_tasks = 4096;
+
+struct task_cache_owner {
+  ~task_cache_owner() {
+    while (auto* t = free_tasks.head) {
+      free_tasks.head = t->next_free;
+      ::operator delete(t, std::align_val_t{64});
     }
+    free_tasks.count = max_cached_tasks;  // late frees on this thread go to the heap
   }
 };
-thread_local task_cache free_tasks;
-constexpr std::size_t max_cached_tasks = 4096;
+thread_local task_cache_owner cache_owner;
 
 void free_task(dyn_task* t) noexcept {
   if (free_tasks.count >= max_cached_tasks) {
-    ::operator delete (t, std::align_val_t{64});
+    ::operator delete(t, std::align_val_t{64});
     return;
   }
   t->next_free = free_tasks.head;
@@ -100,7 +108,8 @@ dyn_task* allocate_task() {
     --free_tasks.count;
     return t;
   }
-  return ::new (::operator new (sizeof(dyn_task), std::align_val_t{64})) dyn_task;
+  (void)&cache_owner;  // registers the list's owner for this thread
+  return ::new (::operator new(sizeof(dyn_task), std::align_val_t{64})) dyn_task;
 }
 
 arena::arena(slot_set const* s, int slot_count, int device_workers)
@@ -280,14 +289,21 @@ bool scheduler::available(int slot) const noexcept {
   return false;
 }
 
-bool scheduler::find_and_run(int slot) {
+bool scheduler::find_and_run(int slot, bool one) {
+  // The arena of the task this thread runs first (a nested wait or a join most likely
+  // waits for work there: its own children), then every arena it belongs to.
+  if (auto* a = my_arena)
+    if (node* n = take(*a, my_member)) {
+      run_chain(*a, my_member, n, one);
+      return true;
+    }
   int const count = arena_count_.load(std::memory_order_acquire);
   for (int i = 0; i < count; ++i) {
     auto* a = arenas_[static_cast<std::size_t>(i)].load(std::memory_order_acquire);
     int m = a->member_of_slot[static_cast<std::size_t>(slot)];
-    if (m < 0) continue;
+    if (m < 0 || a == my_arena) continue;
     if (node* n = take(*a, m)) {
-      run_chain(*a, m, n);
+      run_chain(*a, m, n, one);
       return true;
     }
   }
@@ -296,15 +312,15 @@ bool scheduler::find_and_run(int slot) {
 
 bool scheduler::work(int slot) {
   bool ran = false;
-  while (find_and_run(slot)) ran = true;
+  while (find_and_run(slot, false)) ran = true;
   return ran;
 }
 
 bool scheduler::help(int slot) {
-  return find_and_run(slot);
+  return find_and_run(slot, true);
 }
 
-void scheduler::run_chain(arena& a, int m, node* n) {
+void scheduler::run_chain(arena& a, int m, node* n, bool one) {
   auto* saved_arena = my_arena;
   auto saved_member = my_member;
   my_arena = &a;
@@ -313,7 +329,12 @@ void scheduler::run_chain(arena& a, int m, node* n) {
   while (n) {
     if (is_dyn(n)) {
       run_dyn(dyn_of(n));
-      break;
+      // Spawned tasks come from this worker's own deque, LIFO: keep taking them here
+      // (unless helping from a wait, which re-checks what it waits for after each).
+      if (one) break;
+      auto& own = *a.cpu[static_cast<std::size_t>(m)];
+      n = a.members.size() == 1 ? own.pop_unshared() : own.pop();
+      continue;
     }
     n = is_range(n) ? run_range(a, m, n) : is_completion(n) ? finish(strip(n)) : execute(n);
   }
@@ -422,17 +443,40 @@ node* scheduler::execute(node* n) {
 
 void scheduler::run_dyn(dyn_task* t) {
   task_group* group = t->group;
-  std::exception_ptr err;
-  {
-    trace::span traced("spawned task", "task");
-    try {
+  try {
+    if (trace::enabled()) {
+      trace::span traced("spawned task", "task");
       t->call(*t, !group->cancelled());
-    } catch (...) {
-      err = std::current_exception();
+    } else {
+      t->call(*t, !group->cancelled());
     }
+  } catch (...) {
+    group->fail(std::current_exception());
   }
   free_task(t);
-  group->finished(std::move(err));
+  group->finished();
+}
+
+bool scheduler::run_own(std::atomic<void*> const& state, void const* done) {
+  // The calling worker's own deque, LIFO: the tasks it spawned last (a join's children),
+  // until the group is done. Not one task further: what lies below the children belongs
+  // to the frames under this join, and running it here would nest without bound.
+  auto* a = my_arena;
+  if (!a) return false;
+  auto const m = static_cast<std::size_t>(my_member);
+  auto& own = *a->cpu[m];
+  bool const lone = a->members.size() == 1;
+  bool ran = false;
+  while (state.load(std::memory_order_acquire) != done) {
+    node* n = lone ? own.pop_unshared() : own.pop();
+    if (!n) break;
+    ran = true;
+    if (is_dyn(n))
+      run_dyn(dyn_of(n));
+    else
+      run_chain(*a, my_member, n, true);
+  }
+  return ran;
 }
 
 void scheduler::async_done(node* n, std::exception_ptr err) {
@@ -543,7 +587,8 @@ void scheduler::complete_run(graph_state& g) {
 }
 
 void spawn_task(dyn_task* t) {
-  strata::detail::current_exec().get_pool().tasks().spawn(t);
+  auto* p = strata::detail::pool::instance();
+  (p ? *p : strata::detail::current_exec().get_pool()).tasks().spawn(t);
 }
 
 void run_subflow(void* fn, void (*call)(void*, task_group&)) {
@@ -584,14 +629,15 @@ namespace {
 void* const group_done = reinterpret_cast<void*>(std::uintptr_t{1});
 }  // namespace
 
-void task_group::finished(std::exception_ptr error) noexcept {
-  if (error) {
-    while (error_lock_.exchange(true, std::memory_order_acquire)) {
-    }
-    if (!error_) error_ = std::move(error);
-    error_lock_.store(false, std::memory_order_release);
-    failed_.store(true, std::memory_order_release);
+void task_group::fail(std::exception_ptr error) noexcept {
+  while (error_lock_.exchange(true, std::memory_order_acquire)) {
   }
+  if (!error_) error_ = std::move(error);
+  error_lock_.store(false, std::memory_order_release);
+  failed_.store(true, std::memory_order_release);
+}
+
+void task_group::finished() noexcept {
   if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   // The last one: after the exchange the group may be gone; wake the joiner through its
   // own waiter.
@@ -609,8 +655,11 @@ void task_group::join() {
     int const slot = strata::detail::current_slot();
     bool const worker = strata::detail::is_pool_worker();
     while (!done()) {
-      // A worker runs ready tasks (its own children first: its deque is LIFO).
+      // A worker runs its own deque first (its children: the deque is LIFO), then other
+      // ready tasks one chain at a time.
+      if (worker && p->tasks().run_own(state_, group_done)) continue;
       if (worker && p->tasks().help(slot)) continue;
+      if (done()) break;
       if (worker) {
         bool found = false;
         for (int i = 0; i < 256 && !(found = done() || p->tasks().available(slot)); ++i)

@@ -59,6 +59,9 @@ class scheduler {
   bool work(int slot);
   /// Runs at most one task chain (a worker waiting inside a task helps this way).
   bool help(int slot);
+  /// Runs the tasks of the calling worker's own deque in the arena of the task it runs
+  /// (a join's children) until `state` reads `done`; returns whether it ran any.
+  bool run_own(std::atomic<void*> const& state, void const* done);
   /// Whether worker `slot` could find a task now (racy; for deciding to sleep).
   bool available(int slot) const noexcept;
   /// Graph runs started and not yet complete (the runtime drains them at shutdown).
@@ -67,9 +70,9 @@ class scheduler {
  private:
   friend struct access;
   arena& arena_for(slot_set const* s);
-  bool find_and_run(int slot);
+  bool find_and_run(int slot, bool one);
   node* take(arena& a, int m);
-  void run_chain(arena& a, int m, node* n);
+  void run_chain(arena& a, int m, node* n, bool one);
   bool run_body(node* n);
   node* execute(node* n);
   node* run_range(arena& a, int m, node* tagged);

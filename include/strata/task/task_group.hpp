@@ -98,8 +98,9 @@ class task_group {
   /// Whether a task of the group has thrown (its later tasks are skipped).
   bool cancelled() const noexcept { return failed_.load(std::memory_order_acquire); }
 
-  /// Runtime side: a task of this group ended (`error` if it threw).
-  void finished(std::exception_ptr error) noexcept;
+  /// Runtime side: a task of this group ended; `fail` first if it threw.
+  void finished() noexcept;
+  void fail(std::exception_ptr error) noexcept;
 
  private:
   // One reference held by the group itself until join drops it: the task that brings

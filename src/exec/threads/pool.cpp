@@ -16,8 +16,8 @@ namespace strata::detail {
 namespace {
 
 std::atomic<pool*> live_pool{nullptr};
-thread_local int my_slot = 0;
-thread_local bool is_worker = false;
+[[gnu::tls_model("initial-exec")]] thread_local int my_slot = 0;
+[[gnu::tls_model("initial-exec")]] thread_local bool is_worker = false;
 
 // Idle threads spin this long before parking: long enough to catch back-to-back
 // launches and tasks without a futex round trip, short enough that an idle pool stops
@@ -34,13 +34,20 @@ inline void cpu_relax() noexcept {
 }
 
 // Spins until `found()` or spin_time has passed; returns whether something was found.
+// A thread that is not a worker yields instead of pausing: it is not pinned, and may sit
+// on the very PU whose worker it waits for (a spinning waiter there would delay that
+// worker by the whole spin).
 template <class Found>
 bool spin(Found&& found) {
   auto deadline = std::chrono::steady_clock::now() + spin_time;
+  bool const worker = is_worker;
   for (int n = 1;; ++n) {
     if (found()) return true;
-    cpu_relax();
-    if (n % 64 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+    if (worker)
+      cpu_relax();
+    else
+      std::this_thread::yield();
+    if ((!worker || n % 64 == 0) && std::chrono::steady_clock::now() > deadline) return false;
   }
 }
 
