@@ -8,9 +8,9 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #if defined(STRATA_BENCH_HAVE_TBB)
@@ -352,8 +352,8 @@ std::vector<double> tbb_wake_latencies(int threads, int samples, int idle_ms) {
                     std::memory_order_release);
     });
     while (started.load(std::memory_order_acquire) == 0) std::this_thread::yield();
-    auto t1 = std::chrono::steady_clock::time_point(
-        std::chrono::steady_clock::duration(started.load()));
+    auto t1 =
+        std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(started.load()));
     out.push_back(std::chrono::duration<double>(t1 - t0).count());
   }
   return out;

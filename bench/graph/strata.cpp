@@ -297,7 +297,10 @@ registrar sleep_wake_r(
         auto peer = gp::tbb_wake_latencies(t, samples, idle_ms);
         double const med = percentile(lat, 0.5);
         double const peer_med = peer.empty() ? 0.0 : percentile(peer, 0.5);
-        result r{"sleep-wake",     "graph/" + std::to_string(t), double(samples), med,
+        result r{"sleep-wake",
+                 "graph/" + std::to_string(t),
+                 double(samples),
+                 med,
                  peer.empty() ? "none" : "tbb-arena-enqueue/" + std::to_string(t),
                  peer_med};
         r.extra = {{"threads", t},

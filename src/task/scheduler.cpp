@@ -83,7 +83,7 @@ struct task_cache_owner {
   ~task_cache_owner() {
     while (auto* t = free_tasks.head) {
       free_tasks.head = t->next_free;
-      ::operator delete(t, std::align_val_t{64});
+      ::operator delete (t, std::align_val_t{64});
     }
     free_tasks.count = max_cached_tasks;  // late frees on this thread go to the heap
   }
@@ -92,7 +92,7 @@ thread_local task_cache_owner cache_owner;
 
 void free_task(dyn_task* t) noexcept {
   if (free_tasks.count >= max_cached_tasks) {
-    ::operator delete(t, std::align_val_t{64});
+    ::operator delete (t, std::align_val_t{64});
     return;
   }
   t->next_free = free_tasks.head;
@@ -109,7 +109,7 @@ dyn_task* allocate_task() {
     return t;
   }
   (void)&cache_owner;  // registers the list's owner for this thread
-  return ::new (::operator new(sizeof(dyn_task), std::align_val_t{64})) dyn_task;
+  return ::new (::operator new (sizeof(dyn_task), std::align_val_t{64})) dyn_task;
 }
 
 arena::arena(slot_set const* s, int slot_count, int device_workers)
@@ -199,10 +199,15 @@ void scheduler::push(node* n) {
   bool const device = plain->kind == execution_kind::device || is_completion(n);
   if (my_arena == &a) {
     auto m = static_cast<std::size_t>(my_member);
-    (device ? *a.dev[m] : *a.cpu[m]).push(n);
-    // Every push that makes work visible notifies (a parked member is woken; spinning
-    // ones find it themselves). A lone member has nobody to wake.
-    if (a.members.size() > 1) pool_.wake_one(a.members, device ? &a.device_priority : nullptr);
+    auto const before = (device ? *a.dev[m] : *a.cpu[m]).push(n);
+    // A push onto an empty deque notifies (a parked member is woken; spinning ones find
+    // the task themselves). A member parks only after seeing every deque empty, so the
+    // first push after that sees an empty deque and wakes it; later pushes onto a deque
+    // that still holds tasks need no fence (if a thief emptied it unseen, the pusher
+    // itself is awake and runs what it pushed: parallelism is late, progress is not).
+    // A lone member has nobody to wake.
+    if (before == 0 && a.members.size() > 1)
+      pool_.wake_one(a.members, device ? &a.device_priority : nullptr);
     return;
   }
   inject(a, n, device);
@@ -211,8 +216,8 @@ void scheduler::push(node* n) {
 void scheduler::spawn(dyn_task* t) {
   if (my_arena) {
     auto& a = *my_arena;
-    a.cpu[static_cast<std::size_t>(my_member)]->push(as_dyn(t));
-    if (a.members.size() > 1) pool_.wake_one(a.members, nullptr);
+    auto const before = a.cpu[static_cast<std::size_t>(my_member)]->push(as_dyn(t));
+    if (before == 0 && a.members.size() > 1) pool_.wake_one(a.members, nullptr);
     return;
   }
   auto& exec = strata::detail::current_exec();

@@ -186,8 +186,7 @@ TEST(GraphSemantics, ReductionIsNotCompleteWhileTheNextRunReduces) {
   graph g;
   g.emplace([&] {
      while (!gate.load()) std::this_thread::yield();
-   })
-      .then_reduce(parts, result, [](int a, int b) { return a + b; });
+   }).then_reduce(parts, result, [](int a, int b) { return a + b; });
   run(g).wait();
   EXPECT_TRUE(result.complete());
   EXPECT_EQ(result.value(), 100);
@@ -205,9 +204,9 @@ TEST(GraphSemantics, ReductionIsNotCompleteWhileTheNextRunReduces) {
 TEST(GraphSemantics, PartitioningsOfOneBaseWithOtherExtentsDependWhole) {
   runtime rt;
   std::vector<int> v(16, 0);
-  partitioned whole(v, 2);                                  // [0,8) [8,16)
-  partitioned half(std::span<int>(v.data(), 8), 2);         // [0,4) [4,8)
-  partitioned strided(std::span<int>(v.data(), 16), 4);     // other part count
+  partitioned whole(v, 2);                               // [0,8) [8,16)
+  partitioned half(std::span<int>(v.data(), 8), 2);      // [0,4) [4,8)
+  partitioned strided(std::span<int>(v.data(), 16), 4);  // other part count
   EXPECT_FALSE(whole.partitioning() == half.partitioning());
   EXPECT_FALSE(whole.partitioning() == strided.partitioning());
   EXPECT_TRUE(whole.partitioning() == partitioned(v, 2).partitioning());
@@ -246,8 +245,16 @@ TEST(GraphSemantics, EmplaceAfterSyncRunsAfterIt) {
       order.push_back(s);
     };
   };
+  // A and B take a while, so that roots after the sync (the defect) would run first.
+  auto slow = [&](std::string s) {
+    return [&, s] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      std::lock_guard lock(m);
+      order.push_back(s);
+    };
+  };
   graph g;
-  g.emplace(note("A")).emplace(note("B")).sync(note("S")).emplace(note("C")).emplace(note("D"));
+  g.emplace(slow("A")).emplace(slow("B")).sync(note("S")).emplace(note("C")).emplace(note("D"));
   g.then(note("E"));
   for (int pass = 0; pass < 5; ++pass) {
     order.clear();
@@ -357,8 +364,7 @@ TEST(Dynamic, SubflowNodesCompleteAfterTheirChildren) {
   graph g;
   g.emplace([&](task_group& tg) {
      for (int i = 0; i < 1000; ++i) tg.spawn([&] { children++; });
-   })
-      .then([&] { seen = children.load(); });
+   }).then([&] { seen = children.load(); });
   for (int pass = 0; pass < 3; ++pass) {
     children = 0;
     run(g).wait();

@@ -35,8 +35,9 @@ class ws_deque {
   ws_deque(ws_deque const&) = delete;
   ws_deque& operator=(ws_deque const&) = delete;
 
-  /// Owner only: adds `x` at the bottom.
-  void push(T x) {
+  /// Owner only: adds `x` at the bottom. Returns how many elements the owner saw before
+  /// (a thief may have taken some meanwhile: 0 is exact, more is an upper bound).
+  std::int64_t push(T x) {
     auto b = bottom_.load(std::memory_order_relaxed);
     auto t = top_.load(std::memory_order_acquire);
     ring* a = ring_.load(std::memory_order_relaxed);
@@ -46,6 +47,7 @@ class ws_deque {
     // same writes (same code on x86 and ARMv8) and ThreadSanitizer, which does not model
     // fences, sees the hand-over to a thief's acquire load of `bottom`.
     bottom_.store(b + 1, std::memory_order_release);
+    return b - t;
   }
 
   /// Owner only: takes the element at the bottom (LIFO), or null when empty.
