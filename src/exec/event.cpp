@@ -19,7 +19,7 @@ void event_state::complete(std::exception_ptr error) {
     run.swap(continuations_);
     // Under the lock: a woken waiter takes itself off the list under it too, so its
     // links stay valid until every waiter here has been notified.
-    notify_all(waiters_);
+    notify_all(waiters_, &waiter::on_event);
   }
   // A continuation must not throw; if one does, the others still run and waiters are
   // still woken, and the exception is reported rather than lost silently.
@@ -50,13 +50,13 @@ void event_state::then(std::function<void()> fn) {
 bool event_state::add_waiter(waiter& w) {
   std::lock_guard lock(mutex_);
   if (status_.load(std::memory_order_relaxed) != pending) return false;
-  link(waiters_, w);
+  link(waiters_, w, &waiter::on_event);
   return true;
 }
 
 void event_state::remove_waiter(waiter& w) {
   std::lock_guard lock(mutex_);
-  unlink(waiters_, w);
+  unlink(waiters_, w, &waiter::on_event);
 }
 
 }  // namespace detail

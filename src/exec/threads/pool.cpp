@@ -106,7 +106,7 @@ void pool::notify_external() noexcept {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (external_parked_.load(std::memory_order_relaxed) == 0) return;
   std::lock_guard lock(external_mutex_);
-  notify_all(external_);
+  notify_all(external_, &waiter::on_pool);
 }
 
 void pool::submit(std::shared_ptr<job> j) {

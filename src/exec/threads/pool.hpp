@@ -116,7 +116,7 @@ bool pool::park(int slot, event_state* ev, Check&& check,
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
   } else {
     std::lock_guard lock(external_mutex_);
-    link(external_, w);
+    link(external_, w, &waiter::on_pool);
     external_parked_.fetch_add(1, std::memory_order_seq_cst);
   }
   // Registered everywhere a producer looks; now the last look at everything waited for.
@@ -128,7 +128,7 @@ bool pool::park(int slot, event_state* ev, Check&& check,
     claimed = (word.fetch_and(~bit, std::memory_order_seq_cst) & bit) == 0;
   } else {
     std::lock_guard lock(external_mutex_);
-    unlink(external_, w);
+    unlink(external_, w, &waiter::on_pool);
     external_parked_.fetch_sub(1, std::memory_order_relaxed);
   }
   if (ev) ev->remove_waiter(w);

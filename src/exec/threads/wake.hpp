@@ -22,11 +22,14 @@ namespace strata::detail {
 struct alignas(64) waiter {
   std::atomic<std::uint32_t> seq{0};
   std::atomic<std::uint32_t> in_futex{0};  // a notify needs the system call only then
-  // Links in one wait list at a time (an event's, the pool's external waiters), under
-  // that list's lock.
-  waiter* next = nullptr;
-  waiter* prev = nullptr;
-  bool linked = false;
+  // Links in wait lists, under each list's lock: one set for an event's list, one for
+  // the pool's list of external waiters (a thread waiting on an event is on both).
+  struct hook {
+    waiter* next = nullptr;
+    waiter* prev = nullptr;
+    bool linked = false;
+  };
+  hook on_event, on_pool;
 
   /// The key for commit. Call before the last re-check of what the thread waits for.
   std::uint32_t prepare() noexcept {
@@ -46,32 +49,35 @@ struct alignas(64) waiter {
 waiter& this_waiter() noexcept;
 
 /// Lists of waiters under a lock (an event's under the event's own mutex), kept as a
-/// head pointer so that the public event_state can hold one.
-inline void link(waiter*& head, waiter& w) noexcept {
-  w.prev = nullptr;
-  w.next = head;
-  if (head) head->prev = &w;
+/// head pointer so that the public event_state can hold one; `h` picks the links.
+inline void link(waiter*& head, waiter& w, waiter::hook waiter::*h) noexcept {
+  auto& l = w.*h;
+  l.prev = nullptr;
+  l.next = head;
+  if (head) (head->*h).prev = &w;
   head = &w;
-  w.linked = true;
+  l.linked = true;
 }
-inline void unlink(waiter*& head, waiter& w) noexcept {
-  if (!w.linked) return;
-  if (w.prev)
-    w.prev->next = w.next;
+inline void unlink(waiter*& head, waiter& w, waiter::hook waiter::*h) noexcept {
+  auto& l = w.*h;
+  if (!l.linked) return;
+  if (l.prev)
+    (l.prev->*h).next = l.next;
   else
-    head = w.next;
-  if (w.next) w.next->prev = w.prev;
-  w.next = w.prev = nullptr;
-  w.linked = false;
+    head = l.next;
+  if (l.next) (l.next->*h).prev = l.prev;
+  l.next = l.prev = nullptr;
+  l.linked = false;
 }
 /// Notifies every waiter and empties the list. The caller holds the list's lock, so no
 /// waiter leaves (and reuses its links) meanwhile; woken waiters re-check and register
 /// again if they still have to wait.
-inline void notify_all(waiter*& head) noexcept {
+inline void notify_all(waiter*& head, waiter::hook waiter::*h) noexcept {
   for (waiter* w = head; w;) {
-    waiter* next = w->next;
-    w->next = w->prev = nullptr;
-    w->linked = false;
+    auto& l = w->*h;
+    waiter* next = l.next;
+    l.next = l.prev = nullptr;
+    l.linked = false;
     w->notify();
     w = next;
   }
