@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -95,6 +96,29 @@ std::size_t build(graph& g, gp::shape s, std::size_t size) {
   return 0;
 }
 
+/// The peers of one shape (the given oneTBB one, OpenMP tasks, OpenMP `task depend`),
+/// each checked to compute what one run of the Strata side computes.
+std::vector<std::unique_ptr<gp::peer>> checked_peers(char const* bench_name,
+                                                     std::function<void()> const& strata_side,
+                                                     std::unique_ptr<gp::peer> tbb, gp::shape s,
+                                                     std::size_t size, int t) {
+  gp::reset_checksum();
+  strata_side();
+  auto const expected = gp::checksum();
+  std::vector<std::unique_ptr<gp::peer>> peers;
+  if (tbb) peers.push_back(std::move(tbb));
+  if (auto p = gp::make_omp(s, size, t)) peers.push_back(std::move(p));
+  if (auto p = gp::make_omp_depend(s, size, t)) peers.push_back(std::move(p));
+  for (auto& p : peers) {
+    gp::reset_checksum();
+    p->run();
+    if (gp::checksum() != expected)
+      throw std::runtime_error(std::string(bench_name) + ": " + p->name() +
+                               " computed a different checksum than Strata's graph");
+  }
+  return peers;
+}
+
 // The tree of graph-tree written with dynamic tasking, as the OpenMP peer writes it with
 // recursive tasks: node i runs, then spawns its two children into one group.
 void spawn_tree(task_group& tg, std::size_t i, std::size_t nodes) {
@@ -141,20 +165,7 @@ void run_shape(context& ctx, char const* bench_name, gp::shape s, std::size_t si
     auto where = ctx.cpus(t);
     auto strata_side = [&] { run(g, where).wait(); };
     // Both sides must do the same work: compare what their task bodies summed.
-    gp::reset_checksum();
-    strata_side();
-    auto const expected = gp::checksum();
-    std::vector<std::unique_ptr<gp::peer>> peers;
-    if (auto p = gp::make_tbb(s, size, t)) peers.push_back(std::move(p));
-    if (auto p = gp::make_omp(s, size, t)) peers.push_back(std::move(p));
-    if (auto p = gp::make_omp_depend(s, size, t)) peers.push_back(std::move(p));
-    for (auto& p : peers) {
-      gp::reset_checksum();
-      p->run();
-      if (gp::checksum() != expected)
-        throw std::runtime_error(std::string(bench_name) + ": " + p->name() +
-                                 " computed a different checksum than Strata's graph");
-    }
+    auto peers = checked_peers(bench_name, strata_side, gp::make_tbb(s, size, t), s, size, t);
     for (auto& p : peers) {
       auto [ts, tp] = compare(ctx.opts().repeats, strata_side, [&] { p->run(); });
       double const overhead_ns = (ts * t - serial_s) / static_cast<double>(tasks) * 1e9;
@@ -185,20 +196,8 @@ void build_run_shape(context& ctx, char const* bench_name, gp::shape s, std::siz
       build(g, s, size);
       run(g, where).wait();
     };
-    gp::reset_checksum();
-    strata_side();
-    auto const expected = gp::checksum();
-    std::vector<std::unique_ptr<gp::peer>> peers;
-    if (auto p = gp::make_tbb_build_run(s, size, t)) peers.push_back(std::move(p));
-    if (auto p = gp::make_omp(s, size, t)) peers.push_back(std::move(p));
-    if (auto p = gp::make_omp_depend(s, size, t)) peers.push_back(std::move(p));
-    for (auto& p : peers) {
-      gp::reset_checksum();
-      p->run();
-      if (gp::checksum() != expected)
-        throw std::runtime_error(std::string(bench_name) + ": " + p->name() +
-                                 " computed a different checksum than Strata's graph");
-    }
+    auto peers =
+        checked_peers(bench_name, strata_side, gp::make_tbb_build_run(s, size, t), s, size, t);
     for (auto& p : peers) {
       auto [ts, tp] = compare(ctx.opts().repeats, strata_side, [&] { p->run(); });
       result r{bench_name, "build+run/" + std::to_string(t), double(tasks), ts, p->name(), tp};
