@@ -80,6 +80,7 @@ struct task_cache {
 constexpr std::size_t max_cached_tasks = 4096;
 
 struct task_cache_owner {
+  bool armed = false;
   ~task_cache_owner() {
     while (auto* t = free_tasks.head) {
       free_tasks.head = t->next_free;
@@ -91,6 +92,7 @@ struct task_cache_owner {
 thread_local task_cache_owner cache_owner;
 
 void free_task(dyn_task* t) noexcept {
+  if (!free_tasks.head) cache_owner.armed = true;  // this thread's list has an owner
   if (free_tasks.count >= max_cached_tasks) {
     ::operator delete (t, std::align_val_t{64});
     return;
@@ -108,7 +110,7 @@ dyn_task* allocate_task() {
     --free_tasks.count;
     return t;
   }
-  (void)&cache_owner;  // registers the list's owner for this thread
+  cache_owner.armed = true;  // registers the list's owner for this thread
   return ::new (::operator new (sizeof(dyn_task), std::align_val_t{64})) dyn_task;
 }
 
