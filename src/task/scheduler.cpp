@@ -516,21 +516,22 @@ node* scheduler::finish(node* n) {
     push(s);
     return nullptr;
   }
-  // Read the successors before counting any down: once the last one is, the run may end
-  // and the graph be destroyed.
+  // Read the successors (and what the graph is) before counting any down: once the last
+  // one is, the run may end and the graph be destroyed.
+  bool const counting = g.conditions;
   node* const* it = n->far;
   node* const* const end = it + n->out;
   if (it == end) {
-    if (g.conditions) return task_done(g);
+    if (counting) return task_done(g);
     sink_done(g);
     return nullptr;
   }
-  if ((n->flags & node::fan) && !g.conditions && my_arena == g.where) {
+  if ((n->flags & node::fan) && !counting && my_arena == g.where) {
     if (auto* r = new (std::nothrow) successor_range{it, end}) return as_range(r);
   }
   // Graphs with condition nodes count tasks: all successors in advance, the ones that
   // did not become ready (and this node) back at the end.
-  if (g.conditions) g.sinks_left.fetch_add(n->out, std::memory_order_acq_rel);
+  if (counting) g.sinks_left.fetch_add(n->out, std::memory_order_acq_rel);
   long scheduled = 0;
   node* next = nullptr;
   for (; it != end; ++it) {
@@ -545,7 +546,7 @@ node* scheduler::finish(node* n) {
     else
       push(s);
   }
-  if (g.conditions) {
+  if (counting) {
     long const excess = n->out - scheduled + 1;
     if (g.sinks_left.fetch_sub(excess, std::memory_order_acq_rel) == excess) {
       // Cannot happen while `next` holds a task of the pass; kept for clarity.
