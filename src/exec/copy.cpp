@@ -4,6 +4,7 @@
 #include <strata/error.hpp>
 #include <strata/exec/copy.hpp>
 #include <strata/exec/sim/backend.hpp>
+#include <strata/exec/trace.hpp>
 #include <strata/memory/allocate.hpp>
 
 #include "exec/copy_desc.hpp"
@@ -107,8 +108,9 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
   }
   auto result = event::pending();
   auto ready = when_all(deps);
-  ready.then([ready, result, d] {
+  ready.then([ready, result, d, flow = trace::enabled() ? trace::detail::flow_from_here() : 0] {
     if (auto err = ready.error()) return result.complete(err);
+    trace::detail::adopt_flow from_launcher(flow);  // the trace's arrow from who asked
     try {
       auto inner = start_copy(d);
       inner.then([inner, result] { result.complete(inner.error()); });

@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -346,6 +349,40 @@ TEST_F(Cuda, HostMemoryArgumentIsAnError) {
   auto p = allocate<int, host_space>(machine, 10);
   EXPECT_THROW(launch(gpu(), grid(1), nothing_k{}, p), invalid_argument);
   deallocate(p);
+}
+
+// Issue 12, trace: a kernel and a copy a graph node queues on a GPU appear on a stream
+// lane of "CUDA device N", each with a flow arrow ("f") ending at it. Unverified: no GPU
+// has run this (docs/cuda.md).
+TEST(CudaTrace, DeviceWorkOnStreamLanesLinkedToItsNode) {
+  auto path = std::filesystem::temp_directory_path() / "strata_cuda_trace_test.json";
+  std::filesystem::remove(path);
+  {
+    runtime rt({.trace = path.string()});
+    auto gpus = rt.machine().slice(isa::cuda).descendants(place_type::device);
+    if (gpus.empty()) GTEST_SKIP() << no_device_reason(rt);
+    std::vector<int> host(1024, 1);
+    auto d = allocate<int, cuda_space>(gpus.front(), host.size());
+    graph g;
+    g.emplace(node_options("upload", execution_kind::device), [&] {
+       return copy(d, ptr<int const>(host.data(), 0), host.size());
+     }).then(node_options("compute", execution_kind::device), [&] {
+      return launch(gpus.front(), grid(1), add_one_k{}, d, index_t(host.size()));
+    });
+    run(g).wait();
+    deallocate(d);
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "no trace written to " << path;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"CUDA device "), std::string::npos);
+  EXPECT_NE(text.find("\"stream "), std::string::npos);
+  std::size_t heads = 0;
+  for (auto at = text.find("\"ph\":\"f\""); at != std::string::npos;
+       at = text.find("\"ph\":\"f\"", at + 1))
+    ++heads;
+  EXPECT_GE(heads, 2u) << "a copy and a kernel, each linked to its node";
+  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ TEST(Trace, WritesKernelsCopiesAndLanes) {
   std::vector<span> sim_kernels, sim_copies;
   int job_events = 0, serial_events = 0;
   for (auto const& e : doc["traceEvents"]) {
-    if (e["ph"] == "M") lanes[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      lanes[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
     if (e["ph"] != "X") continue;
     double b = e["ts"].get<double>(), d = e["dur"].get<double>();
     if (e["cat"] == "job") ++job_events;

@@ -110,7 +110,8 @@ TEST(GraphWork, NodesAppearInTheTrace) {
   std::map<int, std::string> lanes;
   std::vector<std::pair<std::string, int>> tasks;
   for (auto const& e : doc["traceEvents"]) {
-    if (e["ph"] == "M") lanes[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      lanes[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
     if (e["ph"] == "X" && e["cat"] == "task")
       tasks.emplace_back(e["name"].get<std::string>(), e["tid"].get<int>());
   }
@@ -118,6 +119,87 @@ TEST(GraphWork, NodesAppearInTheTrace) {
   EXPECT_EQ(tasks[0].first, "first node");
   EXPECT_EQ(tasks[1].first, "second node");
   for (auto const& t : tasks) EXPECT_NE(lanes[t.second].find("worker"), std::string::npos);
+}
+
+// Issue 12, trace: kernels and copies a node queues on a sim device appear on that
+// device's lanes (a trace "process" of its own), each linked by a flow arrow that starts
+// inside the node's event, also when the queue defers the operation until the one before
+// it has completed (the launch then happens on another thread).
+TEST(GraphWork, DeviceWorkIsLinkedToItsNodeInTheTrace) {
+  auto path = std::filesystem::temp_directory_path() / "strata_graph_flow_test.json";
+  std::filesystem::remove(path);
+  {
+    runtime rt({.sim_devices = "1:bw=1GB/s,lat=10us", .trace = path.string()});
+    auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+    std::size_t const n = 1 << 16;
+    std::vector<int> host(n, 1);
+    auto dev = allocate<int, sim_space>(sim0, n);
+    queue q(sim0);
+    graph g;
+    g.emplace(node_options("upload", execution_kind::device),
+              [&] { return q.copy(dev, ptr<int>(host.data(), 0), n); })
+        .then(node_options("compute", execution_kind::device),
+              [&] {
+                // Two operations: the second waits in the queue for the first.
+                q.launch(grid(4), [](auto const&) {});
+                return q.launch(grid(4), [](auto const&) {});
+              })
+        .then(node_options("download", execution_kind::device),
+              [&] { return q.copy(ptr<int>(host.data(), 0), dev, n); });
+    run(g).wait();
+    deallocate(dev);
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "no trace written to " << path;
+  auto doc = nlohmann::json::parse(in);
+  struct x_event {
+    std::string name, cat;
+    int pid, tid;
+    double begin, end;
+  };
+  std::vector<x_event> xs;
+  std::map<std::uint64_t, nlohmann::json> tails, heads;
+  std::map<int, std::string> processes;
+  for (auto const& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      processes[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "X")
+      xs.push_back({e["name"].get<std::string>(), e["cat"].get<std::string>(), e["pid"].get<int>(),
+                    e["tid"].get<int>(), e["ts"].get<double>(),
+                    e["ts"].get<double>() + e["dur"].get<double>()});
+    if (e["ph"] == "s") tails[e["id"].get<std::uint64_t>()] = e;
+    if (e["ph"] == "f") heads[e["id"].get<std::uint64_t>()] = e;
+  }
+  // The event on (pid, tid) that encloses ts, preferring the innermost.
+  auto enclosing = [&](nlohmann::json const& at, bool starting) -> x_event const* {
+    x_event const* best = nullptr;
+    double const ts = at["ts"].get<double>();
+    for (auto const& x : xs)
+      if (x.pid == at["pid"].get<int>() && x.tid == at["tid"].get<int>() &&
+          (starting ? x.begin == ts : x.begin <= ts && ts <= x.end) &&
+          (!best || x.begin >= best->begin))
+        best = &x;
+    return best;
+  };
+  std::map<std::string, int> linked;  // node name -> device events linked to it
+  for (auto const& [id, head] : heads) {
+    auto const* device_event = enclosing(head, true);
+    ASSERT_NE(device_event, nullptr) << "flow " << id << " ends at no event";
+    EXPECT_EQ(device_event->cat, "sim");
+    EXPECT_EQ(processes[device_event->pid], "sim device sim0");
+    ASSERT_TRUE(tails.count(id)) << "flow " << id << " has no start";
+    auto const* from = enclosing(tails[id], false);
+    ASSERT_NE(from, nullptr) << "flow " << id << " starts in no event";
+    EXPECT_EQ(processes[from->pid], "host");
+    // A deferred launch is queued by whoever completes the operation before it, but its
+    // arrow starts where it was asked for: in the node.
+    EXPECT_EQ(from->cat, "task");
+    ++linked[from->name];
+  }
+  EXPECT_EQ(heads.size(), 4u) << "two copies and two kernels, each with one arrow";
+  EXPECT_EQ(linked["upload"], 1);
+  EXPECT_EQ(linked["compute"], 2);
+  EXPECT_EQ(linked["download"], 1);
 }
 
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)

@@ -26,6 +26,11 @@ thread_local std::size_t counted_bytes = 0;
 }  // namespace
 
 #if !defined(__SANITIZE_ADDRESS__)  // ASan owns operator new (mixing them is an error)
+// These deletes free what the news above them malloc'ed; g++ sees only the free after an
+// inlined `new` and warns.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void* operator new(std::size_t n) {
   if (counting) counted_bytes += n;
   if (void* p = std::malloc(n ? n : 1)) return p;

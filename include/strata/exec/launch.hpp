@@ -163,8 +163,10 @@ event launch(after const& deps, target const& where, S const& s, Kernel&& kernel
   auto result = event::pending();
   auto ready = when_all(deps);
   auto start = [result, where, s, k = std::decay_t<Kernel>(std::forward<Kernel>(kernel)),
-                args = std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...), ready]() {
+                args = std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...), ready,
+                flow = trace::enabled() ? trace::detail::flow_from_here() : 0]() {
     if (auto err = ready.error()) return result.complete(err);
+    trace::detail::adopt_flow from_launcher(flow);  // the trace's arrow from who asked
     try {
       auto inner =
           std::apply([&](auto const&... a) { return strata::launch(where, s, k, a...); }, args);

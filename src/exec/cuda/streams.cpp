@@ -7,8 +7,15 @@
 // event's continuations do (a launch after it); and after a kernel fault the stream stops,
 // so a host function would never run and `wait` would hang. The worker's
 // cudaEventSynchronize returns the fault instead, which fails the event.
+//
+// Tracing (issue 12): with STRATA_TRACE on, stream_for records a timing event before the
+// work and finish makes its marker a timing event too; the completion worker turns the
+// pair into an event on the lane "stream k" of "CUDA device N", placed in host time
+// through a reference event recorded when the device was set up, and ending the flow
+// arrow from the node that launched it.
 #include <strata/error.hpp>
 #include <strata/exec/cuda/backend.hpp>
+#include <strata/exec/trace.hpp>
 
 #include "exec/exec_state.hpp"
 #include "log.hpp"
@@ -17,11 +24,13 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace strata::detail::cuda {
 
@@ -39,6 +48,9 @@ void check(cudaError_t e, char const* call, std::string const& context = {}) {
 
 constexpr int streams_per_device = 4;
 
+// Trace: the timing event stream_for recorded before the work finish() is about to mark.
+thread_local cudaEvent_t pending_begin = nullptr;
+
 class device {
  public:
   explicit device(int ordinal) : ordinal_(ordinal) {
@@ -53,6 +65,11 @@ class device {
                {prop.maxGridSize[0], prop.maxGridSize[1], prop.maxGridSize[2]},
                prop.sharedMemPerBlock,
                prop.sharedMemPerBlockOptin};
+    // Device time 0 for the trace: a reference event, completed now, read as host time.
+    check(cudaEventCreate(&reference_), "cudaEventCreate");
+    check(cudaEventRecord(reference_, streams_[0]), "cudaEventRecord");
+    check(cudaEventSynchronize(reference_), "cudaEventSynchronize");
+    reference_host_ = std::chrono::steady_clock::now();
     worker_ = std::thread([this] { run(); });
   }
   ~device() {
@@ -63,25 +80,36 @@ class device {
     wake_.notify_all();
     worker_.join();
     for (auto s : streams_) cudaStreamDestroy(s);
+    cudaEventDestroy(reference_);
   }
 
   device_limits const& limits() const noexcept { return limits_; }
   cudaStream_t next_stream() noexcept {
     return streams_[next_.fetch_add(1, std::memory_order_relaxed) % streams_per_device];
   }
+  int stream_index(cudaStream_t s) const noexcept {
+    for (int i = 0; i < streams_per_device; ++i)
+      if (streams_[static_cast<std::size_t>(i)] == s) return i;
+    return -1;
+  }
 
   event finish(cudaStream_t stream, std::string what) {
+    // Traced: the marker is a timing event, paired with the begin event stream_for left.
+    cudaEvent_t begin = std::exchange(pending_begin, nullptr);
+    bool const traced = begin && trace::enabled();
+    if (begin && !traced) cudaEventDestroy(begin), begin = nullptr;
     cudaEvent_t marker = nullptr;
-    check(cudaEventCreateWithFlags(&marker, cudaEventDisableTiming), "cudaEventCreateWithFlags",
-          what);
+    check(cudaEventCreateWithFlags(&marker, traced ? cudaEventDefault : cudaEventDisableTiming),
+          "cudaEventCreateWithFlags", what);
     std::shared_ptr<void> owned(marker,
                                 [](void* m) { cudaEventDestroy(static_cast<cudaEvent_t>(m)); });
     check(cudaEventRecord(marker, stream), "cudaEventRecord", what);
     auto done = event::pending();
     done.state()->set_native(owned, ordinal_);
+    std::uint64_t const flow = traced ? trace::detail::flow_from_here() : 0;
     {
       std::lock_guard lock(mutex_);
-      queue_.push_back({marker, done, std::move(what)});
+      queue_.push_back({marker, owned, done, std::move(what), begin, stream_index(stream), flow});
     }
     wake_.notify_all();
     return done;
@@ -117,9 +145,32 @@ class device {
 
   struct entry {
     cudaEvent_t marker;
+    std::shared_ptr<void> keep;  // the marker stays alive while the trace reads it
     event done;
     std::string what;
+    cudaEvent_t begin;  // trace only, else null
+    int stream;
+    std::uint64_t flow;
   };
+
+  // The device time of `e` as host time (through the reference event); false if CUDA
+  // cannot tell (an event without timing, a fault).
+  bool host_time(cudaEvent_t e, std::chrono::steady_clock::time_point& at) const {
+    float ms = 0;
+    if (cudaEventElapsedTime(&ms, reference_, e) != cudaSuccess) return false;
+    at = reference_host_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double, std::milli>(ms));
+    return true;
+  }
+
+  void record_trace(entry const& e) {
+    std::chrono::steady_clock::time_point b, f;
+    if (host_time(e.begin, b) && host_time(e.marker, f) && trace::enabled())
+      trace::detail::record_on(fmt::format("CUDA device {}", ordinal_),
+                               fmt::format("stream {}", e.stream), e.what, "cuda", b, f, {},
+                               e.flow);
+    (void)cudaGetLastError();  // a refused timing query is not the next call's error
+  }
 
   void run() {
     cudaSetDevice(ordinal_);
@@ -133,6 +184,10 @@ class device {
       lock.unlock();
       // Blocks until the device has passed the marker; returns a fault of the work.
       auto err = cudaEventSynchronize(e.marker);
+      if (e.begin) {
+        if (err == cudaSuccess) record_trace(e);
+        cudaEventDestroy(e.begin);
+      }
       std::exception_ptr failure;
       if (err != cudaSuccess) {
         try {
@@ -153,6 +208,8 @@ class device {
   std::array<cudaStream_t, streams_per_device> streams_{};
   std::atomic<unsigned> next_{0};
   device_limits limits_{};
+  cudaEvent_t reference_ = nullptr;
+  std::chrono::steady_clock::time_point reference_host_{};
   std::mutex mutex_;
   std::condition_variable wake_, idle_;
   std::deque<entry> queue_;
@@ -217,6 +274,13 @@ void* stream_for(int ordinal, after const* deps) {
       if (!e.ready() && e.state() && e.state()->native())
         check(cudaStreamWaitEvent(s, static_cast<cudaEvent_t>(e.state()->native()), 0),
               "cudaStreamWaitEvent");
+  if (trace::enabled()) {
+    // The begin of the work about to be queued on `s`, after its dependencies; finish() on this
+    // thread pairs it with the work's marker.
+    if (pending_begin) cudaEventDestroy(std::exchange(pending_begin, nullptr));
+    check(cudaEventCreate(&pending_begin), "cudaEventCreate");
+    check(cudaEventRecord(pending_begin, s), "cudaEventRecord");
+  }
   return s;
 }
 

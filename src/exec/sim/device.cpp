@@ -32,12 +32,13 @@ sim_device::sim_device(sim_params params) : params_(std::move(params)) {
   try {
     for (int u = 0; u < params_.units; ++u)
       units_.emplace_back([this, u] {
-        trace::name_this_thread(params_.name + " unit " + std::to_string(u));
+        trace::name_this_thread(params_.name + " unit " + std::to_string(u),
+                                "sim device " + params_.name);
         own_device = this;
         unit_main();
       });
     copy_engine_ = std::thread([this] {
-      trace::name_this_thread(params_.name + " copy engine");
+      trace::name_this_thread(params_.name + " copy engine", "sim device " + params_.name);
       own_device = this;
       copy_main();
     });
@@ -71,6 +72,7 @@ event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> bo
   op->chunks = chunks;
   op->body = std::move(body);
   op->remaining.store(chunks, std::memory_order_relaxed);
+  if (trace::enabled()) op->flow = trace::detail::flow_from_here();
   event done = op->done;
   {
     std::lock_guard lock(mutex_);
@@ -99,6 +101,7 @@ void sim_device::unit_main() {
     }
     trace::span traced("kernel", "sim", params_.name);
     for (index_t c; (c = op->next.fetch_add(1, std::memory_order_relaxed)) < op->chunks;) {
+      if (c == 0) traced.link_from(op->flow);  // one arrow, to the unit that starts it
       if (!op->failed.load(std::memory_order_relaxed)) {
         try {
           op->body(c);
@@ -144,10 +147,11 @@ bool sim_device::wait_idle() {
 
 event sim_device::enqueue_copy(copy_desc const& d, double modeled) {
   event done = event::pending();
+  std::uint64_t const flow = trace::enabled() ? trace::detail::flow_from_here() : 0;
   {
     std::lock_guard lock(mutex_);
     auto now = clock::now();
-    copies_.push_back({d, modeled, done, now});
+    copies_.push_back({d, modeled, done, now, flow});
     // Queued behind earlier transfers, it ends about their end plus its own model.
     auto model =
         std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(modeled));
@@ -176,6 +180,7 @@ void sim_device::copy_main() {
                        trace::enabled() ? fmt::format("{} bytes, modeled {:.1f} us",
                                                       op.desc.bytes(), op.modeled * 1e6)
                                         : std::string());
+    traced.link_from(op.flow);
     copy_part(op.desc, 0, copy_units(op.desc));
     wait_until(start + std::chrono::duration_cast<clock::duration>(
                            std::chrono::duration<double>(op.modeled)));

@@ -65,12 +65,14 @@ class sim_device {
     std::atomic<bool> failed{false};
     std::exception_ptr error;
     clock::time_point start{};
+    std::uint64_t flow = 0;  // trace: the arrow from the node or task that queued it
   };
   struct copy_op {
     copy_desc desc;
     double modeled;
     event done;
     clock::time_point queued;
+    std::uint64_t flow = 0;
   };
 
   void unit_main();
