@@ -2,11 +2,14 @@
 #include <strata/error.hpp>
 #include <strata/exec/backend.hpp>
 #include <strata/exec/domain.hpp>
+#include <strata/exec/launch.hpp>
+#include <strata/exec/trace.hpp>
 #include <strata/exec/work_division.hpp>
 #include <strata/memory/allocate.hpp>
 #include <strata/runtime.hpp>
 
 #include "exec/exec_state.hpp"
+#include "exec/sim/device.hpp"
 #include "exec/threads/pool.hpp"
 #include "machine/place_tree.hpp"
 
@@ -225,6 +228,43 @@ void defer(std::function<void()> fn) {
   (void)threads;
   auto body = [fn = std::move(fn)](index_t) { fn(); };
   submit(std::make_shared<body_job<decltype(body)>>(1, slots, std::move(body)));
+}
+
+event start_after(after const& deps, bool inline_start, std::function<event()> start) {
+  auto ready = when_all(deps);
+  if (ready.ready()) {
+    if (auto err = ready.error()) return event::failed(err);
+    return start();
+  }
+  auto result = event::pending();
+  // Runs once: starts the operation and forwards its completion to `result`.
+  auto go = [result, start = std::move(start),
+             flow = trace::enabled() ? trace::detail::flow_from_here() : 0]() {
+    trace::detail::adopt_flow from_caller(flow);  // the trace's arrow from who asked
+    try {
+      complete_with(start(), result);
+    } catch (...) {
+      result.complete(std::current_exception());
+    }
+  };
+  // The continuation reads `ready` through its state (alive while it runs continuations),
+  // not through a handle of its own: see complete_with.
+  event_state* state = ready.state();
+  ready.then([state, result, inline_start, go = std::move(go)]() mutable {
+    if (auto err = state->error()) return result.complete(err);
+    if (!inline_start) return go();
+    try {
+      defer(std::move(go));
+    } catch (...) {
+      // No pool to run it (the runtime is shutting down): the result must still complete.
+      result.complete(std::current_exception());
+    }
+  });
+  return result;
+}
+
+void track_device_work(placement const& p, event const& result) {
+  if (p.backend == backend_id::sim && !result.ready()) current_exec().sim(p.device).track(result);
 }
 
 target_traits traits_of(target const& t) {

@@ -3,6 +3,7 @@
 // that touch CUDA memory on a stream of the GPU (src/exec/cuda/copy.cpp).
 #include <strata/error.hpp>
 #include <strata/exec/copy.hpp>
+#include <strata/exec/launch.hpp>
 #include <strata/exec/sim/backend.hpp>
 #include <strata/exec/trace.hpp>
 #include <strata/memory/allocate.hpp>
@@ -106,18 +107,18 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
     if (auto err = deps.error()) return event::failed(err);
     return cuda::copy(d, &deps);
   }
-  auto result = event::pending();
-  auto ready = when_all(deps);
-  ready.then([ready, result, d, flow = trace::enabled() ? trace::detail::flow_from_here() : 0] {
-    if (auto err = ready.error()) return result.complete(err);
-    trace::detail::adopt_flow from_launcher(flow);  // the trace's arrow from who asked
-    try {
-      auto inner = start_copy(d);
-      inner.then([inner, result] { result.complete(inner.error()); });
-    } catch (...) {
-      result.complete(std::current_exception());
-    }
-  });
+  // Host copies run in the starting thread (inline under 1 MiB): a chain of them goes
+  // through the pool. Copies that touch a sim device are queued on its copy engine.
+  bool const host_only = d.dst.space != space_id::sim && d.src.space != space_id::sim;
+  auto result = start_after(deps, host_only, [d] { return start_copy(d); });
+  // Until it is queued on a device, a freeing of that device's memory waits for it.
+  if (!host_only && !result.ready()) {
+    auto& exec = current_exec();
+    for (auto const* side : {&d.dst, &d.src})
+      if (side->space == space_id::sim)
+        if (auto info = find_allocation(side->base); info && info->space == space_id::sim)
+          if (int i = exec.sim_of_memory(info->place_id); i >= 0) exec.sim(i).track(result);
+  }
   return result;
 }
 

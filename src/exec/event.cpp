@@ -62,25 +62,49 @@ void event_state::remove_waiter(waiter& w) {
 }  // namespace detail
 
 event when_all(after const& deps) {
-  std::vector<event> pending;
-  for (auto const& e : deps.events)
-    if (!e.ready()) pending.push_back(e);
-  if (pending.empty()) {
+  std::vector<std::size_t> waiting;
+  for (std::size_t i = 0; i < deps.events.size(); ++i)
+    if (!deps.events[i].ready()) waiting.push_back(i);
+  if (waiting.empty()) {
     auto err = deps.error();
     return err ? event::failed(err) : event::completed();
   }
   auto result = event::pending();
+  // The first failure in the order of `deps`: each event's error lands in its slot. The
+  // continuations hold no event (a continuation that owned its own event would keep it,
+  // and whatever waits on it, alive forever if it never completes); each reads its
+  // event's state, alive while it runs its continuations.
   struct countdown {
     std::atomic<std::size_t> left;
-    after deps;
+    std::vector<std::exception_ptr> errors;
   };
-  auto shared = std::make_shared<countdown>(pending.size(), deps);
-  for (auto const& e : pending)
-    e.then([shared, result] {
-      if (shared->left.fetch_sub(1, std::memory_order_acq_rel) == 1)
-        result.complete(shared->deps.error());
+  auto shared = std::make_shared<countdown>();
+  shared->left.store(waiting.size(), std::memory_order_relaxed);
+  shared->errors.resize(deps.events.size());
+  for (std::size_t i = 0; i < deps.events.size(); ++i) shared->errors[i] = deps.events[i].error();
+  for (auto i : waiting) {
+    detail::event_state* state = deps.events[i].state();
+    deps.events[i].then([shared, result, state, i] {
+      shared->errors[i] = state->error();
+      if (shared->left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::exception_ptr first;
+        for (auto const& err : shared->errors)
+          if (err && !first) first = err;
+        result.complete(first);
+      }
     });
+  }
   return result;
 }
+
+namespace detail {
+
+void complete_with(event const& from, event const& to) {
+  detail::event_state* state = from.state();
+  if (!state) return to.complete();
+  from.then([state, to] { to.complete(state->error()); });
+}
+
+}  // namespace detail
 
 }  // namespace strata

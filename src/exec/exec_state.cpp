@@ -42,7 +42,7 @@ void exec_state::sim_release_fence(std::uint32_t memory, std::uint64_t machine_k
     std::lock_guard lock(exec.sims_mutex_);
     if (!exec.shutting_down_) device = exec.sim_devices_[static_cast<std::size_t>(index)].get();
   }
-  if (device && !device->is_own_thread()) device->wait_idle();
+  if (device && !device->is_own_thread()) device->release_fence();
 }
 
 sim_device& exec_state::sim(int index) {

@@ -278,6 +278,18 @@ void deallocate_bytes(void const* address, space_id space) {
   rec->release(const_cast<void*>(address), rec->bytes);
 }
 
+void wait_for_device_users(void const* address, space_id space) noexcept {
+  if (space != space_id::sim) return;
+  try {
+    if (auto info = find_allocation(address); info && info->space == space_id::sim)
+      if (auto fence = device_release_fence.load(std::memory_order_acquire))
+        fence(info->place_id, info->machine);
+  } catch (...) {
+    // No runtime any more (nothing can still run), or the wait itself failed: the reset
+    // goes ahead as it did before, it cannot report.
+  }
+}
+
 place place_of_id(std::uint32_t id) {
   auto m = runtime::current().machine();
   for (auto const& p : m.descendants())

@@ -19,6 +19,8 @@
 
 #include <sched.h>
 
+#include "support/hang_guard.hpp"
+
 // Bytes the calling thread allocates while `counting` is set (for the 1-node graph check).
 namespace {
 thread_local bool counting = false;
@@ -66,29 +68,7 @@ constexpr int scale = 10;
 constexpr int scale = 1;
 #endif
 
-// Runs `fn` and fails the whole test binary if it does not finish in time: a hang is the
-// defect under test, and a hung test must not hang CI.
-template <class F>
-void finishes_within(std::chrono::seconds limit, char const* what, F&& fn) {
-  std::promise<void> done;
-  auto f = done.get_future();
-  std::thread t([&] {
-    try {
-      fn();
-      done.set_value();
-    } catch (...) {
-      done.set_exception(std::current_exception());
-    }
-  });
-  if (f.wait_for(limit) != std::future_status::ready) {
-    std::fprintf(stderr, "HANG: %s did not finish within %lld s\n", what,
-                 static_cast<long long>(limit.count()));
-    std::fflush(stderr);
-    std::_Exit(3);
-  }
-  t.join();
-  f.get();
-}
+using testing_support::finishes_within;
 
 constexpr auto limit = std::chrono::seconds(60);
 

@@ -179,14 +179,16 @@ event fill(after const& deps, Dst const& dst_in,
            std::remove_const_t<typename detail::view_of<Dst>::element_type> value) {
   auto dst = detail::as_view(dst_in);
   using V = decltype(dst);
-  using T = std::remove_const_t<typename V::element_type>;
+  static_assert(!std::is_const_v<typename V::element_type>,
+                "fill: the destination is const (a view<T const>); fill a view of T");
+  using T = typename V::element_type;
   constexpr std::size_t D = V::rank;
   if (dst.size() == 0) return when_all(deps);
   auto where = detail::fill_target(dst.data().get(), dst.data().place_id());
   auto s = divide_work(where, dst.extent());
   return launch(deps, where, s, detail::fill_kernel<D, T>{},
-                reinterpret_cast<std::byte*>(const_cast<T*>(dst.data().get())), dst.pitch(),
-                dst.slice_pitch(), dst.extent(), value);
+                reinterpret_cast<std::byte*>(dst.data().get()), dst.pitch(), dst.slice_pitch(),
+                dst.extent(), value);
 }
 template <viewable Dst>
 event fill(Dst const& dst, std::remove_const_t<typename detail::view_of<Dst>::element_type> value) {
@@ -198,12 +200,13 @@ template <viewable Dst>
 event memset(Dst const& dst_in, unsigned char byte) {
   auto dst = detail::as_view(dst_in);
   using V = decltype(dst);
+  static_assert(!std::is_const_v<typename V::element_type>,
+                "memset: the destination is const (a view<T const>); memset a view of T");
   constexpr std::size_t D = V::rank;
   using S = typename V::space;
   vec<D> bytes_extent = dst.extent();
   bytes_extent[D - 1] *= static_cast<index_t>(sizeof(typename V::element_type));
-  using B =
-      std::conditional_t<std::is_const_v<typename V::element_type>, std::byte const, std::byte>;
+  using B = std::byte;
   view<B, D, S> raw(ptr<B, S>(reinterpret_cast<B*>(dst.data().get()), dst.data().place_id()),
                     bytes_extent, dst.pitch());
   return fill(raw, std::byte{byte});

@@ -181,4 +181,10 @@ struct after {
 /// An event that completes when all `deps` have (failing with the first failure).
 event when_all(after const& deps);
 
+namespace detail {
+/// Completes `to` when `from` completes, with its error. The continuation does not own
+/// `from`, so an event that never completes keeps nothing alive through it.
+void complete_with(event const& from, event const& to);
+}  // namespace detail
+
 }  // namespace strata

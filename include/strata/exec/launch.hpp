@@ -66,6 +66,20 @@ bool runs_inline(target const& t);
 /// Runs `fn` on the runtime's pool, soon, on any processor.
 void defer(std::function<void()> fn);
 
+/// The one "after" wrapper of launch, copy and queue (Phalanx async_after): returns an
+/// event for the operation `start` queues once `deps` have completed (at once if they
+/// have). `start` returns the operation's own event. A failed dependency fails the result
+/// without starting; so does `start` throwing. With `inline_start` (the operation runs
+/// in the thread that starts it and is complete on return: host copies, serial and
+/// OpenMP kernels), a deferred start goes through the pool, so that a long chain
+/// completing at once does not recurse one stack frame per operation. The trace's flow
+/// arrow is kept from the caller to the deferred operation.
+event start_after(after const& deps, bool inline_start, std::function<event()> start);
+
+/// Records a deferred operation on a sim device (by index) until `result` completes, so
+/// that freeing the device's memory waits for it (docs/memory.md).
+void track_device_work(placement const& p, event const& result);
+
 /// Checks a pointer argument against the launch's backend: memory of another space or
 /// another device is an error. `typed` pointers (ptr<T, S>) are checked in every build;
 /// in builds without NDEBUG, raw pointers are looked up in the allocation registry too,
@@ -160,28 +174,16 @@ event launch(after const& deps, target const& where, S const& s, Kernel&& kernel
 #else
   (void)placed;
 #endif
-  auto result = event::pending();
-  auto ready = when_all(deps);
-  auto start = [result, where, s, k = std::decay_t<Kernel>(std::forward<Kernel>(kernel)),
-                args = std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...), ready,
-                flow = trace::enabled() ? trace::detail::flow_from_here() : 0]() {
-    if (auto err = ready.error()) return result.complete(err);
-    trace::detail::adopt_flow from_launcher(flow);  // the trace's arrow from who asked
-    try {
-      auto inner =
-          std::apply([&](auto const&... a) { return strata::launch(where, s, k, a...); }, args);
-      inner.then([inner, result] { result.complete(inner.error()); });
-    } catch (...) {
-      result.complete(std::current_exception());
-    }
-  };
-  // The launch is made by whoever completes the last event. Backends that run kernels
-  // inline (serial, openmp) go through the pool instead, so that a long chain completing
-  // at once does not recurse one stack frame per launch.
-  if (detail::runs_inline(where))
-    ready.then([start = std::move(start)]() mutable { detail::defer(std::move(start)); });
-  else
-    ready.then(std::move(start));
+  // The launch is made by whoever completes the last event (through the pool for
+  // backends that run kernels inline).
+  auto result = detail::start_after(
+      deps, detail::runs_inline(where),
+      [where, s, k = std::decay_t<Kernel>(std::forward<Kernel>(kernel)),
+       args = std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)]() {
+        return std::apply([&](auto const&... a) { return strata::launch(where, s, k, a...); },
+                          args);
+      });
+  detail::track_device_work(placed, result);
   return result;
 }
 

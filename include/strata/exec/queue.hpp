@@ -56,10 +56,11 @@ class queue {
       previous = std::exchange(state_->last, mine);
     }
     try {
-      auto inner = start(previous);
-      inner.then([inner, mine] { mine.complete(inner.error()); });
+      detail::complete_with(start(previous), mine);
     } catch (...) {
-      mine.complete(std::current_exception());
+      // Rejected at submission (an argument error): the call takes no place in the order
+      // and the queue goes on from where it was (issue 21).
+      detail::complete_with(previous, mine);
       throw;
     }
     return mine;

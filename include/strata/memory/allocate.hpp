@@ -32,6 +32,9 @@ raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t
 /// Releases an allocation made by allocate_bytes; throws invalid_argument when `address`
 /// is not the start of a live allocation of `space`.
 void deallocate_bytes(void const* address, space_id space);
+/// Device memory about to be reused (an arena's reset): waits until the work issued on
+/// the device owning the allocation at `address` has completed, as a free does.
+void wait_for_device_users(void const* address, space_id space) noexcept;
 
 /// What the registry knows about the allocation containing an address.
 struct allocation_info {

@@ -111,7 +111,12 @@ class arena {
   /// Makes the whole capacity available again. Every pointer the arena handed out
   /// before becomes invalid (its bytes are given to later allocations); the caller must
   /// ensure that no thread still uses them, or allocates concurrently with the reset.
-  void reset() noexcept { offset_.store(0, std::memory_order_release); }
+  /// A sim arena first waits for the work issued on its device, queued or still waiting
+  /// for its dependencies, as freeing device memory does.
+  void reset() noexcept {
+    if (base_) detail::wait_for_device_users(base_, Space::id);
+    offset_.store(0, std::memory_order_release);
+  }
 
   /// Bytes handed out since construction or the last reset, alignment padding included.
   std::size_t used() const noexcept { return offset_.load(std::memory_order_relaxed); }

@@ -11,7 +11,10 @@ namespace strata::detail {
 
 namespace {
 thread_local sim_device const* own_device = nullptr;
-}
+// The device whose kernel body this thread is running (not set in continuations that
+// run on a device thread after a kernel or copy completes).
+thread_local sim_device const* in_kernel_of = nullptr;
+}  // namespace
 
 bool sim_device::is_own_thread() const noexcept {
   return own_device == this;
@@ -67,13 +70,51 @@ sim_device::~sim_device() {
   copy_engine_.join();
 }
 
+void sim_device::track(event const& done) {
+  if (done.ready()) return;
+  std::lock_guard lock(mutex_);
+  if (tracked_.size() >= prune_at_) {
+    std::erase_if(tracked_, [](event const& e) { return e.ready(); });
+    prune_at_ = std::max<std::size_t>(64, 2 * tracked_.size());
+  }
+  tracked_.push_back(done);
+}
+
+void sim_device::release_fence() {
+  std::vector<event> outstanding;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto const& e : tracked_)
+      if (!e.ready()) outstanding.push_back(e);
+  }
+  // Failures are the operations' own business (their waiters see them); the memory is
+  // free to go once they have ended either way.
+  for (auto const& e : outstanding) try {
+      e.wait();
+    } catch (...) {
+    }
+}
+
 event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> body) {
+  if (in_kernel_of == this) {
+    // A kernel of this device launching on it (a child grid): the device runs one
+    // kernel at a time, so waiting for a queued child would wait forever. The child runs
+    // here, now, on the parent's unit, and is complete when the launch returns.
+    std::exception_ptr error;
+    for (index_t c = 0; c < chunks && !error; ++c) try {
+        body(c);
+      } catch (...) {
+        error = std::current_exception();
+      }
+    return error ? event::failed(error) : event::completed();
+  }
   auto op = std::make_shared<kernel_op>();
   op->chunks = chunks;
   op->body = std::move(body);
   op->remaining.store(chunks, std::memory_order_relaxed);
   if (trace::enabled()) op->flow = trace::detail::flow_from_here();
   event done = op->done;
+  track(done);
   {
     std::lock_guard lock(mutex_);
     if (kernels_.empty()) op->start = clock::now();
@@ -104,6 +145,10 @@ void sim_device::unit_main() {
       if (c == 0) traced.link_from(op->flow);  // one arrow, to the unit that starts it
       if (!op->failed.load(std::memory_order_relaxed)) {
         try {
+          in_kernel_of = this;
+          struct leave {
+            ~leave() { in_kernel_of = nullptr; }
+          } on_exit;
           op->body(c);
         } catch (...) {
           bool expected = false;
@@ -148,6 +193,7 @@ bool sim_device::wait_idle() {
 event sim_device::enqueue_copy(copy_desc const& d, double modeled) {
   event done = event::pending();
   std::uint64_t const flow = trace::enabled() ? trace::detail::flow_from_here() : 0;
+  track(done);
   {
     std::lock_guard lock(mutex_);
     auto now = clock::now();

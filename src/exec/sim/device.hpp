@@ -54,6 +54,12 @@ class sim_device {
   bool wait_idle();
   /// Whether the calling thread is one of this device's own (units, copy engine).
   bool is_own_thread() const noexcept;
+  /// Records an operation on this device (queued, or issued and waiting for its
+  /// dependencies) until `done` completes.
+  void track(event const& done);
+  /// Waits until every operation tracked so far has completed, helping the pool
+  /// meanwhile (a worker runs other work): what freeing this device's memory waits for.
+  void release_fence();
 
  private:
   struct kernel_op {
@@ -81,6 +87,8 @@ class sim_device {
   void done_one();
 
   sim_params params_;
+  std::vector<event> tracked_;  // under mutex_; completed ones are dropped as it grows
+  std::size_t prune_at_ = 64;
   std::mutex mutex_;
   std::condition_variable kernels_ready_;
   std::condition_variable copies_ready_;
