@@ -195,9 +195,9 @@ event fill(Dst const& dst, std::remove_const_t<typename detail::view_of<Dst>::el
   return fill(after{}, dst, value);
 }
 
-/// Sets every byte of `dst`'s elements to `byte` (not its row padding).
+/// Sets every byte of `dst`'s elements to `byte` (not its row padding), after `deps`.
 template <viewable Dst>
-event memset(Dst const& dst_in, unsigned char byte) {
+event memset(after const& deps, Dst const& dst_in, unsigned char byte) {
   auto dst = detail::as_view(dst_in);
   using V = decltype(dst);
   static_assert(!std::is_const_v<typename V::element_type>,
@@ -209,7 +209,11 @@ event memset(Dst const& dst_in, unsigned char byte) {
   using B = std::byte;
   view<B, D, S> raw(ptr<B, S>(reinterpret_cast<B*>(dst.data().get()), dst.data().place_id()),
                     bytes_extent, dst.pitch());
-  return fill(raw, std::byte{byte});
+  return fill(deps, raw, std::byte{byte});
+}
+template <viewable Dst>
+event memset(Dst const& dst, unsigned char byte) {
+  return memset(after{}, dst, byte);
 }
 
 }  // namespace strata

@@ -77,6 +77,8 @@ class event_state {
 
 /// Blocks (helping the pool) until `s` is ready; used by event::wait.
 void wait_until_ready(event_state const& s);
+/// The same with a deadline: returns when `s` is ready or `deadline` has passed.
+void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace detail
 
@@ -105,6 +107,22 @@ class event {
     if (!state_) return;
     if (!state_->ready()) detail::wait_until_ready(*state_);
     if (auto err = state_->error()) std::rethrow_exception(err);
+  }
+
+  /// Waits (helping, as wait does) until the work completes or `deadline` passes; returns
+  /// whether it completed, rethrowing its exception if it failed. A worker that helps
+  /// may return late by the length of the task it was running at the deadline.
+  bool wait_until(std::chrono::steady_clock::time_point deadline) const {
+    if (!state_) return true;
+    if (!state_->ready()) detail::wait_until_ready(*state_, deadline);
+    if (!state_->ready()) return false;
+    if (auto err = state_->error()) std::rethrow_exception(err);
+    return true;
+  }
+  template <class Rep, class Period>
+  bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
+    return wait_until(std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
   }
 
   /// Runs `fn` once this event completes (in the completing thread, or now). `fn` must

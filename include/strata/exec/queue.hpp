@@ -1,5 +1,7 @@
-// An in-order queue bound to a place (Alpaka §3.4.5 streams): each launch or copy starts
-// after the previous one has completed, without blocking the caller.
+// An in-order queue bound to a place (Alpaka §3.4.5 streams): each launch, copy, fill or
+// memset starts after the previous one has completed, without blocking the caller (a
+// non-blocking queue) or before the call returns (a blocking queue, Alpaka's
+// QueueBlocking: for debugging, and for code that wants synchronous semantics).
 #pragma once
 
 #include <strata/exec/copy.hpp>
@@ -11,10 +13,13 @@
 
 namespace strata {
 
+enum class queue_mode { non_blocking, blocking };
+
 /// A handle: copies of a queue are the same queue (as a CUDA stream handle is).
 class queue {
  public:
-  explicit queue(target where) : state_(std::make_shared<state>(std::move(where))) {
+  explicit queue(target where, queue_mode mode = queue_mode::non_blocking)
+      : state_(std::make_shared<state>(std::move(where), mode)) {
     detail::resolve(state_->where);
   }
 
@@ -33,6 +38,27 @@ class queue {
       return strata::copy(after(previous), std::forward<CopyArgs>(args)...);
     });
   }
+
+  /// Queues a fill (see copy.hpp) after everything queued so far.
+  template <class Dst, class T>
+  event fill(Dst const& dst, T const& value) {
+    return enqueue(
+        [&](event const& previous) { return strata::fill(after(previous), dst, value); });
+  }
+  /// Queues a memset (see copy.hpp) after everything queued so far.
+  template <class Dst>
+  event memset(Dst const& dst, unsigned char byte) {
+    return enqueue(
+        [&](event const& previous) { return strata::memset(after(previous), dst, byte); });
+  }
+  /// Later operations of this queue start only once `e` (of any queue, device or
+  /// producer) has completed, as well as everything queued before (Alpaka's
+  /// wait(queue, event)); a failure of `e` fails them. Does not block the caller.
+  event enqueue_wait(event const& e) {
+    return enqueue([&](event const& previous) { return when_all(after(previous, e)); });
+  }
+
+  queue_mode mode() const noexcept { return state_->mode; }
 
   /// Waits for everything launched so far; rethrows the failure of the last launch (a
   /// failure propagates along the queue to every later launch).
@@ -57,7 +83,9 @@ class queue {
     }
     try {
       detail::complete_with(start(previous), mine);
+      if (state_->mode == queue_mode::blocking) mine.wait();
     } catch (...) {
+      if (mine.ready()) throw;  // a blocking queue's operation failed: it did run
       // Rejected at submission (an argument error): the call takes no place in the order
       // and the queue goes on from where it was (issue 21).
       detail::complete_with(previous, mine);
@@ -67,8 +95,9 @@ class queue {
   }
 
   struct state {
-    explicit state(target w) : where(std::move(w)) {}
+    state(target w, queue_mode m) : where(std::move(w)), mode(m) {}
     target where;
+    queue_mode mode;
     std::mutex mutex;
     event last;
   };

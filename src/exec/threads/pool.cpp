@@ -251,7 +251,9 @@ void pool::drain() {
   }
 }
 
-void pool::wait(event_state& s) {
+void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
+  bool const timed = until.time_since_epoch().count() != 0;
+  auto expired = [&] { return timed && std::chrono::steady_clock::now() >= until; };
   int const slot = current_slot();
   bool const worker = is_worker;
   if (!worker) external_helpers_.fetch_add(1, std::memory_order_seq_cst);
@@ -263,7 +265,7 @@ void pool::wait(event_state& s) {
     }
   } counted{this, !worker};
   auto& tasks = *tasks_;
-  while (!s.ready()) {
+  while (!s.ready() && !expired()) {
     if (help(slot, &s)) continue;
     // A worker waiting inside a task runs other tasks meanwhile, one chain at a time, so
     // nested waits cannot deadlock the pool; other threads leave tasks to the workers of
@@ -281,7 +283,8 @@ void pool::wait(event_state& s) {
       auto wake = when - expected_margin;
       if (std::chrono::steady_clock::now() < wake) deadline = wake;
     }
-    if (deadline.time_since_epoch().count() == 0 && spin(work)) continue;
+    if (timed && (deadline.time_since_epoch().count() == 0 || until < deadline)) deadline = until;
+    if ((timed || deadline.time_since_epoch().count() == 0) && spin(work)) continue;
     bool const claimed = park(
         slot, &s, [&] { return s.ready() || has_job(slot) || (worker && tasks.available(slot)); },
         deadline);
@@ -346,14 +349,19 @@ void submit(std::shared_ptr<job> j) {
 }
 
 void wait_until_ready(event_state const& s) {
+  wait_until_ready(s, {});
+}
+
+void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_point until) {
   auto& state = const_cast<event_state&>(s);  // registers a waiter on it; no state change
-  if (auto* p = pool::instance()) return p->wait(state);
+  if (auto* p = pool::instance()) return p->wait(state, until);
   // No pool: nothing to help with; park until the completion wakes this thread.
   auto& w = this_waiter();
-  while (!state.ready()) {
+  bool const timed = until.time_since_epoch().count() != 0;
+  while (!state.ready() && !(timed && std::chrono::steady_clock::now() >= until)) {
     auto const key = w.prepare();
     if (!state.add_waiter(w)) return;
-    if (!state.ready()) w.commit(key);
+    if (!state.ready()) w.commit(key, until);
     state.remove_waiter(w);
   }
 }

@@ -48,7 +48,7 @@ class pool {
   void drain();
   /// Blocks the calling thread (helping: job chunks, and tasks if it is a worker) until
   /// `s` is ready. event::wait ends here.
-  void wait(event_state& s);
+  void wait(event_state& s, std::chrono::steady_clock::time_point until = {});
 
   /// The task-graph side of the pool: per-worker deques (see src/task/scheduler.hpp).
   task::detail::scheduler& tasks() noexcept { return *tasks_; }
