@@ -1,5 +1,5 @@
 // The execution layer: shapes, domains, launch, events, queues and the CPU backends; what
-// kernels call on every backend (atomics, math).
+// kernels call on every backend (atomics, math, random numbers).
 #pragma once
 
 #include <strata/exec/atomic.hpp>
@@ -11,6 +11,7 @@
 #include <strata/exec/math.hpp>
 #include <strata/exec/phases.hpp>
 #include <strata/exec/queue.hpp>
+#include <strata/exec/random.hpp>
 #include <strata/exec/shape.hpp>
 #include <strata/exec/trace.hpp>
 #include <strata/exec/work_division.hpp>

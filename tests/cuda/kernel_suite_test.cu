@@ -287,6 +287,58 @@ TEST_F(Cuda, ContendedAtomicsOfEveryOperationAndScope) {
   }
 }
 
+// Random numbers and math in device code (random.hpp, math.hpp): the integer-derived
+// draws are the host's bits; normals and math within CUDA's ulp errors of the host's.
+struct random_math_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, index_t n, double* u, int* k, float* z,
+                            double* m) const {
+    for (auto i : self.elements(n)) {
+      philox4x32 g(42, static_cast<std::uint64_t>(i), 5);
+      u[i] = uniform_real<double>(g);
+      k[i] = uniform_int(g, -50, 50);
+      z[i] = normal<float>(g);
+      double const x = 0.5 + static_cast<double>(i) * 0.01;
+      double sn = 0, cs = 0;
+      math::sincos(x, sn, cs);
+      m[i] = math::sqrt(x) + math::exp(-x) + math::log(x) + sn * cs + math::pow(x, 0.5) +
+             math::fma(x, x, 1.0) + math::rsqrt(x) + math::floor(x) + math::ceil(-x) +
+             math::abs(-x) + math::min(x, 2.0) + math::max(x, 2.0);
+    }
+  }
+};
+
+TEST_F(Cuda, RandomNumbersAndMathMatchTheHost) {
+  index_t const n = 10007;
+  auto count = static_cast<std::size_t>(n);
+  auto u = allocate<double, cuda_space>(gpu(), count);
+  auto k = allocate<int, cuda_space>(gpu(), count);
+  auto z = allocate<float, cuda_space>(gpu(), count);
+  auto m = allocate<double, cuda_space>(gpu(), count);
+  launch(gpu(), divide_work(gpu(), n), random_math_k{}, n, u, k, z, m).wait();
+  auto hu = to_host(u, count);
+  auto hk = to_host(k, count);
+  auto hz = to_host(z, count);
+  auto hm = to_host(m, count);
+  std::vector<double> ru(count), rm(count);
+  std::vector<int> rk(count);
+  std::vector<float> rz(count);
+  // The reference: the same kernel on the host (serial backend).
+  launch(on(machine, backend_id::serial), grid(1).elements(n), random_math_k{}, n, ru.data(),
+         rk.data(), rz.data(), rm.data())
+      .wait();
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(hu[i], ru[i]) << "element " << i;
+    ASSERT_EQ(hk[i], rk[i]) << "element " << i;
+    ASSERT_NEAR(hz[i], rz[i], 1e-5f * (1 + std::abs(rz[i]))) << "element " << i;
+    ASSERT_NEAR(hm[i], rm[i], 1e-12 * (1 + std::abs(rm[i]))) << "element " << i;
+  }
+  deallocate(u);
+  deallocate(k);
+  deallocate(z);
+  deallocate(m);
+}
+
 struct step_k {
   template <class Self>
   STRATA_FN void operator()(Self const& s, int step, int* v) const {
