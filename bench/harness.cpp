@@ -55,6 +55,7 @@ void context::report(result const& r) {
     j["ratio"] = r.ratio();
     j["limit"] = r.limit ? nlohmann::ordered_json(*r.limit) : nlohmann::ordered_json(nullptr);
     for (auto const& [k, v] : r.extra) j[k] = v;
+    if (!r.note.empty()) j["note"] = r.note;
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::string extra;
@@ -62,6 +63,7 @@ void context::report(result const& r) {
     std::printf("%-10s %-14s strata %10.3e s   %-22s %10.3e s   ratio %6.3f%s%s\n", r.bench.c_str(),
                 r.variant.c_str(), r.strata_s, r.peer.c_str(), r.peer_s, r.ratio(),
                 r.limit ? fmt::format("  limit {:.3f}", *r.limit).c_str() : "", extra.c_str());
+    if (!r.note.empty()) std::printf("%-10s note: %s\n", "", r.note.c_str());
   }
   std::fflush(stdout);
 }

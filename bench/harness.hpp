@@ -25,6 +25,7 @@ struct result {
   double peer_s = 0;
   std::optional<double> limit;  // fraction of the hardware bound reached, where one applies
   std::vector<std::pair<std::string, double>> extra;
+  std::string note;  // what a reader must know to compare the sides (e.g. not bit-identical)
   double ratio() const { return peer_s / strata_s; }
 };
 

@@ -1,4 +1,5 @@
-// The execution layer: shapes, domains, launch, events, queues and the CPU backends.
+// The execution layer: shapes, domains, launch, events, queues and the CPU backends; what
+// kernels call on every backend (atomics, math, random numbers).
 #pragma once
 
 #include <strata/exec/atomic.hpp>
@@ -7,8 +8,10 @@
 #include <strata/exec/domain.hpp>
 #include <strata/exec/event.hpp>
 #include <strata/exec/launch.hpp>
+#include <strata/exec/math.hpp>
 #include <strata/exec/phases.hpp>
 #include <strata/exec/queue.hpp>
+#include <strata/exec/random.hpp>
 #include <strata/exec/shape.hpp>
 #include <strata/exec/trace.hpp>
 #include <strata/exec/work_division.hpp>

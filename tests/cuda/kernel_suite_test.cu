@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "exec/atomic_kernels.hpp"
+
 namespace strata {
 namespace {
 
@@ -208,6 +210,8 @@ struct totals {
   unsigned long long sum;
   double fsum;
   int min, max, exchanged, cas_count;
+  long sub;
+  unsigned and_bits, or_bits, xor_bits, inc, dec;
 };
 struct atomics_k {
   template <class Self>
@@ -220,6 +224,13 @@ struct atomics_k {
       atomic_exchange(&t->exchanged, static_cast<int>(i));
       int old = atomic_load(&t->cas_count), seen;
       while ((seen = atomic_cas(&t->cas_count, old, old + 1)) != old) old = seen;
+      // The operations added for issue 21, without a scope (device scope).
+      atomic_sub(&t->sub, i);
+      atomic_and(&t->and_bits, ~(1u << (i % 32)));
+      atomic_or(&t->or_bits, 1u << (i % 32));
+      atomic_xor(&t->xor_bits, static_cast<unsigned>(i));
+      atomic_inc(&t->inc, 6u);
+      atomic_dec(&t->dec, 6u);
     }
     fence(scope::device);
   }
@@ -227,7 +238,7 @@ struct atomics_k {
 
 TEST_F(Cuda, Atomics) {
   int const n = 20000;
-  auto t = to_device(std::vector<totals>{{0, 0.0, 1 << 30, -1, -1, 0}});
+  auto t = to_device(std::vector<totals>{{0, 0.0, 1 << 30, -1, -1, 0, 0, ~0u, 0, 0, 0, 0}});
   launch(gpu(), grid(n / 10).elements(10), atomics_k{}, t).wait();
   auto h = to_host(t, 1)[0];
   EXPECT_EQ(h.sum, static_cast<unsigned long long>(n) * (n - 1) / 2);
@@ -236,7 +247,96 @@ TEST_F(Cuda, Atomics) {
   EXPECT_EQ(h.max, n - 1);
   EXPECT_TRUE(h.exchanged >= 0 && h.exchanged < n);
   EXPECT_EQ(h.cas_count, n);
+  EXPECT_EQ(h.sub, -long(n) * (n - 1) / 2);
+  EXPECT_EQ(h.and_bits, 0u);
+  EXPECT_EQ(h.or_bits, ~0u);
+  unsigned x = 0;
+  for (unsigned i = 0; i < unsigned(n); ++i) x ^= i;
+  EXPECT_EQ(h.xor_bits, x);
+  EXPECT_EQ(h.inc, unsigned(n % 7));
+  EXPECT_EQ(h.dec, unsigned((7 - n % 7) % 7));
   deallocate(t);
+}
+
+// The CPU suite's contended kernel (tests/exec/atomic_kernels.hpp) as device code: every
+// operation and type on CUDA's atomics, the device and system scopes on shared counters,
+// the block scope (atomic*_block) on per-block ones.
+TEST_F(Cuda, ContendedAtomicsOfEveryOperationAndScope) {
+  auto n = static_cast<std::size_t>(test::atomic_n);
+  auto nb = static_cast<std::size_t>(test::atomic_blocks);
+  for (scope s : {scope::device, scope::system}) {
+    SCOPED_TRACE(s == scope::device ? "device scope" : "system scope");
+    auto t = to_device(std::vector<test::atomic_totals>{test::atomic_totals_initial()});
+    auto b =
+        to_device(std::vector<test::atomic_block_totals>(nb, test::atomic_block_totals_initial()));
+    auto add_olds = to_device(std::vector<int>(n, -1));
+    auto sub_olds = to_device(std::vector<unsigned long long>(n, 0));
+    auto inc_olds = to_device(std::vector<unsigned>(n, 0));
+    auto exchange_olds = to_device(std::vector<int>(n, 0));
+    launch(gpu(), test::atomic_shape(), test::atomics_k{}, s, t, b, add_olds, sub_olds, inc_olds,
+           exchange_olds)
+        .wait();
+    test::check_atomics(to_host(t, 1)[0], to_host(b, nb), to_host(add_olds, n),
+                        to_host(sub_olds, n), to_host(inc_olds, n), to_host(exchange_olds, n));
+    deallocate(t);
+    deallocate(b);
+    deallocate(add_olds);
+    deallocate(sub_olds);
+    deallocate(inc_olds);
+    deallocate(exchange_olds);
+  }
+}
+
+// Random numbers and math in device code (random.hpp, math.hpp): the integer-derived
+// draws are the host's bits; normals and math within CUDA's ulp errors of the host's.
+struct random_math_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, index_t n, double* u, int* k, float* z,
+                            double* m) const {
+    for (auto i : self.elements(n)) {
+      philox4x32 g(42, static_cast<std::uint64_t>(i), 5);
+      u[i] = uniform_real<double>(g);
+      k[i] = uniform_int(g, -50, 50);
+      z[i] = normal<float>(g);
+      double const x = 0.5 + static_cast<double>(i) * 0.01;
+      double sn = 0, cs = 0;
+      math::sincos(x, sn, cs);
+      m[i] = math::sqrt(x) + math::exp(-x) + math::log(x) + sn * cs + math::pow(x, 0.5) +
+             math::fma(x, x, 1.0) + math::rsqrt(x) + math::floor(x) + math::ceil(-x) +
+             math::abs(-x) + math::min(x, 2.0) + math::max(x, 2.0);
+    }
+  }
+};
+
+TEST_F(Cuda, RandomNumbersAndMathMatchTheHost) {
+  index_t const n = 10007;
+  auto count = static_cast<std::size_t>(n);
+  auto u = allocate<double, cuda_space>(gpu(), count);
+  auto k = allocate<int, cuda_space>(gpu(), count);
+  auto z = allocate<float, cuda_space>(gpu(), count);
+  auto m = allocate<double, cuda_space>(gpu(), count);
+  launch(gpu(), divide_work(gpu(), n), random_math_k{}, n, u, k, z, m).wait();
+  auto hu = to_host(u, count);
+  auto hk = to_host(k, count);
+  auto hz = to_host(z, count);
+  auto hm = to_host(m, count);
+  std::vector<double> ru(count), rm(count);
+  std::vector<int> rk(count);
+  std::vector<float> rz(count);
+  // The reference: the same kernel on the host (serial backend).
+  launch(on(machine, backend_id::serial), grid(1).elements(n), random_math_k{}, n, ru.data(),
+         rk.data(), rz.data(), rm.data())
+      .wait();
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(hu[i], ru[i]) << "element " << i;
+    ASSERT_EQ(hk[i], rk[i]) << "element " << i;
+    ASSERT_NEAR(hz[i], rz[i], 1e-5f * (1 + std::abs(rz[i]))) << "element " << i;
+    ASSERT_NEAR(hm[i], rm[i], 1e-12 * (1 + std::abs(rm[i]))) << "element " << i;
+  }
+  deallocate(u);
+  deallocate(k);
+  deallocate(z);
+  deallocate(m);
 }
 
 struct step_k {

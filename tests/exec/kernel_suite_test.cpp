@@ -1,5 +1,6 @@
 // The same kernels on every CPU backend: index coverage, element ranges, barriers and
-// scratchpads (fibers and phases), atomics, exceptions, nested launches.
+// scratchpads (fibers and phases), atomics (also on a sim device), exceptions, nested
+// launches.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "exec/atomic_kernels.hpp"
 #include "exec/backends.hpp"
 
 namespace strata {
@@ -176,6 +178,8 @@ TEST_P(KernelSuite, Atomics) {
     int min = 1 << 30, max = -1;
     int exchanged = -1;
     int cas_count = 0;
+    long sub = 0;
+    unsigned and_bits = ~0u, or_bits = 0, xor_bits = 0, inc = 0, dec = 0;
   } t;
   launch(
       here(), grid(n / 10).elements(10),
@@ -189,6 +193,13 @@ TEST_P(KernelSuite, Atomics) {
           // A counter made of compare-and-swap retries.
           int old = atomic_load(&t->cas_count), seen;
           while ((seen = atomic_cas(&t->cas_count, old, old + 1)) != old) old = seen;
+          // The operations added for issue 21, without a scope (device scope).
+          atomic_sub(&t->sub, i);
+          atomic_and(&t->and_bits, ~(1u << (i % 32)));
+          atomic_or(&t->or_bits, 1u << (i % 32));
+          atomic_xor(&t->xor_bits, static_cast<unsigned>(i));
+          atomic_inc(&t->inc, 6u);
+          atomic_dec(&t->dec, 6u);
         }
         fence(scope::device);
       },
@@ -200,6 +211,112 @@ TEST_P(KernelSuite, Atomics) {
   EXPECT_EQ(t.max, n - 1);
   EXPECT_TRUE(t.exchanged >= 0 && t.exchanged < n);
   EXPECT_EQ(t.cas_count, n);
+  EXPECT_EQ(t.sub, -long(n) * (n - 1) / 2);
+  EXPECT_EQ(t.and_bits, 0u);
+  EXPECT_EQ(t.or_bits, ~0u);
+  unsigned x = 0;
+  for (unsigned i = 0; i < unsigned(n); ++i) x ^= i;
+  EXPECT_EQ(t.xor_bits, x);
+  EXPECT_EQ(t.inc, unsigned(n % 7));
+  EXPECT_EQ(t.dec, unsigned((7 - n % 7) % 7));
+}
+
+// Every atomic operation and type, contended by every thread of 40 blocks, in the device
+// and the system scope, and in the block scope on per-block counters
+// (tests/exec/atomic_kernels.hpp; the CUDA suite runs the same kernel).
+template <class Space>
+void run_contended_atomics(place const& memory, target const& where, scope s) {
+  using test::atomic_n;
+  auto n = static_cast<std::size_t>(atomic_n);
+  auto nb = static_cast<std::size_t>(test::atomic_blocks);
+  auto to_space = [&]<class T>(std::vector<T> const& h) {
+    auto d = allocate<T, Space>(memory, h.size());
+    copy(d, ptr<T const>(h.data(), 0), h.size()).wait();
+    return d;
+  };
+  auto back = [&]<class T>(ptr<T, Space> d, std::size_t count) {
+    std::vector<T> h(count);
+    copy(ptr<T>(h.data(), 0), d, count).wait();
+    deallocate(d);
+    return h;
+  };
+  auto t = to_space(std::vector<test::atomic_totals>{test::atomic_totals_initial()});
+  auto b =
+      to_space(std::vector<test::atomic_block_totals>(nb, test::atomic_block_totals_initial()));
+  auto add_olds = to_space(std::vector<int>(n, -1));
+  auto sub_olds = to_space(std::vector<unsigned long long>(n, 0));
+  auto inc_olds = to_space(std::vector<unsigned>(n, 0));
+  auto exchange_olds = to_space(std::vector<int>(n, 0));
+  launch(where, test::atomic_shape(), test::atomics_k{}, s, t, b, add_olds, sub_olds, inc_olds,
+         exchange_olds)
+      .wait();
+  auto totals = back(t, 1)[0];
+  auto blocks = back(b, nb);
+  test::check_atomics(totals, blocks, back(add_olds, n), back(sub_olds, n), back(inc_olds, n),
+                      back(exchange_olds, n));
+}
+
+TEST_P(KernelSuite, ContendedAtomicsOfEveryOperationAndScope) {
+  for (scope s : {scope::device, scope::system}) {
+    SCOPED_TRACE(s == scope::device ? "device scope" : "system scope");
+    run_contended_atomics<host_space>(machine, here(), s);
+  }
+}
+
+TEST(KernelSuiteSim, ContendedAtomicsOfEveryOperationAndScope) {
+  runtime rt{runtime_options{.sim_devices = "1:units=2"}};
+  place sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+  for (scope s : {scope::device, scope::system}) {
+    SCOPED_TRACE(s == scope::device ? "device scope" : "system scope");
+    run_contended_atomics<sim_space>(sim0, sim0, s);
+  }
+}
+
+// Inc/dec at their limits, one thread: CUDA's definitions, including an old value above
+// the limit.
+TEST(AtomicSemantics, IncAndDecWrapAsCudaDefinesThem) {
+  unsigned u = 0;
+  EXPECT_EQ(atomic_inc(&u, 2u), 0u);
+  EXPECT_EQ(atomic_inc(&u, 2u), 1u);
+  EXPECT_EQ(atomic_inc(&u, 2u), 2u);
+  EXPECT_EQ(u, 0u);  // old >= limit: back to 0
+  u = 7;
+  EXPECT_EQ(atomic_inc(scope::block, &u, 2u), 7u);
+  EXPECT_EQ(u, 0u);
+  EXPECT_EQ(atomic_dec(&u, 2u), 0u);
+  EXPECT_EQ(u, 2u);  // 0: to the limit
+  EXPECT_EQ(atomic_dec(&u, 2u), 2u);
+  EXPECT_EQ(u, 1u);
+  u = 9;
+  EXPECT_EQ(atomic_dec(scope::system, &u, 2u), 9u);
+  EXPECT_EQ(u, 2u);  // old > limit: to the limit
+  unsigned long long w = ~0ull;
+  EXPECT_EQ(atomic_inc(&w, ~0ull), ~0ull);
+  EXPECT_EQ(w, 0u);
+  EXPECT_EQ(atomic_dec(&w, 1ull << 40), 0u);
+  EXPECT_EQ(w, 1ull << 40);
+}
+
+TEST(AtomicSemantics, EveryOperationReturnsTheOldValue) {
+  int i = 5;
+  EXPECT_EQ(atomic_sub(&i, 2), 5);
+  EXPECT_EQ(atomic_and(&i, 6), 3);
+  EXPECT_EQ(atomic_or(&i, 8), 2);
+  EXPECT_EQ(atomic_xor(scope::block, &i, 3), 10);
+  EXPECT_EQ(i, 9);
+  double d = 1.5;
+  EXPECT_EQ(atomic_sub(scope::system, &d, 0.25), 1.5);
+  EXPECT_EQ(atomic_min(&d, -2.0), 1.25);
+  EXPECT_EQ(atomic_max(&d, 4.0), -2.0);
+  EXPECT_EQ(d, 4.0);
+  float f = 3.0f;
+  EXPECT_EQ(atomic_cas(&f, 2.0f, 9.0f), 3.0f);  // no match: unchanged
+  EXPECT_EQ(atomic_cas(&f, 3.0f, 9.0f), 3.0f);
+  EXPECT_EQ(f, 9.0f);
+  long l = -3;
+  EXPECT_EQ(atomic_add(&l, 1), -3);  // an int literal for a long: the value's type follows *p
+  EXPECT_EQ(atomic_exchange(scope::block, &l, 40), -2);
+  EXPECT_EQ(l, 40);
 }
 
 TEST_P(KernelSuite, ExceptionInAKernelReachesWait) {
