@@ -121,6 +121,21 @@ TEST(Hardening, ResettingASimArenaWaitsForWorkStillWaitingForItsDependencies) {
   });
 }
 
+// What a free waits for is work that can still run: an operation whose dependency was
+// dropped unfinished (every handle gone) can never run, and must not hold frees forever.
+TEST(Hardening, AnAbandonedSimOperationDoesNotHoldFreesForever) {
+  runtime rt({.sim_devices = "1"});
+  auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+  finishes_within(limit, "a free after an abandoned operation", [&] {
+    auto d = allocate<int, sim_space>(sim0, 64);
+    {
+      auto never = event::pending();
+      launch(after(never), sim0, grid(1), write_sevens{}, d);
+    }
+    deallocate(d);
+  });
+}
+
 // Defect 3: a sim kernel that launches on its own device and waits used to hang (one
 // kernel at a time per device). The nested kernel runs (as a child grid would).
 TEST(Hardening, SimKernelLaunchesOnItsOwnDeviceAndWaits) {

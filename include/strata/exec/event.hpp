@@ -144,6 +144,10 @@ class event {
     if (state_) state_->complete(std::move(error));
   }
 
+  /// Runtime side: watches the event without keeping it alive (an operation nobody can
+  /// complete any more, whose every handle is gone, is not waited for).
+  std::weak_ptr<detail::event_state> watch() const noexcept { return state_; }
+
   /// Producer side: the shared state (null for an empty event), e.g. to attach a
   /// device-side marker with set_native.
   detail::event_state* state() const noexcept { return state_.get(); }

@@ -74,18 +74,21 @@ void sim_device::track(event const& done) {
   if (done.ready()) return;
   std::lock_guard lock(mutex_);
   if (tracked_.size() >= prune_at_) {
-    std::erase_if(tracked_, [](event const& e) { return e.ready(); });
+    std::erase_if(tracked_, [](std::weak_ptr<event_state> const& w) {
+      auto s = w.lock();
+      return !s || s->ready();
+    });
     prune_at_ = std::max<std::size_t>(64, 2 * tracked_.size());
   }
-  tracked_.push_back(done);
+  tracked_.push_back(done.watch());
 }
 
 void sim_device::release_fence() {
   std::vector<event> outstanding;
   {
     std::lock_guard lock(mutex_);
-    for (auto const& e : tracked_)
-      if (!e.ready()) outstanding.push_back(e);
+    for (auto const& w : tracked_)
+      if (auto s = w.lock(); s && !s->ready()) outstanding.emplace_back(std::move(s));
   }
   // Failures are the operations' own business (their waiters see them); the memory is
   // free to go once they have ended either way.

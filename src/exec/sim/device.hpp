@@ -87,7 +87,10 @@ class sim_device {
   void done_one();
 
   sim_params params_;
-  std::vector<event> tracked_;  // under mutex_; completed ones are dropped as it grows
+  // Under mutex_; completed and abandoned ones are dropped as it grows. Weak: an operation
+  // whose dependency was dropped before completing can never run, and a free must not
+  // wait for it forever.
+  std::vector<std::weak_ptr<event_state>> tracked_;
   std::size_t prune_at_ = 64;
   std::mutex mutex_;
   std::condition_variable kernels_ready_;
