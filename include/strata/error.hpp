@@ -26,6 +26,13 @@ class invalid_argument : public error {
   using error::error;
 };
 
+/// An index outside what it indexes: a cell outside a tensor, an iterator offset past a
+/// block's padding. A kind of invalid_argument.
+class out_of_range : public invalid_argument {
+ public:
+  using invalid_argument::invalid_argument;
+};
+
 /// Malformed input data, e.g. a machine description in JSON; the message gives the path.
 class parse_error : public error {
  public:

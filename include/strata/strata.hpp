@@ -9,3 +9,4 @@
 #include <strata/memory.hpp>
 #include <strata/runtime.hpp>
 #include <strata/task.hpp>
+#include <strata/tensor.hpp>

@@ -148,6 +148,15 @@ void graph::new_level() {
   s_->current.clear();
 }
 
+namespace {
+/// Whether a split node touched `part`'s data besides its own part (a tensor halo).
+bool reaches(node_extra const& x, std::size_t part) {
+  for (auto r : x.reach)
+    if (r == part) return true;
+  return false;
+}
+}  // namespace
+
 void graph::add_split_node(node* n, partition_key const& partitioning, std::size_t part,
                            std::size_t parts, bool same_part_only) {
   auto& x = extra_of(*n);
@@ -161,7 +170,34 @@ void graph::add_split_node(node* n, partition_key const& partitioning, std::size
     // split at all) come before. Any other split, overlapping or not, comes before whole.
     bool const split_same = p->extra && p->extra->split && p->extra->partitioning == partitioning &&
                             p->extra->parts == parts;
-    if (same_part_only && split_same && p->extra->part != part) continue;
+    if (same_part_only && split_same && p->extra->part != part && !reaches(*p->extra, part))
+      continue;
+    node_ref(p).precede(node_ref(n));
+  }
+  s_->current.push_back(n);
+}
+
+void graph::add_part_node(node* n, partition_key const& key, std::size_t part, std::size_t parts,
+                          std::span<std::size_t const> after_parts,
+                          std::span<std::size_t const> reach) {
+  auto& x = extra_of(*n);
+  x.split = true;
+  x.partitioning = key;
+  x.part = part;
+  x.parts = parts;
+  x.reach.assign(reach.begin(), reach.end());
+  for (auto* p : s_->previous) {
+    bool const split_same =
+        p->extra && p->extra->split && p->extra->partitioning == key && p->extra->parts == parts;
+    if (split_same) {
+      bool touches = false;
+      for (auto a : after_parts)
+        if (p->extra->part == a || reaches(*p->extra, a)) {
+          touches = true;
+          break;
+        }
+      if (!touches) continue;
+    }
     node_ref(p).precede(node_ref(n));
   }
   s_->current.push_back(n);

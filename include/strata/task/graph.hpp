@@ -86,7 +86,8 @@ struct node_extra {
   bool split = false;
   std::size_t part = 0;
   std::size_t parts = 0;
-  std::vector<node*> successors;  // all of them, once there are more than two
+  std::vector<std::size_t> reach;  // other parts whose data it touched (tensor halos)
+  std::vector<node*> successors;   // all of them, once there are more than two
   std::optional<strata::place> where;
   void const* slots = nullptr;  // host PUs of `where` (a slot_set), if it has any
   arena* in = nullptr;          // their arena, set when a run starts
@@ -289,23 +290,50 @@ class graph {
 
   /// One node per partition, in the current level: fn(part) (Ripple §5.3.3).
   template <partitioned_range P, class F>
-  graph& split(node_options o, F&& fn, P& parts) {
+  requires(!tensor_argument<P>) graph& split(node_options o, F&& fn, P& parts) {
     return add_split(std::move(o), std::forward<F>(fn), parts, false);
   }
   template <partitioned_range P, class F>
-  graph& split(F&& fn, P& parts) {
+  requires(!tensor_argument<P>) graph& split(F&& fn, P& parts) {
     return split(node_options{}, std::forward<F>(fn), parts);
   }
   /// One node per partition in a new level; after a split of the same partitioning each
   /// depends only on its own partition's node (and on nodes that are not split).
   template <partitioned_range P, class F>
-  graph& then_split(node_options o, F&& fn, P& parts) {
+  requires(!tensor_argument<P>) graph& then_split(node_options o, F&& fn, P& parts) {
     new_level();
     return add_split(std::move(o), std::forward<F>(fn), parts, true);
   }
   template <partitioned_range P, class F>
-  graph& then_split(F&& fn, P& parts) {
+  requires(!tensor_argument<P>) graph& then_split(F&& fn, P& parts) {
     return then_split(node_options{}, std::forward<F>(fn), parts);
+  }
+
+  /// Ripple's split over tensors (§5.3.3, Listing 7): `kernel(args...)` runs for every
+  /// cell, one node per block, where each tensor argument (or access specifier such as
+  /// `concurrent_padded_access(t)`, §5.4) becomes an iterator at the cell and any other
+  /// argument is passed as is. Needs <strata/tensor.hpp>, which defines the work.
+  template <class F, class... A>
+  requires(!std::is_convertible_v<F, node_options> &&
+           (tensor_argument<A> || ...)) graph& split(F&& kernel, A&&... args) {
+    return tensor_split(*this, node_options{}, false, std::forward<F>(kernel),
+                        std::forward<A>(args)...);
+  }
+  template <class F, class... A>
+  requires(tensor_argument<A> || ...) graph& split(node_options o, F&& kernel, A&&... args) {
+    return tensor_split(*this, std::move(o), false, std::forward<F>(kernel),
+                        std::forward<A>(args)...);
+  }
+  template <class F, class... A>
+  requires(!std::is_convertible_v<F, node_options> &&
+           (tensor_argument<A> || ...)) graph& then_split(F&& kernel, A&&... args) {
+    return tensor_split(*this, node_options{}, true, std::forward<F>(kernel),
+                        std::forward<A>(args)...);
+  }
+  template <class F, class... A>
+  requires(tensor_argument<A> || ...) graph& then_split(node_options o, F&& kernel, A&&... args) {
+    return tensor_split(*this, std::move(o), true, std::forward<F>(kernel),
+                        std::forward<A>(args)...);
   }
 
   /// Folds every element of `parts` into `result` with `op(accumulated, element)`,
@@ -313,14 +341,53 @@ class graph {
   /// its partition's predecessors are done) and a final node that combines the partial
   /// results with `op` and marks the result complete (Ripple §5.3.3, Figure 4).
   template <partitioned_range P, class T, class Op>
-  graph& reduce(P& parts, reduction_result<T> result, Op op) {
+  requires(!tensor_argument<P>) graph& reduce(P& parts, reduction_result<T> result, Op op) {
     return add_reduce(parts, std::move(result), std::move(op), false);
   }
   template <partitioned_range P, class T, class Op>
-  graph& then_reduce(P& parts, reduction_result<T> result, Op op) {
+  requires(!tensor_argument<P>) graph& then_reduce(P& parts, reduction_result<T> result, Op op) {
     new_level();
     return add_reduce(parts, std::move(result), std::move(op), true);
   }
+  /// The same over a tensor: each block reduced where it lives (<strata/tensor.hpp>).
+  template <tensor_argument P, class T, class Op>
+  graph& reduce(P const& t, reduction_result<T> result, Op op) {
+    return tensor_reduce(*this, false, t, std::move(result), std::move(op));
+  }
+  template <tensor_argument P, class T, class Op>
+  graph& then_reduce(P const& t, reduction_result<T> result, Op op) {
+    return tensor_reduce(*this, true, t, std::move(result), std::move(op));
+  }
+
+  // Building blocks for layers above the graph (the tensor layer's splits, Ripple §5.4);
+  // ordinary graphs do not need them.
+
+  /// Starts a new level (as `then` does).
+  void next_level() { new_level(); }
+  /// A node for `part` (of `parts`) of the partitioning `key` in the current level. It
+  /// comes after every node of the previous level that is not split over `key`, and after
+  /// those split over `key` whose part, or whose reach, is one of `after_parts`. `reach`
+  /// names the other parts whose data it touches (for the nodes of later levels).
+  template <class F>
+  node_ref add_part(node_options o, F&& fn, partition_key const& key, std::size_t part,
+                    std::size_t parts, std::span<std::size_t const> after_parts,
+                    std::span<std::size_t const> reach) {
+    auto* n = make(std::move(o));
+    task::detail::set_body(*n, std::forward<F>(fn));
+    add_part_node(n, key, part, parts, after_parts, reach);
+    return node_ref(n);
+  }
+  /// A node in the current level with no edge from the previous one (add them with
+  /// `precede`).
+  template <class F>
+  node_ref add_joined(node_options o, F&& fn) {
+    auto* n = make(std::move(o));
+    task::detail::set_body(*n, std::forward<F>(fn));
+    join_level(n);
+    return node_ref(n);
+  }
+  /// Runs `fn` at the start of every pass of the graph (e.g. marking a result incomplete).
+  void at_each_pass(std::function<void()> fn) { on_pass(std::move(fn)); }
 
   /// A node after every node so far (Ripple §5.3.4), starting a new level.
   template <class F>
@@ -395,6 +462,9 @@ class graph {
   /// Predecessors of a new split node for `part` of `partitioning` in the current level.
   void add_split_node(task::detail::node* n, partition_key const& partitioning, std::size_t part,
                       std::size_t parts, bool same_part_only);
+  void add_part_node(task::detail::node* n, partition_key const& key, std::size_t part,
+                     std::size_t parts, std::span<std::size_t const> after_parts,
+                     std::span<std::size_t const> reach);
 
   template <class P, class F>
   graph& add_split(node_options o, F&& fn, P& parts, bool after) {

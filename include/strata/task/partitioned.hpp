@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace strata {
@@ -35,6 +36,14 @@ concept partitioned_range = requires(P& p, std::size_t i) {
   { p.parts() } -> std::convertible_to<std::size_t>;
   p.part(i);
   { p.partitioning() } -> std::convertible_to<partition_key>;
+};
+
+/// A tensor (or an access specifier over one, Ripple §5.4): the graph's split() of a
+/// kernel over it makes one node per block with iterators per cell (strata/tensor.hpp);
+/// the tensor layer marks its types with a `tensor_split_tag` member.
+template <class A>
+concept tensor_argument = requires {
+  typename std::remove_cvref_t<A>::tensor_split_tag;
 };
 
 /// A contiguous range of T cut into `parts` nearly equal parts (the first `size % parts`

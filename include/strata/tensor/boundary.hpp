@@ -1,0 +1,197 @@
+// Filling a tensor's padding (Ripple §5.4, Figure 6): internal halos come from the
+// neighbouring blocks (copies between whatever memories they are in, corners included),
+// and the padding at the domain's edges from a boundary policy: constant, copy (zero
+// gradient, first-order extrapolation), reflect, periodic (the opposite edge's cells), or a
+// user loader. Loads are asynchronous and return events.
+#pragma once
+
+#include <strata/exec/launch.hpp>
+#include <strata/exec/work_division.hpp>
+#include <strata/tensor/tensor.hpp>
+
+#include <cstddef>
+#include <type_traits>
+#include <vector>
+
+namespace strata {
+
+namespace boundary {
+/// Leave the edges' padding as it is (only internal halos are loaded).
+struct none {};
+/// Every padding cell at an edge holds `value`.
+template <class T>
+struct constant {
+  T value;
+};
+template <class T>
+constant(T) -> constant<T>;
+/// The edge cell's value (zero gradient across the edge).
+struct copy {};
+/// Mirror image of the interior: the cell k outside the edge holds the cell k-1 inside.
+struct reflect {};
+/// The domain wraps around: the padding holds the opposite edge's cells.
+struct periodic {};
+}  // namespace boundary
+
+namespace tensor_detail {
+
+/// Runs fn(point) for every point of a kernel thread's element range (1-D: integers).
+template <std::size_t N, class R, class Fn>
+STRATA_FN void for_each_point(R const& r, Fn&& fn) {
+  if constexpr (N == 1) {
+    for (index_t i = r.first; i < r.last; ++i) fn(vec<1>{i});
+  } else if constexpr (N == 2) {
+    for (index_t i = 0; i < r.extent[0]; ++i)
+      for (index_t j = 0; j < r.extent[1]; ++j) fn(vec<2>{r.first[0] + i, r.first[1] + j});
+  } else {
+    for (index_t i = 0; i < r.extent[0]; ++i)
+      for (index_t j = 0; j < r.extent[1]; ++j)
+        for (index_t k = 0; k < r.extent[2]; ++k)
+          fn(vec<3>{r.first[0] + i, r.first[1] + j, r.first[2] + k});
+  }
+}
+
+template <class P>
+struct is_constant : std::false_type {};
+template <class T>
+struct is_constant<boundary::constant<T>> : std::true_type {};
+
+/// Fills the padding on one side (`side` -1: below 0, +1: past the extent) of dimension
+/// `dim`, over the whole padded range of the other dimensions.
+template <class T, std::size_t N, class P>
+struct edge_kernel {
+  P policy;
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, tensor_block<T, N> b, std::size_t dim, int side,
+                            vec<N> region) const {
+    for_each_point<N>(self.elements(region), [&](vec<N> const& p) {
+      vec<N> at{};
+      for (std::size_t d = 0; d < N; ++d) at[d] = p[d] - b.padding;
+      index_t const k = p[dim] + 1;  // distance from the edge, 1..padding
+      at[dim] = side < 0 ? -k : b.extent[dim] - 1 + k;
+      if constexpr (is_constant<P>::value) {
+        *b.address(at) = static_cast<T>(policy.value);
+      } else if constexpr (std::is_same_v<P, boundary::copy>) {
+        vec<N> from = at;
+        from[dim] = side < 0 ? 0 : b.extent[dim] - 1;
+        *b.address(at) = *b.address(from);
+      } else if constexpr (std::is_same_v<P, boundary::reflect>) {
+        vec<N> from = at;
+        from[dim] = side < 0 ? k - 1 : b.extent[dim] - k;
+        *b.address(at) = *b.address(from);
+      } else {
+        tensor_iterator<T, N> it(b, at);
+        policy(it, dim, side);
+      }
+    });
+  }
+};
+
+/// The edge loader of policy P for the tensor of `s`: one kernel per edge side of the
+/// block, dimension after dimension (so corners see their neighbours' filled padding).
+template <class T, std::size_t N, class P>
+edge_loader make_edge_loader(tensor_state<T, N>* s, P policy) {
+  return [s, policy](after const& deps, std::size_t b) {
+    auto const& blk = s->blocks[b];
+    auto const& where = s->homes[b].where;
+    auto c = s->geo.coord(b);
+    event e = when_all(deps);
+    for (std::size_t d = 0; d < N; ++d)
+      for (int side : {-1, 1}) {
+        bool edge = side < 0 ? c[d] == 0 : c[d] == s->geo.blocks[d] - 1;
+        if (!edge) continue;
+        auto region = blk.padded_extent();
+        region[d] = blk.padding;
+        e = launch(after(e), where, divide_work(where, region), edge_kernel<T, N, P>{policy}, blk,
+                   d, side, region);
+      }
+    return e;
+  };
+}
+
+}  // namespace tensor_detail
+
+/// Sets how `load_padding` fills the padding at the domain's edges: a policy of
+/// strata::boundary, or a user loader `f(iterator, dim, side)` called for every padding
+/// cell at an edge (`side` -1 below the first cell, +1 past the last; the iterator is at
+/// the padding cell and may read the interior with `offset`). Runs where the block lives.
+template <class T, std::size_t N, class B>
+void set_boundary(tensor<T, N>& t, B policy) {
+  auto& s = t.state();
+  s.periodic = std::is_same_v<B, boundary::periodic>;
+  if constexpr (std::is_same_v<B, boundary::none> || std::is_same_v<B, boundary::periodic>)
+    s.edges = nullptr;
+  else
+    s.edges = tensor_detail::make_edge_loader<T, N, B>(&s, policy);
+}
+
+/// Fills block b's padding: its halo from the neighbouring blocks (and the opposite edge
+/// when periodic), then the domain edges by the tensor's boundary policy.
+template <class T, std::size_t N>
+event load_padding(after const& deps, tensor<T, N> const& t, std::size_t b) {
+  auto& s = t.state();
+  index_t const pad = s.geo.padding;
+  if (pad == 0) return when_all(deps);
+  auto const c = s.geo.coord(b);
+  auto const& blk = s.blocks[b];
+  std::vector<event> copies;
+  index_t const offsets = [] {
+    index_t n = 1;
+    for (std::size_t d = 0; d < N; ++d) n *= 3;
+    return n;
+  }();
+  for (index_t o = 0; o < offsets; ++o) {
+    auto step = delinearize(o, vec<N>::fill(3));
+    bool self = true, skip = false;
+    vec<N> nc{}, dlo{}, slo{}, ext{};
+    for (std::size_t d = 0; d < N; ++d) {
+      index_t const dir = step[d] - 1;
+      if (dir != 0) self = false;
+      nc[d] = c[d] + dir;
+      if (nc[d] < 0 || nc[d] >= s.geo.blocks[d]) {
+        if (!s.periodic) {
+          skip = true;
+          break;
+        }
+        nc[d] = (nc[d] + s.geo.blocks[d]) % s.geo.blocks[d];
+      }
+    }
+    if (self || skip) continue;
+    auto const nb = s.geo.linear(nc);
+    auto const& nblk = s.blocks[nb];
+    for (std::size_t d = 0; d < N; ++d) {
+      index_t const dir = step[d] - 1;
+      if (dir < 0) {
+        dlo[d] = -pad;
+        slo[d] = nblk.extent[d] - pad;
+        ext[d] = pad;
+      } else if (dir > 0) {
+        dlo[d] = blk.extent[d];
+        slo[d] = 0;
+        ext[d] = pad;
+      } else {
+        dlo[d] = 0;
+        slo[d] = 0;
+        ext[d] = blk.extent[d];
+      }
+    }
+    copies.push_back(tensor_detail::copy_box(deps, t, b, dlo, t, nb, slo, ext));
+  }
+  event halo = copies.empty() ? when_all(deps) : when_all(after(copies));
+  if (!s.edges) return halo;
+  return s.edges(after(halo), b);
+}
+
+/// Fills the padding of every block (all halos, then edges).
+template <class T, std::size_t N>
+event load_padding(after const& deps, tensor<T, N> const& t) {
+  std::vector<event> done;
+  for (std::size_t b = 0; b < t.blocks(); ++b) done.push_back(load_padding(deps, t, b));
+  return when_all(after(done));
+}
+template <class T, std::size_t N>
+event load_padding(tensor<T, N> const& t) {
+  return load_padding(after{}, t);
+}
+
+}  // namespace strata

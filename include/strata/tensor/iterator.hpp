@@ -1,0 +1,171 @@
+// What a tensor kernel receives for each cell (Ripple §5.2): an indexed iterator at the
+// cell, which knows its block and global indices, dereferences to the cell, and moves by
+// `offset(dim, k)` into neighbours and the padding (§5.2.1, Listing 4); `unrolled_for<N>`
+// unrolls a per-dimension operation at compile time; stencil helpers compute differences.
+#pragma once
+
+#include <strata/config.hpp>
+#include <strata/error.hpp>
+#include <strata/vec.hpp>
+
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+namespace strata {
+
+/// One block of a tensor as kernels see it: the padded box's first element, the interior
+/// extent, where the interior starts in the global index space, the element stride of
+/// each dimension (dimension N-1 is contiguous) and the padding width. Trivially copyable:
+/// it is passed to kernels by value.
+template <class T, std::size_t N>
+struct tensor_block {
+  T* base = nullptr;  // cell (-padding, ..., -padding) of the block
+  vec<N> extent{};    // interior cells
+  vec<N> origin{};    // global index of interior cell (0, ..., 0)
+  vec<N> stride{};    // elements between neighbours in each dimension
+  vec<N> global_extent{};
+  index_t padding = 0;
+
+  /// The address of local cell `i` (interior cells are [0, extent); padding is outside).
+  STRATA_FN T* address(vec<N> const& i) const noexcept {
+    index_t off = 0;
+    for (std::size_t d = 0; d < N; ++d) off += (i[d] + padding) * stride[d];
+    return base + off;
+  }
+  /// Cells of the padded box in each dimension.
+  STRATA_FN vec<N> padded_extent() const noexcept {
+    vec<N> e = extent;
+    for (std::size_t d = 0; d < N; ++d) e[d] += 2 * padding;
+    return e;
+  }
+};
+
+namespace tensor_detail {
+[[noreturn]] inline void offset_out_of_padding(std::size_t dim, index_t to, index_t extent,
+                                               index_t padding) {
+  throw out_of_range("tensor iterator: offset to local index " + std::to_string(to) +
+                     " in dimension " + std::to_string(dim) + " is outside the padded block [" +
+                     std::to_string(-padding) + ", " + std::to_string(extent + padding) +
+                     "); expected offsets within the padding (" + std::to_string(padding) +
+                     " cells)");
+}
+}  // namespace tensor_detail
+
+/// Ripple's IndexedIterator: a cell of a block, with its block and global indices.
+/// Valid while the kernel call that received it runs.
+template <class T, std::size_t N>
+class tensor_iterator {
+ public:
+  static constexpr std::size_t dims = N;
+  using value_type = std::remove_const_t<T>;
+
+  STRATA_FN tensor_iterator(tensor_block<T, N> const& b, vec<N> const& local) noexcept
+      : block_(&b), p_(b.address(local)), local_(local) {}
+
+  STRATA_FN T& operator*() const noexcept { return *p_; }
+  STRATA_FN T* operator->() const noexcept { return p_; }
+  STRATA_FN T* get() const noexcept { return p_; }
+
+  /// The iterator `k` cells away in dimension `dim`, into the padding at most (checked in
+  /// builds without NDEBUG: a step past the padding is strata::out_of_range).
+  STRATA_FN tensor_iterator offset(std::size_t dim, index_t k) const {
+    tensor_iterator r = *this;
+    r.local_[dim] += k;
+#if !defined(NDEBUG) && !defined(__CUDA_ARCH__)
+    auto const& b = *block_;
+    if (r.local_[dim] < -b.padding || r.local_[dim] >= b.extent[dim] + b.padding)
+      tensor_detail::offset_out_of_padding(dim, r.local_[dim], b.extent[dim], b.padding);
+#endif
+    r.p_ += k * block_->stride[dim];
+    return r;
+  }
+  /// Moves this iterator by `k` cells in `dim` (as offset, in place).
+  STRATA_FN tensor_iterator& shift(std::size_t dim, index_t k) {
+    return *this = offset(dim, k);
+  }
+
+  /// The cell's index inside its block's interior (negative or >= block size in padding).
+  STRATA_FN index_t index(std::size_t dim) const noexcept {
+    return local_[dim];
+  }
+  STRATA_FN vec<N> index() const noexcept {
+    return local_;
+  }
+  /// The cell's index in the whole tensor.
+  STRATA_FN index_t global_index(std::size_t dim) const noexcept {
+    return block_->origin[dim] + local_[dim];
+  }
+  STRATA_FN vec<N> global_index() const noexcept {
+    vec<N> g{};
+    for (std::size_t d = 0; d < N; ++d) g[d] = global_index(d);
+    return g;
+  }
+  STRATA_FN index_t size(std::size_t dim) const noexcept {
+    return block_->extent[dim];
+  }
+  STRATA_FN index_t global_size(std::size_t dim) const noexcept {
+    return block_->global_extent[dim];
+  }
+  STRATA_FN index_t padding() const noexcept {
+    return block_->padding;
+  }
+  /// Whether the cell is on the first / last row of the whole tensor in `dim`.
+  STRATA_FN bool first(std::size_t dim) const noexcept {
+    return global_index(dim) == 0;
+  }
+  STRATA_FN bool last(std::size_t dim) const noexcept {
+    return global_index(dim) == global_size(dim) - 1;
+  }
+  STRATA_FN tensor_block<T, N> const& block() const noexcept {
+    return *block_;
+  }
+
+ private:
+  tensor_block<T, N> const* block_;
+  T* p_;
+  vec<N> local_;
+};
+
+/// Calls `f(std::integral_constant<std::size_t, d>{})` for d = 0 .. N-1, unrolled at
+/// compile time (Ripple §5.2.1).
+template <std::size_t N, class F>
+STRATA_FN constexpr void unrolled_for(F&& f) {
+  [&]<std::size_t... D>(std::index_sequence<D...>) {
+    (f(std::integral_constant<std::size_t, D>{}), ...);
+  }
+  (std::make_index_sequence<N>{});
+}
+
+// Differences on iterators (Ripple's stencil helpers): forward, backward and central first
+// differences, the second difference, and the gradient by central differences over `h`.
+template <class It>
+STRATA_FN auto forward_diff(It const& it, std::size_t dim) {
+  return *it.offset(dim, 1) - *it;
+}
+template <class It>
+STRATA_FN auto backward_diff(It const& it, std::size_t dim) {
+  return *it - *it.offset(dim, -1);
+}
+template <class It>
+STRATA_FN auto central_diff(It const& it, std::size_t dim) {
+  return *it.offset(dim, 1) - *it.offset(dim, -1);
+}
+template <class It>
+STRATA_FN auto second_diff(It const& it, std::size_t dim) {
+  return *it.offset(dim, 1) - *it * 2 + *it.offset(dim, -1);
+}
+/// The gradient by central differences, `(x[i+1] - x[i-1]) / (2h)` per dimension.
+template <class It, class H>
+STRATA_FN auto gradient(It const& it, H h) {
+  using V = std::remove_cvref_t<decltype(*it - *it)>;
+  struct grad {
+    V v[It::dims];
+    STRATA_FN V operator[](std::size_t d) const { return v[d]; }
+  } g{};
+  unrolled_for<It::dims>([&](auto d) { g.v[d] = central_diff(it, d) / (2 * h); });
+  return g;
+}
+
+}  // namespace strata

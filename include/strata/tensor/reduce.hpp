@@ -1,0 +1,155 @@
+// Reductions over tensors (Ripple §5.3.3, Listing 8, Figure 4): every block is folded where
+// it lives (a kernel writes one partial value per thread into the block's memory, then
+// the partials are copied to the host), and the partials are combined on the host. In a
+// graph, each block's fold is a node after that block's writers only.
+#pragma once
+
+#include <strata/tensor/split.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace strata {
+
+/// Reduction operators callable in kernels on every backend.
+struct reduce_sum {
+  template <class T>
+  STRATA_FN T operator()(T const& a, T const& b) const {
+    return a + b;
+  }
+};
+struct reduce_min {
+  template <class T>
+  STRATA_FN T operator()(T const& a, T const& b) const {
+    return b < a ? b : a;
+  }
+};
+struct reduce_max {
+  template <class T>
+  STRATA_FN T operator()(T const& a, T const& b) const {
+    return a < b ? b : a;
+  }
+};
+
+namespace tensor_detail {
+
+template <class T, std::size_t N, class R, class Op>
+struct fold_kernel {
+  Op op;
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, tensor_block<T, N> b, R identity, R* partial) const {
+    R acc = identity;
+    for_each_point<N>(self.elements(b.extent),
+                      [&](vec<N> const& p) { acc = op(acc, static_cast<R>(*b.address(p))); });
+    partial[self.global_linear_index()] = acc;
+  }
+};
+
+/// What one block's fold needs, made once (at graph build) and reused by every run: the
+/// shape, the partials in the block's memory and their host copy.
+template <class R>
+struct block_fold {
+  std::vector<R> host;
+  std::shared_ptr<void> device;  // the partials in the block's memory
+  R* device_data = nullptr;
+  std::uint32_t device_memory = 0;
+  space_id space = space_id::host;
+};
+
+template <class T, std::size_t N, class R, class Op>
+std::shared_ptr<block_fold<R>> make_fold(tensor<T, N> const& t, std::size_t b) {
+  auto f = std::make_shared<block_fold<R>>();
+  auto const& where = t.place_of(b);
+  auto s = divide_work(where, t.block(b).extent);
+  auto threads = static_cast<std::size_t>(s.grid_extent().product() * s.block_extent().product());
+  f->host.resize(threads);
+  f->space = t.space_of(b);
+  visit_space(f->space, [&](auto sp) {
+    using S = decltype(sp);
+    if constexpr (S::id == space_id::host || S::id == space_id::sim || S::id == space_id::cuda) {
+      auto p = allocate<R, S>(where, threads);
+      f->device_data = p.get();
+      f->device_memory = p.place_id();
+      f->device = std::shared_ptr<void>(p.get(), [p](void*) { deallocate(p); });
+    }
+  });
+  return f;
+}
+
+/// Folds block b into f->host (complete when the event is).
+template <class T, std::size_t N, class R, class Op>
+event fold_block(after const& deps, tensor<T, N> const& t, std::size_t b, block_fold<R>& f,
+                 R identity, Op op) {
+  auto const& where = t.place_of(b);
+  auto s = divide_work(where, t.block(b).extent);
+  auto n = f.host.size();
+  return visit_space(f.space, [&](auto sp) {
+    using S = decltype(sp);
+    ptr<R, S> dev(f.device_data, f.device_memory);
+    auto k = launch(deps, where, s, fold_kernel<T, N, R, Op>{op}, t.block(b), identity, dev);
+    return copy(after(k), ptr<R, host_space>(f.host.data(), 0), dev, n);
+  });
+}
+
+}  // namespace tensor_detail
+
+/// Reduces every cell of `t` with `op`, starting from `identity` (waits for the result).
+template <class T, std::size_t N, class R, class Op>
+R reduce(after const& deps, tensor<T, N> const& t, R identity, Op op) {
+  std::vector<std::shared_ptr<tensor_detail::block_fold<R>>> folds;
+  std::vector<event> done;
+  for (std::size_t b = 0; b < t.blocks(); ++b) {
+    folds.push_back(tensor_detail::make_fold<T, N, R, Op>(t, b));
+    done.push_back(tensor_detail::fold_block(deps, t, b, *folds.back(), identity, op));
+  }
+  wait_all(done);
+  R acc = identity;
+  for (auto const& f : folds)
+    for (auto const& x : f->host) acc = op(acc, x);
+  return acc;
+}
+template <class T, std::size_t N, class R, class Op>
+R reduce(tensor<T, N> const& t, R identity, Op op) {
+  return reduce(after{}, t, identity, op);
+}
+
+/// graph::reduce / then_reduce over a tensor (found by argument-dependent lookup from
+/// task/graph.hpp): a fold node per block after that block's writers, and a final node
+/// that combines the partials and completes `result`.
+template <class T, std::size_t N, class R, class Op>
+graph& tensor_reduce(graph& g, bool then, tensor<T, N> const& t, reduction_result<R> result,
+                     Op op) {
+  auto const blocks = t.blocks();
+  auto const key = t.partitioning();
+  if (then) g.next_level();
+  g.at_each_pass([result]() mutable { result.begin(); });
+  std::vector<std::shared_ptr<tensor_detail::block_fold<R>>> folds;
+  std::vector<node_ref> parts;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    auto f = tensor_detail::make_fold<T, N, R, Op>(t, b);
+    folds.push_back(f);
+    std::vector<std::size_t> after_parts{b};
+    if (!then)
+      for (std::size_t k = 0; k < blocks; ++k)
+        if (k != b) after_parts.push_back(k);
+    node_options o("reduce[" + std::to_string(b) + "]");
+    if (t.space_of(b) != space_id::host) o.kind = execution_kind::device;
+    parts.push_back(g.add_part(std::move(o),
+                               [t, b, f, op, identity = result.identity()] {
+                                 return tensor_detail::fold_block(after{}, t, b, *f, identity, op);
+                               },
+                               key, b, blocks, after_parts, {}));
+  }
+  auto fin = g.add_joined("reduce", [folds, op, result]() mutable {
+    R acc = result.identity();
+    for (auto const& f : folds)
+      for (auto const& x : f->host) acc = op(acc, x);
+    result.set(acc);
+  });
+  for (auto& p : parts) p.precede(fin);
+  return g;
+}
+
+}  // namespace strata

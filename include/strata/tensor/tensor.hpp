@@ -1,0 +1,321 @@
+// Ripple's partitioned tensor (Ripple §4.1): a 1-3D box of cells split over places, each
+// partition in its place's memory (host NUMA memory, a sim device, a CUDA device), cut
+// into blocks, every block stored with a halo of `padding` cells. Handles share their data
+// (as Kokkos views): a copy of a tensor refers to the same blocks, so graph nodes and
+// kernels capture tensors by value.
+#pragma once
+
+#include <strata/exec/copy.hpp>
+#include <strata/memory/allocate.hpp>
+#include <strata/tensor/geometry.hpp>
+#include <strata/tensor/iterator.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace strata {
+
+template <class T, std::size_t N>
+class tensor;
+
+namespace tensor_detail {
+
+/// Calls fn(Space{}) for the memory space `s` names.
+template <class Fn>
+decltype(auto) visit_space(space_id s, Fn&& fn) {
+  switch (s) {
+    case space_id::host:
+      return fn(host_space{});
+    case space_id::pinned:
+      return fn(pinned_space{});
+    case space_id::mapped:
+      return fn(mapped_space{});
+    case space_id::sim:
+      return fn(sim_space{});
+    case space_id::cuda:
+      return fn(cuda_space{});
+    case space_id::managed:
+      return fn(managed_space{});
+  }
+  throw error("tensor: unknown memory space");
+}
+
+/// Where one block lives and where kernels on it run.
+struct block_home {
+  place where;  // the processors that run kernels on the block (a device, or host PUs)
+  space_id space = space_id::host;
+  std::uint32_t memory = 0;  // the memory place's id
+  void* data = nullptr;      // the padded box
+};
+
+/// Fills the padding of one block at the domain's edges (set by set_boundary).
+using edge_loader = std::function<event(after const&, std::size_t block)>;
+
+template <class T, std::size_t N>
+struct tensor_state {
+  geometry<N> geo;
+  std::vector<place> places;  // one per partition slot (partitions cycle through them)
+  std::vector<block_home> homes;
+  std::vector<tensor_block<T, N>> blocks;
+  bool periodic = false;
+  edge_loader edges;  // empty: the domain edges' padding is left alone
+  std::vector<std::function<void()>> release;
+
+  tensor_state() = default;
+  tensor_state(tensor_state const&) = delete;
+  tensor_state& operator=(tensor_state const&) = delete;
+  ~tensor_state() {
+    for (auto it = release.rbegin(); it != release.rend(); ++it) (*it)();
+  }
+};
+
+/// The memory space kernels on `p` use: a device's own, else the host's.
+inline space_id space_for(place const& p) {
+  switch (p.isa()) {
+    case isa::sim:
+      return space_id::sim;
+    case isa::cuda:
+      return space_id::cuda;
+    case isa::host:
+      break;
+  }
+  return space_id::host;
+}
+
+}  // namespace tensor_detail
+
+template <class T, std::size_t N>
+class tensor {
+  static_assert(N >= 1 && N <= 3, "tensor: 1 to 3 dimensions");
+  static_assert(std::is_trivially_copyable_v<T>,
+                "tensor: T must be trivially copyable (cells move between memories bytewise)");
+
+ public:
+  using value_type = T;
+  static constexpr std::size_t rank = N;
+  using tensor_split_tag = void;  // the graph's split() treats it as a tensor (task/graph.hpp)
+
+  tensor() = default;
+  /// Partitions cycle through `places` (partition p on places[p % size]); each block is
+  /// allocated in its place's memory with its padding around it.
+  tensor(std::vector<place> const& places, tensor_spec<N> const& spec)
+      : s_(std::make_shared<tensor_detail::tensor_state<T, N>>()) {
+    if (places.empty())
+      throw invalid_argument("tensor: no places given; expected at least one place to hold it");
+    s_->geo = tensor_detail::make_geometry(spec);
+    s_->places = places;
+    auto const& g = s_->geo;
+    auto const nb = g.block_count();
+    s_->homes.resize(nb);
+    s_->blocks.resize(nb);
+    for (std::size_t b = 0; b < nb; ++b) {
+      auto& h = s_->homes[b];
+      h.where = places[g.partition_of(b) % places.size()];
+      h.space = tensor_detail::space_for(h.where);
+      auto& blk = s_->blocks[b];
+      blk.extent = g.block_extent(b);
+      blk.origin = g.origin(b);
+      blk.global_extent = g.extent;
+      blk.padding = g.padding;
+      auto padded = blk.padded_extent();
+      index_t step = 1;
+      for (std::size_t d = N; d-- > 0;) {
+        blk.stride[d] = step;
+        step *= padded[d];
+      }
+      auto const count = static_cast<std::size_t>(padded.product());
+      tensor_detail::visit_space(h.space, [&](auto sp) {
+        using S = decltype(sp);
+        if constexpr (S::id == space_id::host || S::id == space_id::sim ||
+                      S::id == space_id::cuda) {
+          auto p = allocate<T, S>(h.where, count);
+          h.data = p.get();
+          h.memory = p.place_id();
+          s_->release.push_back([p] { deallocate(p); });
+        }
+      });
+      blk.base = static_cast<T*>(h.data);
+    }
+  }
+  /// One block on `where`.
+  tensor(place const& where, vec<N> extent, index_t padding = 0)
+      : tensor(std::vector<place>{where}, tensor_spec<N>{.extent = extent, .padding = padding}) {}
+
+  explicit operator bool() const noexcept { return s_ != nullptr; }
+  vec<N> extent() const { return state().geo.extent; }
+  index_t padding() const { return state().geo.padding; }
+  std::size_t size() const { return static_cast<std::size_t>(extent().product()); }
+  /// Blocks (partitions times sub-partitions): graph splits make one node per block.
+  std::size_t blocks() const { return state().blocks.size(); }
+  std::size_t partitions() const { return state().geo.partition_count(); }
+  /// The block holding global cell `i`, and where block `b` is.
+  std::size_t block_of(vec<N> const& i) const { return state().geo.block_of(i); }
+  tensor_block<T, N> const& block(std::size_t b) const { return state().blocks.at(b); }
+  place const& place_of(std::size_t b) const { return state().homes.at(b).where; }
+  space_id space_of(std::size_t b) const { return state().homes.at(b).space; }
+  /// The block boundaries of dimension d (blocks + 1 values, from 0 to the extent).
+  std::vector<index_t> const& cuts(std::size_t d) const { return state().geo.cuts.at(d); }
+  /// The graph's identity of the block grid (task/partitioned.hpp).
+  partition_key partitioning() const { return state().geo.key(); }
+  bool same_cells(tensor const& o) const { return state().geo.same_cells(o.state().geo); }
+  /// Whether the padding at the domain's edges wraps around (periodic boundaries): halo
+  /// exchanges then treat the first and last blocks of each dimension as neighbours.
+  bool periodic() const { return state().periodic; }
+
+  /// A view of block b's whole padded box in space S (which must be the block's space).
+  template <memory_space S>
+  view<T, N, S> padded_view(std::size_t b) const {
+    auto const& h = state().homes.at(b);
+    if (h.space != S::id)
+      throw invalid_argument("tensor::padded_view: block " + std::to_string(b) + " is in " +
+                             std::string(to_string(h.space)) + " memory, not " +
+                             std::string(to_string(S::id)));
+    auto const& blk = state().blocks[b];
+    auto pe = blk.padded_extent();
+    std::size_t pitch = N >= 2 ? static_cast<std::size_t>(blk.stride[N - 2]) * sizeof(T) : 0;
+    std::size_t slice = N == 3 ? static_cast<std::size_t>(blk.stride[0]) * sizeof(T) : 0;
+    return view<T, N, S>(ptr<T, S>(static_cast<T*>(h.data), h.memory), pe, pitch, slice);
+  }
+  /// A view of the box [lo, lo + ext) of block b, in local indices (the interior starts at
+  /// 0; the padding is at negative indices and past the extent).
+  template <memory_space S>
+  view<T, N, S> local_view(std::size_t b, vec<N> lo, vec<N> const& ext) const {
+    for (std::size_t d = 0; d < N; ++d) lo[d] += padding();
+    return padded_view<S>(b).window(lo, ext);
+  }
+
+  tensor_detail::tensor_state<T, N>& state() const {
+    if (!s_) throw invalid_argument("tensor: an empty tensor handle; expected a created tensor");
+    return *s_;
+  }
+
+ private:
+  template <class, std::size_t>
+  friend class tensor;
+  template <class U, std::size_t M, class B>
+  friend void set_boundary(tensor<U, M>& t, B policy);
+  std::shared_ptr<tensor_detail::tensor_state<T, N>> s_;
+};
+
+namespace tensor_detail {
+
+/// Copies the local box [dlo, dlo+ext) of dst's block db from the local box [slo, ...) of
+/// src's block sb, in whatever memories they are.
+template <class T, std::size_t N>
+event copy_box(after const& deps, tensor<T, N> const& dst, std::size_t db, vec<N> dlo,
+               tensor<T, N> const& src, std::size_t sb, vec<N> slo, vec<N> const& ext) {
+  return visit_space(dst.space_of(db), [&](auto ds) {
+    return visit_space(src.space_of(sb), [&](auto ss) {
+      using DS = decltype(ds);
+      using SS = decltype(ss);
+      return copy(deps, dst.template local_view<DS>(db, dlo, ext),
+                  src.template local_view<SS>(sb, slo, ext));
+    });
+  });
+}
+
+/// The intersection of two global boxes; false if empty.
+template <std::size_t N>
+bool intersect(vec<N> alo, vec<N> const& aext, vec<N> const& blo, vec<N> const& bext, vec<N>& lo,
+               vec<N>& ext) {
+  for (std::size_t d = 0; d < N; ++d) {
+    auto l = alo[d] > blo[d] ? alo[d] : blo[d];
+    auto ha = alo[d] + aext[d], hb = blo[d] + bext[d];
+    auto h = ha < hb ? ha : hb;
+    if (h <= l) return false;
+    lo[d] = l;
+    ext[d] = h - l;
+  }
+  return true;
+}
+
+}  // namespace tensor_detail
+
+/// Sets every cell (padding included) of every block to `value`.
+template <class T, std::size_t N>
+event fill(after const& deps, tensor<T, N> const& t, T const& value) {
+  std::vector<event> done;
+  for (std::size_t b = 0; b < t.blocks(); ++b)
+    done.push_back(tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
+      return fill(deps, t.template padded_view<decltype(sp)>(b), value);
+    }));
+  return when_all(after(done));
+}
+template <class T, std::size_t N>
+event fill(tensor<T, N> const& t, T const& value) {
+  return fill(after{}, t, value);
+}
+
+/// Copies the cells of `src` into `dst` (same extent; any partitioning, places, padding):
+/// every pair of overlapping blocks copies its intersection.
+template <class T, std::size_t N>
+event copy(after const& deps, tensor<T, N> const& dst, tensor<T, N> const& src) {
+  if (!(dst.extent() == src.extent()))
+    throw invalid_argument("copy: tensors of extents " + detail::shape_text(dst.extent()) +
+                           " and " + detail::shape_text(src.extent()) + "; expected equal extents");
+  std::vector<event> done;
+  for (std::size_t db = 0; db < dst.blocks(); ++db)
+    for (std::size_t sb = 0; sb < src.blocks(); ++sb) {
+      auto const& d = dst.block(db);
+      auto const& s = src.block(sb);
+      vec<N> lo{}, ext{};
+      if (!tensor_detail::intersect(d.origin, d.extent, s.origin, s.extent, lo, ext)) continue;
+      done.push_back(
+          tensor_detail::copy_box(deps, dst, db, lo - d.origin, src, sb, lo - s.origin, ext));
+    }
+  return when_all(after(done));
+}
+template <class T, std::size_t N>
+event copy(tensor<T, N> const& dst, tensor<T, N> const& src) {
+  return copy(after{}, dst, src);
+}
+
+/// Gathers every cell of `t` into `out` (a view of the tensor's extent in any space).
+template <class T, std::size_t N, memory_space S>
+event copy(after const& deps, view<T, N, S> const& out, tensor<T, N> const& t) {
+  if (!(out.extent() == t.extent()))
+    throw invalid_argument("copy: a view of " + detail::shape_text(out.extent()) +
+                           " and a tensor of " + detail::shape_text(t.extent()) +
+                           "; expected equal extents");
+  std::vector<event> done;
+  for (std::size_t b = 0; b < t.blocks(); ++b) {
+    auto const& blk = t.block(b);
+    done.push_back(tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
+      return copy(deps, out.window(blk.origin, blk.extent),
+                  t.template local_view<decltype(sp)>(b, vec<N>{}, blk.extent));
+    }));
+  }
+  return when_all(after(done));
+}
+/// Scatters `in` (a view of the tensor's extent) into the blocks of `t`.
+template <class T, std::size_t N, memory_space S>
+event copy(after const& deps, tensor<T, N> const& t, view<T, N, S> const& in) {
+  if (!(in.extent() == t.extent()))
+    throw invalid_argument("copy: a tensor of " + detail::shape_text(t.extent()) +
+                           " and a view of " + detail::shape_text(in.extent()) +
+                           "; expected equal extents");
+  std::vector<event> done;
+  for (std::size_t b = 0; b < t.blocks(); ++b) {
+    auto const& blk = t.block(b);
+    done.push_back(tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
+      return copy(deps, t.template local_view<decltype(sp)>(b, vec<N>{}, blk.extent),
+                  in.window(blk.origin, blk.extent));
+    }));
+  }
+  return when_all(after(done));
+}
+template <class T, std::size_t N, memory_space S>
+event copy(view<T, N, S> const& out, tensor<T, N> const& t) {
+  return copy(after{}, out, t);
+}
+template <class T, std::size_t N, memory_space S>
+event copy(tensor<T, N> const& t, view<T, N, S> const& in) {
+  return copy(after{}, t, in);
+}
+
+}  // namespace strata

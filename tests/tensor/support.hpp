@@ -1,0 +1,64 @@
+// Shared helpers of the tensor tests: places of several kinds and host copies of tensors.
+#pragma once
+
+#include <strata/strata.hpp>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace tensor_test {
+
+/// A runtime with four sim devices (two units each, so kernels run concurrently inside).
+inline strata::runtime& rt() {
+  static strata::runtime r{
+      strata::runtime_options{.sim_devices = "4:units=2,lat=2us,bw=20GB/s,mem=256MiB"}};
+  return r;
+}
+
+inline std::vector<strata::place> sim_devices(std::size_t n) {
+  auto all = rt().machine().slice(strata::isa::sim).descendants(strata::place_type::device);
+  all.resize(n);
+  return all;
+}
+
+inline std::vector<strata::place> host() {
+  return {rt().machine().slice(strata::isa::host)};
+}
+
+/// Where a test runs: "host" (one CPU place for every partition), or "simK".
+inline std::vector<strata::place> places(std::string const& where) {
+  if (where == "host") return host();
+  return sim_devices(static_cast<std::size_t>(std::stoul(where.substr(3))));
+}
+
+/// Every cell of t, row-major, on the host.
+template <class T, std::size_t N>
+std::vector<T> gather(strata::tensor<T, N> const& t) {
+  std::vector<T> out(t.size());
+  strata::view<T, N> v(strata::ptr<T, strata::host_space>(out.data(), 0), t.extent());
+  strata::copy(v, t).wait();
+  return out;
+}
+
+/// Block b's whole padded box, row-major, on the host.
+template <class T, std::size_t N>
+std::vector<T> padded_box(strata::tensor<T, N> const& t, std::size_t b) {
+  auto ext = t.block(b).padded_extent();
+  std::vector<T> out(static_cast<std::size_t>(ext.product()));
+  strata::view<T, N> v(strata::ptr<T, strata::host_space>(out.data(), 0), ext);
+  strata::tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
+    strata::copy(v, t.template padded_view<decltype(sp)>(b)).wait();
+  });
+  return out;
+}
+
+/// Sets every cell from a host array.
+template <class T, std::size_t N>
+void scatter(strata::tensor<T, N> const& t, std::vector<T> const& in) {
+  strata::view<T, N> v(strata::ptr<T, strata::host_space>(const_cast<T*>(in.data()), 0),
+                       t.extent());
+  strata::copy(t, v).wait();
+}
+
+}  // namespace tensor_test
