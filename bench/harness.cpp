@@ -111,7 +111,7 @@ std::pair<double, double> compare(int repeats, std::function<void()> const& stra
 bool run(std::string const& name, options const& o) {
   // The sim benchmarks need emulated devices; STRATA_SIM_DEVICES overrides these.
   runtime_options ro;
-  if (!std::getenv("STRATA_SIM_DEVICES")) ro.sim_devices = "2:bw=6GB/s,lat=10us";
+  if (!std::getenv("STRATA_SIM_DEVICES")) ro.sim_devices = "4:bw=6GB/s,lat=10us";
   runtime rt(ro);
   context ctx(o, rt);
   bool any = false;
