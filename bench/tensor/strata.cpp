@@ -74,8 +74,12 @@ void run_tensor_saxpy(context& ctx) {
         [&] { omp::tensor_saxpy(n, a, hx.data(), py.data(), t); });
     check(gather(y), "strata");
     check(py, "the peer");
-    result r{"tensor-saxpy", "host/" + std::to_string(t), double(n), ts,
-             "omp-loop/" + std::to_string(t), tp};
+    result r{"tensor-saxpy",
+             "host/" + std::to_string(t),
+             double(n),
+             ts,
+             "omp-loop/" + std::to_string(t),
+             tp};
     r.extra = {{"threads", t}};
     ctx.report(r);
   }
@@ -110,8 +114,12 @@ void run_tensor_saxpy(context& ctx) {
     auto [ts, tp] = compare(
         ctx.opts().repeats, [&] { for_each_cell(saxpy_cell{}, x, y, a).wait(); }, raw);
     check(gather(y), "strata");
-    result r{"tensor-saxpy", "sim" + std::to_string(k), double(n), ts,
-             "raw-kernel/sim" + std::to_string(k), tp};
+    result r{"tensor-saxpy",
+             "sim" + std::to_string(k),
+             double(n),
+             ts,
+             "raw-kernel/sim" + std::to_string(k),
+             tp};
     r.extra = {{"devices", double(k)}};
     ctx.report(r);
   }
@@ -164,8 +172,12 @@ void run_tensor_stencil(context& ctx) {
                                    std::to_string(j) + ") is " + std::to_string(x) +
                                    ", the OpenMP peer's " + std::to_string(y));
       }
-    result r{"tensor-stencil", "host/" + std::to_string(t), double(n * n) * sweeps, ts,
-             "omp-jacobi/" + std::to_string(t), tp};
+    result r{"tensor-stencil",
+             "host/" + std::to_string(t),
+             double(n * n) * sweeps,
+             ts,
+             "omp-jacobi/" + std::to_string(t),
+             tp};
     r.extra = {{"threads", t}, {"sweeps", sweeps}};
     ctx.report(r);
   }
@@ -176,8 +188,8 @@ void run_tensor_stencil(context& ctx) {
       ctx.skip("tensor-stencil", "sim" + std::to_string(k) + ": fewer sim devices");
       continue;
     }
-    tensor_spec<2> spec{.extent = {n, n}, .partitions = {k, 1}, .sub_partitions = {2, 1},
-                        .padding = 1};
+    tensor_spec<2> spec{
+        .extent = {n, n}, .partitions = {k, 1}, .sub_partitions = {2, 1}, .padding = 1};
     tensor<double, 2> a(devs, spec), b(devs, spec);
     set_boundary(a, boundary::constant<double>{0.0});
     set_boundary(b, boundary::constant<double>{0.0});
@@ -203,11 +215,16 @@ void run_tensor_stencil(context& ctx) {
     auto out = gather(a);
     if (!(out[static_cast<std::size_t>(n / 2 * n + n / 2)] > 0.0))
       throw std::runtime_error("tensor-stencil: the sim run left no values");
-    result r{"tensor-stencil", "sim" + std::to_string(k) + "/overlapped",
-             double(n * n) * sweeps, ts, "serialized-halo/sim" + std::to_string(k), tp};
+    result r{"tensor-stencil",
+             "sim" + std::to_string(k) + "/overlapped",
+             double(n * n) * sweeps,
+             ts,
+             "serialized-halo/sim" + std::to_string(k),
+             tp};
     r.extra = {{"devices", double(k)}, {"sweeps", sweeps}};
-    r.note = "ratio = overlap gain: the same graph sweeps with every halo load finished "
-             "before any block's kernel starts";
+    r.note =
+        "ratio = overlap gain: the same graph sweeps with every halo load finished "
+        "before any block's kernel starts";
     ctx.report(r);
   }
 }

@@ -67,6 +67,18 @@ TEST_P(WorkDivision, CoversTheProblemWithSimdRanges) {
   auto two = divide_work(here(), vec<2>{300, 1000});
   EXPECT_GE(two.global_element_extent()[0], 300);
   EXPECT_GE(two.global_element_extent()[1], 1000);
+  // 2-D and 3-D problems get about the same number of blocks as 1-D ones of the same size
+  // (whole rows, several per block), not one block per 16 cells of a row.
+  for (auto p : {vec<2>{1000, 1000}, vec<2>{37, 5000}, vec<2>{5000, 3}}) {
+    auto s = divide_work(here(), p);
+    EXPECT_GE(s.global_element_extent()[0], p[0]);
+    EXPECT_GE(s.global_element_extent()[1], p[1]);
+    EXPECT_LT(s.global_element_extent()[0] - p[0], s.element_extent()[0]);
+    EXPECT_LE(s.blocks(), 4 * divide_work(here(), p.product()).blocks()) << p[0] << "x" << p[1];
+  }
+  auto three = divide_work(here(), vec<3>{64, 64, 64});
+  EXPECT_GE(three.global_element_extent()[1], 64);
+  EXPECT_LE(three.blocks(), 4 * divide_work(here(), 64 * 64 * 64).blocks());
   auto par = divide_work<parallel_group>(here(), 1000);
   EXPECT_EQ(par.threads_per_block(), 64);
   EXPECT_GE(par.global_element_extent()[0], 1000);

@@ -39,11 +39,23 @@ shape<D, Policy> divide_work(target const& where, vec<D> const& problem) {
     index_t const target_blocks = static_cast<index_t>(traits.threads) * 64;
     index_t const total = problem.product();
     index_t per_block = round_up(ceil_div(total, target_blocks), simd);
-    index_t const others = total / last;
-    index_t e = round_up(ceil_div(per_block, others), simd);
-    if (e > round_up(last, simd)) e = round_up(last, simd);
-    elements[D - 1] = e;
-    grid[D - 1] = ceil_div(last, e);
+    if (per_block < last || D == 1) {
+      // Part of a row per block.
+      index_t const e = per_block < round_up(last, simd) ? per_block : round_up(last, simd);
+      elements[D - 1] = e;
+      grid[D - 1] = ceil_div(last, e);
+    } else {
+      // Whole rows, and as many of them per block as the share allows (a block of one
+      // short row would spend more on its call than on its elements).
+      elements[D - 1] = round_up(last, simd);
+      grid[D - 1] = 1;
+      if constexpr (D >= 2) {
+        index_t rows = per_block / last;
+        if (rows > problem[D - 2]) rows = problem[D - 2];
+        elements[D - 2] = rows;
+        grid[D - 2] = ceil_div(problem[D - 2], rows);
+      }
+    }
   } else {
     index_t const b = traits.host ? 64 : 256;
     block[D - 1] = last < b ? last : b;

@@ -30,8 +30,8 @@ struct tensor_block {
 
   /// The address of local cell `i` (interior cells are [0, extent); padding is outside).
   STRATA_FN T* address(vec<N> const& i) const noexcept {
-    index_t off = 0;
-    for (std::size_t d = 0; d < N; ++d) off += (i[d] + padding) * stride[d];
+    index_t off = i[N - 1] + padding;  // dimension N-1 is contiguous: stride 1
+    for (std::size_t d = 0; d + 1 < N; ++d) off += (i[d] + padding) * stride[d];
     return base + off;
   }
   /// Cells of the padded box in each dimension.
@@ -78,8 +78,14 @@ class tensor_iterator {
     if (r.local_[dim] < -b.padding || r.local_[dim] >= b.extent[dim] + b.padding)
       tensor_detail::offset_out_of_padding(dim, r.local_[dim], b.extent[dim], b.padding);
 #endif
-    r.p_ += k * block_->stride[dim];
+    // Dimension N-1 has stride 1: a constant `dim` (the usual call) folds to p + k.
+    r.p_ += dim == N - 1 ? k : k * block_->stride[dim];
     return r;
+  }
+  /// Moves to the next cell of the row (dimension N-1), as kernels over cells do.
+  STRATA_FN void next_in_row() noexcept {
+    ++p_;
+    ++local_[N - 1];
   }
   /// Moves this iterator by `k` cells in `dim` (as offset, in place).
   STRATA_FN tensor_iterator& shift(std::size_t dim, index_t k) {

@@ -93,12 +93,40 @@ STRATA_FN void call_lvalues(F const& f, A... a) {
   f(a...);
 }
 
+/// Moves a kernel argument to the next cell of its row (values stay as they are).
+template <class T, std::size_t N>
+STRATA_FN void next_in_row(tensor_iterator<T, N>& it) {
+  it.next_in_row();
+}
+template <class V>
+STRATA_FN void next_in_row(V&) {}
+
 template <std::size_t N, class F>
 struct cell_kernel {
   F f;
+  // Rows of the thread's element box: the iterators are made once per row and stepped
+  // along it, so the inner loop is as plain as a raw-index loop (the callgrind check in
+  // tests/CMakeLists.txt holds it to that).
   template <class Self, class... A>
   STRATA_FN void operator()(Self const& self, vec<N> extent, A const&... a) const {
-    for_each_point<N>(self.elements(extent), [&](vec<N> const& p) { call_lvalues(f, a.at(p)...); });
+    auto r = self.elements(extent);
+    if constexpr (N == 1) {
+      row(r.last - r.first, a.at(vec<1>{r.first})...);
+    } else if constexpr (N == 2) {
+      for (index_t i = 0; i < r.extent[0]; ++i)
+        row(r.extent[1], a.at(vec<2>{r.first[0] + i, r.first[1]})...);
+    } else {
+      for (index_t i = 0; i < r.extent[0]; ++i)
+        for (index_t j = 0; j < r.extent[1]; ++j)
+          row(r.extent[2], a.at(vec<3>{r.first[0] + i, r.first[1] + j, r.first[2]})...);
+    }
+  }
+  template <class... I>
+  STRATA_FN void row(index_t len, I... it) const {
+    for (index_t k = 0; k < len; ++k) {
+      call_lvalues(f, it...);  // copies: a kernel that moves its iterator moves its own
+      (next_in_row(it), ...);
+    }
   }
 };
 
