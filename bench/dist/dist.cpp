@@ -173,7 +173,8 @@ void run_bandwidth(context& ctx) {
   auto mpi_wait = [] { MPI_Barrier(MPI_COMM_WORLD); };
   for (std::size_t bytes = 1024; bytes <= largest; bytes *= 4) {
     // Enough transfers per timed run to outlast timer noise, at most 64 MiB moved.
-    int const k = static_cast<int>(std::clamp<std::size_t>((std::size_t{64} << 20) / bytes / 8, 1, 200));
+    int const k =
+        static_cast<int>(std::clamp<std::size_t>((std::size_t{64} << 20) / bytes / 8, 1, 200));
     int const count = static_cast<int>(bytes);
     auto [p_s, p_p] = compare(
         repeats,
@@ -208,9 +209,8 @@ void run_bandwidth(context& ctx) {
     if (rank == 0) {
       if (!std::equal(back.begin(), back.begin() + static_cast<long>(bytes), local.begin()))
         throw std::runtime_error("dist-bandwidth: get returned wrong data");
-      for (auto [what, s, p, peer] :
-           {std::tuple{"put", p_s, p_p, "MPI_Put+MPI_Win_flush"},
-            std::tuple{"get", g_s, g_p, "MPI_Get+MPI_Win_flush"}}) {
+      for (auto [what, s, p, peer] : {std::tuple{"put", p_s, p_p, "MPI_Put+MPI_Win_flush"},
+                                      std::tuple{"get", g_s, g_p, "MPI_Get+MPI_Win_flush"}}) {
         result r;
         r.bench = "dist-bandwidth";
         r.variant = what;

@@ -2,14 +2,14 @@
 
 #include <strata/error.hpp>
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <unistd.h>
-#include <vector>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "harness.hpp"
 
@@ -29,9 +29,14 @@ template <class Opts>
   std::vector<char> self(4096);
   auto len = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
   if (len <= 0) throw error("bench --ranks: cannot find this program's path (/proc/self/exe)");
-  std::vector<std::string> args{STRATA_MPIEXEC, "-n", std::to_string(o.ranks),
+  std::vector<std::string> args{STRATA_MPIEXEC,
+                                "-n",
+                                std::to_string(o.ranks),
                                 std::string(self.data(), static_cast<std::size_t>(len)),
-                                "bench", o.name, "--repeats", std::to_string(o.run.repeats)};
+                                "bench",
+                                o.name,
+                                "--repeats",
+                                std::to_string(o.run.repeats)};
   if (o.run.json) args.push_back("--json");
   if (o.run.quick) args.push_back("--quick");
   std::vector<char*> argv;

@@ -42,8 +42,7 @@ void run(info_options const& o) {
     dist::runtime cluster(rt);
     if (cluster.rank() != 0) return;
     auto shown = apply_slice(cluster.cluster(), o.slice);
-    auto text =
-        o.json ? to_json(shown, rt.notes()) + "\n" : to_text(shown, {.collapse = !o.flat});
+    auto text = o.json ? to_json(shown, rt.notes()) + "\n" : to_text(shown, {.collapse = !o.flat});
     std::fwrite(text.data(), 1, text.size(), stdout);
     return;
   }
