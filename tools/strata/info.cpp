@@ -3,6 +3,9 @@
 #include <strata/error.hpp>
 #include <strata/machine.hpp>
 #include <strata/runtime.hpp>
+#if STRATA_HAVE_DIST
+#include <strata/dist/runtime.hpp>
+#endif
 
 #include <cstdio>
 #include <memory>
@@ -33,6 +36,17 @@ void run(info_options const& o) {
   if (!o.sim_devices.empty()) ro.sim_devices = o.sim_devices;
   if (!o.topology.empty()) ro.topology = o.topology;
   runtime rt(ro);
+#if STRATA_HAVE_DIST
+  // Under mpiexec: the whole cluster (every rank's machine), printed once by rank 0.
+  if (dist::launched_by_mpi()) {
+    dist::runtime cluster(rt);
+    if (cluster.rank() != 0) return;
+    auto shown = apply_slice(cluster.cluster(), o.slice);
+    auto text = o.json ? to_json(shown, rt.notes()) + "\n" : to_text(shown, {.collapse = !o.flat});
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+#endif
   auto shown = apply_slice(rt.machine(), o.slice);
   auto text = o.json ? to_json(shown, rt.notes()) + "\n" : to_text(shown, {.collapse = !o.flat});
   std::fwrite(text.data(), 1, text.size(), stdout);

@@ -1,0 +1,239 @@
+// Distributed benchmarks (docs/dist.md), run under mpiexec by `strata bench --ranks N`:
+//
+// dist-latency   rank 0 against rank 1: a remote async round trip (an empty function
+//                object) against an MPI_Send/MPI_Recv ping-pong of 8 bytes, and 8-byte
+//                put/get (completion waited for each time) against MPI_Put/MPI_Get +
+//                MPI_Win_flush on a passive-target window.
+// dist-bandwidth put/get of 1 KiB .. 64 MiB against MPI_Put/MPI_Get + flush.
+//
+// Every rank runs the same sequence (compare() is deterministic), ranks other than 0
+// serve or wait in a barrier of their own side; only rank 0 reports. Outside mpiexec, or
+// with one rank, they are skipped with a note (`strata bench all` runs one process).
+#include <strata/dist.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+namespace strata::bench {
+namespace {
+
+struct nothing {
+  void operator()() const {}
+};
+
+// Rank 0 reports; the others stay silent.
+bool start(context& ctx, char const* name, int& rank, int& size) {
+  if (!dist::launched_by_mpi()) {
+    ctx.skip(name, "needs MPI ranks: run `strata bench --ranks 2 " + std::string(name) + "`");
+    return false;
+  }
+  char const* r = std::getenv("OMPI_COMM_WORLD_RANK");
+  char const* s = std::getenv("OMPI_COMM_WORLD_SIZE");
+  rank = r ? std::atoi(r) : 0;
+  size = s ? std::atoi(s) : 1;
+  if (size < 2) {
+    if (rank == 0) ctx.skip(name, "needs at least 2 ranks (strata bench --ranks 2 ...)");
+    return false;
+  }
+  return true;
+}
+
+void check(int rc, char const* what) {
+  if (rc != MPI_SUCCESS) throw std::runtime_error(std::string(what) + " failed");
+}
+
+// A window of `bytes` on every rank, locked for passive-target access for its lifetime.
+struct window {
+  MPI_Win win = MPI_WIN_NULL;
+  void* base = nullptr;
+  explicit window(std::size_t bytes) {
+    check(MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base,
+                           &win),
+          "MPI_Win_allocate");
+    check(MPI_Win_lock_all(0, win), "MPI_Win_lock_all");
+  }
+  ~window() {
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+  }
+};
+
+void run_latency(context& ctx) {
+  int rank = 0, size = 1;
+  if (!start(ctx, "dist-latency", rank, size)) return;
+  dist::runtime rt(ctx.rt());
+  int const n = ctx.opts().quick ? 50 : 2000;  // operations per timed run
+  int const repeats = ctx.opts().quick ? 1 : std::max(3, ctx.opts().repeats / 4);
+  // The target memory: 8 bytes on rank 1, for Strata and for MPI.
+  dist::global_ptr<std::uint64_t> target;
+  if (rank == 1) target = dist::allocate<std::uint64_t>(rt.here(), 1).get();
+  dist::broadcast(rt.world(), std::span(&target, 1), 1).wait();
+  window w(8);
+  std::uint64_t value = 42, back = 0;
+  auto strata_wait = [&] { dist::barrier(rt.world()).wait(); };
+  auto mpi_wait = [] { MPI_Barrier(MPI_COMM_WORLD); };
+
+  auto report = [&](char const* what, double s_strata, double s_peer, char const* peer) {
+    if (rank != 0) return;
+    result r;
+    r.bench = "dist-latency";
+    r.variant = what;
+    r.size = 8;
+    r.strata_s = s_strata / n;
+    r.peer = peer;
+    r.peer_s = s_peer / n;
+    r.note = "seconds per operation, rank 0 to rank 1, " + std::to_string(size) +
+             " ranks on this machine; Strata's side includes a completion event per "
+             "operation and its progress thread's hand-offs";
+    ctx.report(r);
+  };
+
+  // Remote async round trip vs ping-pong.
+  auto [a_s, a_p] = compare(
+      repeats,
+      [&] {
+        if (rank == 0)
+          for (int i = 0; i < n; ++i) dist::async(rt.rank_place(1), nothing{}).wait();
+        strata_wait();
+      },
+      [&] {
+        std::uint64_t buf = 0;
+        if (rank == 0)
+          for (int i = 0; i < n; ++i) {
+            MPI_Send(&buf, 1, MPI_UINT64_T, 1, 7, MPI_COMM_WORLD);
+            MPI_Recv(&buf, 1, MPI_UINT64_T, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          }
+        else if (rank == 1)
+          for (int i = 0; i < n; ++i) {
+            MPI_Recv(&buf, 1, MPI_UINT64_T, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(&buf, 1, MPI_UINT64_T, 0, 7, MPI_COMM_WORLD);
+          }
+        mpi_wait();
+      });
+  report("async-round-trip", a_s, a_p, "MPI_Send/Recv ping-pong");
+
+  auto [p_s, p_p] = compare(
+      repeats,
+      [&] {
+        if (rank == 0)
+          for (int i = 0; i < n; ++i) dist::put(target, &value, 1).wait();
+        strata_wait();
+      },
+      [&] {
+        if (rank == 0)
+          for (int i = 0; i < n; ++i) {
+            MPI_Put(&value, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, w.win);
+            MPI_Win_flush(1, w.win);
+          }
+        mpi_wait();
+      });
+  report("put-8B", p_s, p_p, "MPI_Put+MPI_Win_flush");
+
+  auto [g_s, g_p] = compare(
+      repeats,
+      [&] {
+        if (rank == 0)
+          for (int i = 0; i < n; ++i) dist::get(&back, target, 1).wait();
+        strata_wait();
+      },
+      [&] {
+        if (rank == 0)
+          for (int i = 0; i < n; ++i) {
+            MPI_Get(&back, 8, MPI_BYTE, 1, 0, 8, MPI_BYTE, w.win);
+            MPI_Win_flush(1, w.win);
+          }
+        mpi_wait();
+      });
+  report("get-8B", g_s, g_p, "MPI_Get+MPI_Win_flush");
+  if (rank == 0 && back != value) throw std::runtime_error("dist-latency: get read a wrong value");
+  dist::barrier(rt.world()).wait();
+  if (rank == 1) dist::deallocate(target).wait();
+}
+
+void run_bandwidth(context& ctx) {
+  int rank = 0, size = 1;
+  if (!start(ctx, "dist-bandwidth", rank, size)) return;
+  dist::runtime rt(ctx.rt());
+  std::size_t const largest = ctx.opts().quick ? (std::size_t{1} << 20) : (std::size_t{64} << 20);
+  int const repeats = ctx.opts().quick ? 1 : std::max(3, ctx.opts().repeats / 4);
+  dist::global_ptr<char> target;
+  if (rank == 1) target = dist::allocate<char>(rt.here(), largest).get();
+  dist::broadcast(rt.world(), std::span(&target, 1), 1).wait();
+  window w(largest);
+  std::vector<char> local(largest), back(largest);
+  for (std::size_t i = 0; i < largest; ++i) local[i] = static_cast<char>(i * 7 + 1);
+  auto strata_wait = [&] { dist::barrier(rt.world()).wait(); };
+  auto mpi_wait = [] { MPI_Barrier(MPI_COMM_WORLD); };
+  for (std::size_t bytes = 1024; bytes <= largest; bytes *= 4) {
+    // Enough transfers per timed run to outlast timer noise, at most 64 MiB moved.
+    int const k =
+        static_cast<int>(std::clamp<std::size_t>((std::size_t{64} << 20) / bytes / 8, 1, 200));
+    int const count = static_cast<int>(bytes);
+    auto [p_s, p_p] = compare(
+        repeats,
+        [&] {
+          if (rank == 0)
+            for (int i = 0; i < k; ++i) dist::put(target, local.data(), bytes).wait();
+          strata_wait();
+        },
+        [&] {
+          if (rank == 0)
+            for (int i = 0; i < k; ++i) {
+              MPI_Put(local.data(), count, MPI_BYTE, 1, 0, count, MPI_BYTE, w.win);
+              MPI_Win_flush(1, w.win);
+            }
+          mpi_wait();
+        });
+    auto [g_s, g_p] = compare(
+        repeats,
+        [&] {
+          if (rank == 0)
+            for (int i = 0; i < k; ++i) dist::get(back.data(), target, bytes).wait();
+          strata_wait();
+        },
+        [&] {
+          if (rank == 0)
+            for (int i = 0; i < k; ++i) {
+              MPI_Get(back.data(), count, MPI_BYTE, 1, 0, count, MPI_BYTE, w.win);
+              MPI_Win_flush(1, w.win);
+            }
+          mpi_wait();
+        });
+    if (rank == 0) {
+      if (!std::equal(back.begin(), back.begin() + static_cast<long>(bytes), local.begin()))
+        throw std::runtime_error("dist-bandwidth: get returned wrong data");
+      for (auto [what, s, p, peer] : {std::tuple{"put", p_s, p_p, "MPI_Put+MPI_Win_flush"},
+                                      std::tuple{"get", g_s, g_p, "MPI_Get+MPI_Win_flush"}}) {
+        result r;
+        r.bench = "dist-bandwidth";
+        r.variant = what;
+        r.size = static_cast<double>(bytes);
+        r.strata_s = s / k;
+        r.peer = peer;
+        r.peer_s = p / k;
+        r.extra = {{"strata_GBps", static_cast<double>(bytes) / r.strata_s / 1e9},
+                   {"peer_GBps", static_cast<double>(bytes) / r.peer_s / 1e9}};
+        r.note = "seconds per transfer, rank 0 to rank 1 on this machine";
+        ctx.report(r);
+      }
+    }
+  }
+  dist::barrier(rt.world()).wait();
+  if (rank == 1) dist::deallocate(target).wait();
+}
+
+registrar latency_reg("dist-latency",
+                      "Remote async round trip and 8-byte put/get vs raw MPI (--ranks 2)",
+                      run_latency);
+registrar bandwidth_reg("dist-bandwidth", "put/get 1 KiB-64 MiB vs MPI_Put/Get (--ranks 2)",
+                        run_bandwidth);
+
+}  // namespace
+}  // namespace strata::bench

@@ -1,0 +1,225 @@
+// The global address space (Phalanx §IV-C): a global pointer is (rank, address); memory
+// is allocated on any rank, and one-sided, non-blocking put/get/copy move data between
+// local and remote memory, returning events. Remote atomics: fetch-add and
+// compare-exchange.
+//
+//   auto g = dist::allocate<double>(rt.rank_place(1), n).get();   // lives on rank 1
+//   dist::put(g + 10, local.data(), 5).wait();                      // 5 elements at 10
+//   dist::get(back.data(), g, n).wait();
+//
+// Transfers are active messages handled by the target's progress thread (it plays the
+// role of an RDMA engine: it checks the range and copies, and runs no user code); large
+// transfers go as one MPI message straight into the destination (rendezvous). Every
+// remote access is checked against the target's registered memory (dist::allocate, or
+// make_global), so a pointer to freed or foreign memory fails with remote_error instead
+// of corrupting the target. Host memory only; device memory is staged through host.
+#pragma once
+
+#include <strata/dist/async.hpp>
+#include <strata/dist/runtime.hpp>
+#include <strata/exec/event.hpp>
+
+#include <compare>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+namespace strata::dist {
+
+template <class T>
+class global_ptr {
+ public:
+  global_ptr() = default;
+  global_ptr(int rank, std::uintptr_t address) noexcept : rank_(rank), address_(address) {}
+
+  int rank() const noexcept { return rank_; }
+  std::uintptr_t address() const noexcept { return address_; }
+  explicit operator bool() const noexcept { return address_ != 0; }
+  /// Whether the memory is in this process.
+  bool is_local() const;
+  /// The local address; throws invalid_argument when the memory is on another rank.
+  T* local() const;
+
+  global_ptr operator+(std::ptrdiff_t n) const noexcept {
+    return {rank_,
+            address_ + static_cast<std::uintptr_t>(n * static_cast<std::ptrdiff_t>(sizeof(T)))};
+  }
+  global_ptr operator-(std::ptrdiff_t n) const noexcept { return *this + (-n); }
+  global_ptr& operator+=(std::ptrdiff_t n) noexcept { return *this = *this + n; }
+  global_ptr& operator-=(std::ptrdiff_t n) noexcept { return *this = *this - n; }
+  global_ptr& operator++() noexcept { return *this += 1; }
+  global_ptr& operator--() noexcept { return *this -= 1; }
+  /// Elements between two pointers of the same rank.
+  friend std::ptrdiff_t operator-(global_ptr a, global_ptr b) {
+    if (a.rank_ != b.rank_)
+      throw invalid_argument("global_ptr difference between rank " + std::to_string(a.rank_) +
+                             " and rank " + std::to_string(b.rank_) +
+                             "; expected pointers into the same rank's memory");
+    return (static_cast<std::ptrdiff_t>(a.address_) - static_cast<std::ptrdiff_t>(b.address_)) /
+           static_cast<std::ptrdiff_t>(sizeof(T));
+  }
+  friend bool operator==(global_ptr, global_ptr) = default;
+  friend auto operator<=>(global_ptr, global_ptr) = default;
+
+ private:
+  int rank_ = -1;
+  std::uintptr_t address_ = 0;
+};
+
+namespace detail {
+
+int my_rank();
+[[noreturn]] void not_local(int rank, std::uintptr_t address);
+
+/// Memory remote ranks may access: allocated by dist::allocate or registered.
+void register_segment(void const* base, std::size_t bytes);
+void unregister_segment(void const* base);
+std::uintptr_t allocate_segment(std::size_t bytes, std::size_t align);
+void free_segment(std::uintptr_t address);
+
+event put_bytes(int rank, std::uintptr_t dst, void const* src, std::size_t n, after const& deps);
+event get_bytes(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps);
+
+enum class atomic_kind : std::uint8_t { fetch_add, compare_exchange };
+enum class scalar : std::uint8_t { i32, u32, i64, u64, f32, f64 };
+template <class T>
+constexpr scalar scalar_of() {
+  if constexpr (std::is_same_v<T, float>)
+    return scalar::f32;
+  else if constexpr (std::is_same_v<T, double>)
+    return scalar::f64;
+  else if constexpr (std::is_integral_v<T> && sizeof(T) == 4)
+    return std::is_signed_v<T> ? scalar::i32 : scalar::u32;
+  else if constexpr (std::is_integral_v<T> && sizeof(T) == 8)
+    return std::is_signed_v<T> ? scalar::i64 : scalar::u64;
+  else
+    static_assert(sizeof(T) == 0, "dist atomics: T must be a 32/64-bit integer, float or double");
+}
+/// Runs the atomic on `rank` (operands as raw 8-byte words); the old value's bytes (as
+/// many as the type has) land in `*old`, which is future<T>'s encoding of it.
+event atomic_bytes(int rank, std::uintptr_t address, atomic_kind kind, scalar type,
+                   std::uint64_t operand, std::uint64_t expected, std::shared_ptr<bytes> old);
+
+template <class T>
+std::uint64_t to_word(T v) {
+  std::uint64_t w = 0;
+  std::memcpy(&w, &v, sizeof(T));
+  return w;
+}
+
+template <class T>
+struct allocate_fn {
+  std::size_t n;
+  global_ptr<T> operator()() const {
+    return {my_rank(), allocate_segment(n * sizeof(T), alignof(T) < 64 ? 64 : alignof(T))};
+  }
+};
+struct free_fn {
+  std::uintptr_t address;
+  void operator()() const { free_segment(address); }
+};
+
+}  // namespace detail
+
+template <class T>
+bool global_ptr<T>::is_local() const {
+  return rank_ == detail::my_rank();
+}
+template <class T>
+T* global_ptr<T>::local() const {
+  if (!is_local()) detail::not_local(rank_, address_);
+  return reinterpret_cast<T*>(address_);
+}
+
+/// `n` elements of host memory on the rank of `where` (a cluster place), 64-byte aligned,
+/// uninitialized. Runs as a task on that rank (Phalanx: remote allocate).
+template <class T>
+future<global_ptr<T>> allocate(place const& where, std::size_t n) {
+  static_assert(std::is_trivially_copyable_v<T>, "dist::allocate: T must be trivially copyable");
+  return async(where, detail::allocate_fn<T>{n});
+}
+
+/// Frees memory from dist::allocate (on its rank); later accesses to it fail.
+template <class T>
+strata::event deallocate(global_ptr<T> p) {
+  auto& rt = runtime::current();
+  return async(rt.rank_place(p.rank()), detail::free_fn{p.address()}).event();
+}
+
+/// Makes local memory reachable from other ranks (until release_global).
+template <class T>
+global_ptr<T> make_global(std::span<T> local) {
+  detail::register_segment(local.data(), local.size_bytes());
+  return {detail::my_rank(), reinterpret_cast<std::uintptr_t>(local.data())};
+}
+template <class T>
+void release_global(global_ptr<T> p) {
+  detail::unregister_segment(p.local());
+}
+
+/// Copies `n` elements from local `src` to `dst` (any rank), after `deps`. `src` must stay
+/// valid until the event completes; completion means the data is in place at `dst`.
+template <class T>
+strata::event put(after const& deps, global_ptr<T> dst, T const* src, std::size_t n) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return detail::put_bytes(dst.rank(), dst.address(), src, n * sizeof(T), deps);
+}
+template <class T>
+strata::event put(global_ptr<T> dst, T const* src, std::size_t n) {
+  return put(after{}, dst, src, n);
+}
+
+/// Copies `n` elements from `src` (any rank) into local `dst`, after `deps`.
+template <class T>
+strata::event get(after const& deps, T* dst, global_ptr<T> src, std::size_t n) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  return detail::get_bytes(dst, src.rank(), src.address(), n * sizeof(T), deps);
+}
+template <class T>
+strata::event get(T* dst, global_ptr<T> src, std::size_t n) {
+  return get(after{}, dst, src, n);
+}
+
+/// Copies `n` elements between two global pointers (any ranks): local ends are read or
+/// written directly, two remote ends are staged through this process.
+template <class T>
+strata::event copy(after const& deps, global_ptr<T> dst, global_ptr<T> src, std::size_t n) {
+  if (src.is_local()) return put(deps, dst, src.local(), n);
+  if (dst.is_local()) return get(deps, dst.local(), src, n);
+  auto staging = std::make_shared<std::vector<T>>(n);
+  auto fetched = get(deps, staging->data(), src, n);
+  auto done = put(after(fetched), dst, staging->data(), n);
+  done.then([staging] {});  // keeps the staging buffer until the put has completed
+  return done;
+}
+template <class T>
+strata::event copy(global_ptr<T> dst, global_ptr<T> src, std::size_t n) {
+  return copy(after{}, dst, src, n);
+}
+
+/// Atomic fetch-add at `p` (any rank); the future holds the old value.
+template <class T>
+future<T> atomic_fetch_add(global_ptr<T> p, T operand) {
+  auto result = std::make_shared<detail::bytes>();
+  auto e = detail::atomic_bytes(p.rank(), p.address(), detail::atomic_kind::fetch_add,
+                                detail::scalar_of<T>(), detail::to_word(operand), 0, result);
+  return future<T>(std::move(e), std::move(result));
+}
+
+/// Atomic compare-exchange at `p`: stores `desired` if the value equals `expected`;
+/// the future holds the old value (equal to `expected` when the exchange happened).
+template <class T>
+future<T> atomic_compare_exchange(global_ptr<T> p, T expected, T desired) {
+  static_assert(std::is_integral_v<T>, "dist::atomic_compare_exchange: T must be an integer");
+  auto result = std::make_shared<detail::bytes>();
+  auto e = detail::atomic_bytes(p.rank(), p.address(), detail::atomic_kind::compare_exchange,
+                                detail::scalar_of<T>(), detail::to_word(desired),
+                                detail::to_word(expected), result);
+  return future<T>(std::move(e), std::move(result));
+}
+
+}  // namespace strata::dist

@@ -1,0 +1,1058 @@
+#include "dist/engine.hpp"
+
+#include <strata/error.hpp>
+#include <strata/exec/launch.hpp>
+
+#include "log.hpp"
+
+#include <cxxabi.h>
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <future>
+#include <map>
+
+namespace strata::dist::detail {
+
+namespace {
+
+constexpr int am_tag = 0;
+// Puts and gets up to this size travel inside the active message (one message, one copy
+// at the target); larger ones go as MPI messages straight into the destination.
+constexpr std::size_t inline_limit = 8192;
+// Long transfers are cut into MPI messages of at most this size (MPI counts are int),
+// pipelined: all are in flight at once.
+constexpr std::size_t chunk_bytes = std::size_t{1} << 30;
+
+int chunk_count(std::size_t n) {
+  return static_cast<int>((n + chunk_bytes - 1) / chunk_bytes);
+}
+int chunk_size(std::size_t n, int i) {
+  auto const at = static_cast<std::size_t>(i) * chunk_bytes;
+  return static_cast<int>(std::min(chunk_bytes, n - at));
+}
+
+std::string demangle(std::string const& name) {
+  int status = 0;
+  char* out = abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status);
+  if (status != 0 || !out) return name;
+  std::string s(out);
+  std::free(out);
+  return s;
+}
+
+// --- the function registry ----------------------------------------------------------
+
+struct registered {
+  std::string name;
+  std::string signature;
+  std::uint64_t signature_id = 0;
+  invoker run;
+  bool ambiguous = false;
+};
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_map<std::uint64_t, registered>& registry() {
+  static std::unordered_map<std::uint64_t, registered> r;
+  return r;
+}
+
+// --- registered memory ----------------------------------------------------------------
+
+struct segment {
+  std::size_t bytes;
+  bool owned;  // from allocate_segment (freed by free_segment)
+};
+std::mutex& segments_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::uintptr_t, segment>& segments() {
+  static std::map<std::uintptr_t, segment> s;
+  return s;
+}
+
+template <class T>
+std::uint64_t do_atomic(std::uintptr_t address, atomic_kind kind, std::uint64_t operand,
+                        std::uint64_t expected) {
+  T value, expect;
+  std::memcpy(&value, &operand, sizeof(T));
+  std::memcpy(&expect, &expected, sizeof(T));
+  std::atomic_ref<T> ref(*reinterpret_cast<T*>(address));
+  T old{};
+  if (kind == atomic_kind::fetch_add) {
+    old = ref.fetch_add(value);
+  } else if constexpr (std::is_integral_v<T>) {
+    old = expect;
+    ref.compare_exchange_strong(old, value);
+  } else {
+    throw invalid_argument(
+        "dist::atomic_compare_exchange: floating-point values are not "
+        "supported; expected an integer type");
+  }
+  std::uint64_t w = 0;
+  std::memcpy(&w, &old, sizeof(T));
+  return w;
+}
+
+std::size_t scalar_size(scalar s) {
+  return s == scalar::i32 || s == scalar::u32 || s == scalar::f32 ? 4 : 8;
+}
+
+std::uint64_t apply_atomic(std::uintptr_t address, atomic_kind kind, scalar type,
+                           std::uint64_t operand, std::uint64_t expected) {
+  switch (type) {
+    case scalar::i32:
+      return do_atomic<std::int32_t>(address, kind, operand, expected);
+    case scalar::u32:
+      return do_atomic<std::uint32_t>(address, kind, operand, expected);
+    case scalar::i64:
+      return do_atomic<std::int64_t>(address, kind, operand, expected);
+    case scalar::u64:
+      return do_atomic<std::uint64_t>(address, kind, operand, expected);
+    case scalar::f32:
+      return do_atomic<float>(address, kind, operand, expected);
+    case scalar::f64:
+      return do_atomic<double>(address, kind, operand, expected);
+  }
+  throw invalid_argument("dist atomics: unknown value type");
+}
+
+MPI_Datatype mpi_type(scalar s) {
+  switch (s) {
+    case scalar::i32:
+      return MPI_INT32_T;
+    case scalar::u32:
+      return MPI_UINT32_T;
+    case scalar::i64:
+      return MPI_INT64_T;
+    case scalar::u64:
+      return MPI_UINT64_T;
+    case scalar::f32:
+      return MPI_FLOAT;
+    case scalar::f64:
+      return MPI_DOUBLE;
+  }
+  return MPI_BYTE;
+}
+MPI_Op mpi_op(reduce_op op) {
+  switch (op) {
+    case reduce_op::sum:
+      return MPI_SUM;
+    case reduce_op::prod:
+      return MPI_PROD;
+    case reduce_op::min:
+      return MPI_MIN;
+    case reduce_op::max:
+      return MPI_MAX;
+  }
+  return MPI_SUM;
+}
+
+std::exception_ptr remote(int rank, std::string const& message) {
+  return std::make_exception_ptr(remote_error(rank, message));
+}
+
+std::atomic<engine*> live_engine{nullptr};
+mpi_thread* the_thread = nullptr;
+std::mutex the_thread_mutex;
+
+}  // namespace
+
+// --- MPI errors -----------------------------------------------------------------------
+
+std::string mpi_error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
+void check_mpi(int rc, char const* what) {
+  if (rc != MPI_SUCCESS) throw error(std::string(what) + " failed: " + mpi_error_text(rc));
+}
+
+// --- registry -------------------------------------------------------------------------
+
+std::uint64_t signature_id(std::string const& signature) noexcept {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a: the same in every process
+  for (unsigned char c : signature) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::uint64_t register_invoker(std::string const& name, std::string const& signature, invoker run) {
+  auto const id = signature_id(name);
+  std::lock_guard lock(registry_mutex());
+  auto [it, fresh] = registry().try_emplace(id);
+  if (!fresh && (it->second.name != name || it->second.signature != signature)) {
+    // Two functions under one name (or a hash collision): calling it is refused rather
+    // than running either.
+    it->second.ambiguous = true;
+    return id;
+  }
+  it->second = registered{name, signature, signature_id(signature), std::move(run), false};
+  return id;
+}
+
+// --- segments ---------------------------------------------------------------------------
+
+void register_segment(void const* base, std::size_t size) {
+  auto const a = reinterpret_cast<std::uintptr_t>(base);
+  std::lock_guard lock(segments_mutex());
+  auto& s = segments();
+  auto next = s.lower_bound(a);
+  bool overlap = (next != s.end() && next->first < a + std::max<std::size_t>(size, 1));
+  if (next != s.begin()) {
+    auto prev = std::prev(next);
+    overlap = overlap || prev->first + prev->second.bytes > a;
+  }
+  if (overlap)
+    throw invalid_argument(
+        "dist::make_global: the memory overlaps memory already registered "
+        "or allocated by dist::allocate; expected disjoint ranges");
+  s.emplace(a, segment{size, false});
+}
+
+void unregister_segment(void const* base) {
+  auto const a = reinterpret_cast<std::uintptr_t>(base);
+  std::lock_guard lock(segments_mutex());
+  auto it = segments().find(a);
+  if (it == segments().end() || it->second.owned)
+    throw invalid_argument(
+        "dist::release_global: the pointer is not the start of memory "
+        "registered with dist::make_global");
+  segments().erase(it);
+}
+
+std::uintptr_t allocate_segment(std::size_t size, std::size_t align) {
+  auto const rounded = (std::max<std::size_t>(size, 1) + align - 1) / align * align;
+  void* p = std::aligned_alloc(align, rounded);
+  if (!p)
+    throw out_of_memory("dist::allocate: " + std::to_string(size) + " bytes on rank " +
+                        std::to_string(my_rank()) + " could not be allocated");
+  std::lock_guard lock(segments_mutex());
+  segments().emplace(reinterpret_cast<std::uintptr_t>(p), segment{size, true});
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
+void free_segment(std::uintptr_t address) {
+  {
+    std::lock_guard lock(segments_mutex());
+    auto it = segments().find(address);
+    if (it == segments().end() || !it->second.owned)
+      throw invalid_argument("dist::deallocate: address 0x" + fmt_hex(address) +
+                             " is not the start of live memory from dist::allocate (freed "
+                             "twice, or never allocated?)");
+    segments().erase(it);
+  }
+  std::free(reinterpret_cast<void*>(address));
+}
+
+bool segment_contains(std::uintptr_t address, std::size_t n) {
+  if (n == 0) return true;
+  std::lock_guard lock(segments_mutex());
+  auto& s = segments();
+  auto it = s.upper_bound(address);
+  if (it == s.begin()) return false;
+  --it;
+  return address >= it->first && address - it->first <= it->second.bytes &&
+         n <= it->second.bytes - (address - it->first);
+}
+
+std::string segment_problem(int rank, std::uintptr_t address, std::size_t n) {
+  return std::to_string(n) + " bytes at address 0x" + fmt_hex(address) + " on rank " +
+         std::to_string(rank) +
+         " are not inside memory from dist::allocate or dist::make_global (freed, out of "
+         "bounds, or never registered)";
+}
+
+std::string fmt_hex(std::uintptr_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// --- the MPI thread -------------------------------------------------------------------
+
+mpi_thread& mpi_thread::get() {
+  std::lock_guard lock(the_thread_mutex);
+  if (!the_thread) {
+    auto* t = new mpi_thread();  // lives until exit: MPI is initialized once per process
+    if (t->init_error_) {
+      auto err = t->init_error_;
+      t->stop();
+      delete t;
+      std::rethrow_exception(err);
+    }
+    the_thread = t;
+    std::atexit([] {
+      if (the_thread) the_thread->stop();
+    });
+  }
+  return *the_thread;
+}
+
+mpi_thread::mpi_thread() {
+  if (auto v = std::getenv("STRATA_DIST_IDLE_POLL_US")) {
+    char* end = nullptr;
+    long us = std::strtol(v, &end, 10);
+    if (!end || *end || us < 1 || us > 1000000)
+      throw config_error("STRATA_DIST_IDLE_POLL_US=\"" + std::string(v) +
+                         "\": expected microseconds between 1 and 1000000");
+    idle_cap_ = std::chrono::microseconds(us);
+  }
+  std::promise<void> ready;
+  auto started = ready.get_future();
+  thread_ = std::thread([this, &ready] {
+    try {
+      int initialized = 0;
+      MPI_Initialized(&initialized);
+      if (initialized) {
+        MPI_Query_thread(&level_);
+        if (level_ != MPI_THREAD_MULTIPLE)
+          throw error(
+              "strata::dist: the program initialized MPI itself with a thread level below "
+              "MPI_THREAD_MULTIPLE; expected MPI_THREAD_MULTIPLE (Strata's progress thread "
+              "makes MPI calls), or leave MPI_Init to strata::dist::runtime");
+      } else {
+        // This thread initializes MPI and makes every MPI call of Strata, so FUNNELED
+        // is enough; MULTIPLE lets the program make its own MPI calls meanwhile.
+        check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &level_),
+                  "MPI_Init_thread");
+        owns_ = true;
+        if (level_ < MPI_THREAD_FUNNELED)
+          throw error(
+              "strata::dist: MPI provides only MPI_THREAD_SINGLE; expected at least "
+              "MPI_THREAD_FUNNELED (Strata calls MPI from its progress thread)");
+      }
+    } catch (...) {
+      init_error_ = std::current_exception();
+    }
+    ready.set_value();
+    if (!init_error_) main();
+    if (owns_) MPI_Finalize();
+  });
+  started.wait();
+}
+
+void mpi_thread::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void mpi_thread::post(std::function<void()> op) {
+  {
+    std::lock_guard lock(mutex_);
+    ops_.push_back(std::move(op));
+    has_ops_.store(true, std::memory_order_release);
+  }
+  cv_.notify_one();
+}
+
+void mpi_thread::run_sync(std::function<void()> op) {
+  if (on_thread()) return op();
+  std::promise<void> done;
+  auto f = done.get_future();
+  post([&] {
+    try {
+      op();
+      done.set_value();
+    } catch (...) {
+      done.set_exception(std::current_exception());
+    }
+  });
+  f.get();
+}
+
+void mpi_thread::attach(engine* e) {
+  {
+    std::lock_guard lock(mutex_);
+    engine_ = e;
+  }
+  cv_.notify_all();
+}
+
+void mpi_thread::detach() {
+  std::lock_guard lock(mutex_);
+  engine_ = nullptr;
+}
+
+bool mpi_thread::run_ops() {
+  if (!has_ops_.load(std::memory_order_acquire)) return false;
+  std::deque<std::function<void()>> batch;
+  {
+    std::lock_guard lock(mutex_);
+    batch.swap(ops_);
+    has_ops_.store(false, std::memory_order_relaxed);
+  }
+  for (auto& op : batch) {
+    try {
+      op();
+    } catch (std::exception const& e) {
+      strata::detail::log(strata::detail::log_level::info,
+                          std::string("strata::dist: an operation failed on the progress "
+                                      "thread: ") +
+                              e.what());
+    }
+  }
+  return !batch.empty();
+}
+
+void mpi_thread::main() {
+  using clock = std::chrono::steady_clock;
+  auto last_active = clock::now();
+  for (;;) {
+    engine* e;
+    {
+      std::unique_lock lock(mutex_);
+      if (stop_ && ops_.empty()) return;
+      e = engine_;
+      if (!e && ops_.empty()) {
+        // No runtime: sleep until one attaches or work is posted.
+        cv_.wait(lock, [&] { return stop_ || engine_ || !ops_.empty(); });
+        last_active = clock::now();
+        continue;
+      }
+    }
+    bool did = run_ops();
+    if (e) did = e->progress() || did;
+    auto const now = clock::now();
+    if (did) {
+      last_active = now;
+      continue;
+    }
+    // Back-off (docs/dist.md): poll hot (yielding the core to any runnable thread) for a
+    // while after the last activity, longer while operations are outstanding; then sleep
+    // for growing intervals up to a cap, so an idle rank costs no core. Work posted by
+    // this process wakes the thread at once; messages from others wait for the next poll.
+    bool const busy = e && e->busy();
+    auto const idle = now - last_active;
+    auto const hot = busy ? std::chrono::microseconds(2000) : std::chrono::microseconds(200);
+    if (idle < hot) {
+      std::this_thread::yield();
+      continue;
+    }
+    auto const cap = busy ? std::min(idle_cap_, std::chrono::microseconds(50)) : idle_cap_;
+    auto nap = std::min<clock::duration>(cap, (idle - hot) / 4 + std::chrono::microseconds(5));
+    std::unique_lock lock(mutex_);
+    cv_.wait_for(lock, nap, [&] { return stop_ || !ops_.empty(); });
+  }
+}
+
+// --- the engine -----------------------------------------------------------------------
+
+engine::engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size)
+    : am_(am), coll_(coll), teams_(teams), rank_(rank), size_(size) {
+  int* ub = nullptr;
+  int flag = 0;
+  MPI_Comm_get_attr(am_, MPI_TAG_UB, &ub, &flag);
+  if (flag && ub) tag_ub_ = *ub;
+  world_ = std::make_shared<team_state>();
+  world_->comm = coll_;
+  for (int r = 0; r < size_; ++r) world_->ranks.push_back(r);
+  world_->my = rank_;
+  world_->owner = this;
+}
+
+engine::~engine() = default;
+
+bool engine::busy() const noexcept {
+  return outstanding_.load(std::memory_order_relaxed) > 0 || !requests_.empty();
+}
+
+void engine::check_rank(int rank, char const* operation) const {
+  if (rank < 0 || rank >= size_)
+    throw invalid_argument(std::string(operation) + ": rank " + std::to_string(rank) +
+                           " is out of range; expected 0.." + std::to_string(size_ - 1) + " (" +
+                           std::to_string(size_) + " ranks)");
+}
+
+int engine::next_tag(bool put) noexcept {
+  // Puts use odd tags, gets even ones, each counted by the origin: data messages from X
+  // to Y are either X's puts or Y's gets, so a tag never matches the wrong transfer.
+  auto const span = static_cast<std::uint64_t>((tag_ub_ - 1) / 2);
+  if (put) return static_cast<int>(1 + 2 * (put_tags_++ % span));
+  return static_cast<int>(2 + 2 * (get_tags_++ % span));
+}
+
+void engine::track(MPI_Request r, callback done) {
+  requests_.push_back(r);
+  callbacks_.push_back(std::move(done));
+}
+
+void engine::send(int to, header const& h, void const* payload, std::size_t n) {
+  auto buffer = std::make_shared<bytes>(sizeof(header) + n);
+  std::memcpy(buffer->data(), &h, sizeof h);
+  if (n) std::memcpy(buffer->data() + sizeof h, payload, n);
+  MPI_Request r;
+  check_mpi(
+      MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, to, am_tag, am_, &r),
+      "MPI_Isend");
+  track(r, [buffer](MPI_Status const&) {});
+}
+
+std::uint64_t engine::begin(pending p) {
+  auto id = next_id_++;
+  pending_.emplace(id, std::move(p));
+  return id;
+}
+
+void engine::finish(std::uint64_t id, std::exception_ptr err) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  auto ev = std::move(it->second.ev);
+  pending_.erase(it);
+  outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+  ev.complete(std::move(err));
+}
+
+void engine::fail(std::uint64_t id, std::string const& message) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  for (auto& r : it->second.receives)
+    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+  finish(id, remote(it->second.rank, it->second.what + ": " + message));
+}
+
+event engine::call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what,
+                   bytes args, std::shared_ptr<bytes> result, after const& deps) {
+  check_rank(rank, "dist::async");
+  auto ev = event::pending();
+  auto payload = std::make_shared<bytes>(std::move(args));
+  auto ready = when_all(deps);
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  auto* rs = ready.state();  // alive while it runs its continuations (see when_all)
+  auto start = [this, rank, id, signature, what, payload, result, ev, rs] {
+    if (auto err = rs ? rs->error() : nullptr) {
+      outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+      return ev.complete(err);
+    }
+    if (rank == rank_) {
+      // A call to this rank runs through the same code, minus the network.
+      strata::detail::defer([this, id, signature, what, payload, result, ev] {
+        auto error_text = invoke(id, signature, *payload, *result);
+        outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+        ev.complete(error_text.empty()
+                        ? nullptr
+                        : remote(rank_, "remote call of " + demangle(what) + ": " + error_text));
+      });
+      return;
+    }
+    mpi_thread::get().post([this, rank, id, signature, what, payload, result, ev] {
+      auto req = begin(
+          {.ev = ev, .rank = rank, .what = "remote call of " + demangle(what), .result = result});
+      header h{.kind = am::call, .id = req, .a = id, .b = signature};
+      send(rank, h, payload->data(), payload->size());
+    });
+  };
+  if (ready.ready())
+    start();
+  else
+    ready.then(std::move(start));
+  return ev;
+}
+
+event engine::put(int rank, std::uintptr_t dst, void const* src, std::size_t n, after const& deps) {
+  check_rank(rank, "dist::put");
+  auto ev = event::pending();
+  auto ready = when_all(deps);
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  auto* rs = ready.state();
+  auto start = [this, rank, dst, src, n, ev, rs] {
+    if (auto err = rs ? rs->error() : nullptr) {
+      outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+      return ev.complete(err);
+    }
+    if (rank == rank_) {
+      std::exception_ptr err;
+      if (segment_contains(dst, n))
+        std::memcpy(reinterpret_cast<void*>(dst), src, n);
+      else
+        err = remote(rank, "put of " + segment_problem(rank, dst, n));
+      outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+      return ev.complete(err);
+    }
+    mpi_thread::get().post([this, rank, dst, src, n, ev] {
+      auto what = "put of " + std::to_string(n) + " bytes to rank " + std::to_string(rank);
+      if (n <= inline_limit) {
+        auto req = begin({.ev = ev, .rank = rank, .what = what});
+        send(rank, {.kind = am::put, .id = req, .a = dst, .b = n}, src, n);
+        return;
+      }
+      auto req = begin({.ev = ev, .rank = rank, .what = what});
+      int const tag = next_tag(true);
+      send(rank, {.kind = am::put_rdv, .id = req, .a = dst, .b = n, .c = std::uint64_t(tag)},
+           nullptr, 0);
+      for (int i = 0, k = chunk_count(n); i < k; ++i) {
+        MPI_Request r;
+        check_mpi(MPI_Isend(static_cast<char const*>(src) + std::size_t(i) * chunk_bytes,
+                            chunk_size(n, i), MPI_BYTE, rank, tag, am_, &r),
+                  "MPI_Isend");
+        track(r, [](MPI_Status const&) {});  // completion comes with the target's ack
+      }
+    });
+  };
+  if (ready.ready())
+    start();
+  else
+    ready.then(std::move(start));
+  return ev;
+}
+
+event engine::get(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps) {
+  check_rank(rank, "dist::get");
+  auto ev = event::pending();
+  auto ready = when_all(deps);
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  auto* rs = ready.state();
+  auto start = [this, rank, dst, src, n, ev, rs] {
+    if (auto err = rs ? rs->error() : nullptr) {
+      outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+      return ev.complete(err);
+    }
+    if (rank == rank_) {
+      std::exception_ptr err;
+      if (segment_contains(src, n))
+        std::memcpy(dst, reinterpret_cast<void const*>(src), n);
+      else
+        err = remote(rank, "get of " + segment_problem(rank, src, n));
+      outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+      return ev.complete(err);
+    }
+    mpi_thread::get().post([this, rank, dst, src, n, ev] {
+      auto what = "get of " + std::to_string(n) + " bytes from rank " + std::to_string(rank);
+      if (n <= inline_limit) {
+        auto req = begin({.ev = ev, .rank = rank, .what = what, .dst = dst, .n = n});
+        send(rank, {.kind = am::get, .id = req, .a = src, .b = n, .c = 0}, nullptr, 0);
+        return;
+      }
+      int const tag = next_tag(false);
+      int const k = chunk_count(n);
+      auto req =
+          begin({.ev = ev, .rank = rank, .what = what, .dst = dst, .n = n, .chunks_left = k});
+      // Receives first, so the data lands in place whatever the target's timing.
+      for (int i = 0; i < k; ++i) {
+        MPI_Request r;
+        check_mpi(MPI_Irecv(static_cast<char*>(dst) + std::size_t(i) * chunk_bytes,
+                            chunk_size(n, i), MPI_BYTE, rank, tag, am_, &r),
+                  "MPI_Irecv");
+        pending_[req].receives.push_back(r);
+        track(r, [this, req](MPI_Status const& st) {
+          int cancelled = 0;
+          MPI_Test_cancelled(&st, &cancelled);
+          auto it = pending_.find(req);
+          if (cancelled || it == pending_.end()) return;
+          if (--it->second.chunks_left == 0) finish(req, nullptr);
+        });
+      }
+      send(rank, {.kind = am::get, .id = req, .a = src, .b = n, .c = std::uint64_t(tag)}, nullptr,
+           0);
+    });
+  };
+  if (ready.ready())
+    start();
+  else
+    ready.then(std::move(start));
+  return ev;
+}
+
+event engine::atomic(int rank, std::uintptr_t address, atomic_kind kind, scalar type,
+                     std::uint64_t operand, std::uint64_t expected, std::shared_ptr<bytes> old) {
+  check_rank(rank, "dist atomic");
+  auto const size = scalar_size(type);
+  if (rank == rank_) {
+    if (!segment_contains(address, size))
+      return event::failed(remote(rank, "atomic on " + segment_problem(rank, address, size)));
+    try {
+      auto w = apply_atomic(address, kind, type, operand, expected);
+      old->resize(size);
+      std::memcpy(old->data(), &w, size);
+    } catch (...) {
+      return event::failed(std::current_exception());
+    }
+    return event::completed();
+  }
+  auto ev = event::pending();
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  mpi_thread::get().post([=, this] {
+    auto req = begin(
+        {.ev = ev,
+         .rank = rank,
+         .what = "atomic on " + std::to_string(size) + " bytes on rank " + std::to_string(rank),
+         .result = old});
+    header h{.kind = am::atomic,
+             .op = static_cast<std::uint8_t>(kind),
+             .type = static_cast<std::uint8_t>(type),
+             .id = req,
+             .a = address,
+             .b = operand,
+             .c = expected};
+    send(rank, h, nullptr, 0);
+  });
+  return ev;
+}
+
+std::string engine::invoke(std::uint64_t fn, std::uint64_t signature, bytes const& payload,
+                           bytes& out) const {
+  try {
+    std::unique_lock lock(registry_mutex());
+    auto it = registry().find(fn);
+    if (it == registry().end())
+      throw error("no function with this name is registered on rank " + std::to_string(rank_) +
+                  " (register it there with dist::register_function, or run the same binary "
+                  "on every rank)");
+    if (it->second.ambiguous)
+      throw error("two different functions are registered under this name on rank " +
+                  std::to_string(rank_));
+    if (it->second.signature_id != signature)
+      throw error("the function registered on rank " + std::to_string(rank_) + " has type " +
+                  demangle(it->second.signature) +
+                  ", not the argument and result types of this call");
+    auto run = it->second.run;
+    lock.unlock();
+    reader r(payload.data(), payload.size());
+    writer w(out);
+    run(r, w);
+    if (r.left())
+      throw error("the call carried " + std::to_string(r.left()) +
+                  " bytes more than the function's arguments");
+    return {};
+  } catch (std::exception const& e) {
+    return std::string(*e.what() ? e.what() : "an exception with an empty message");
+  } catch (...) {
+    return "a non-standard exception";
+  }
+}
+
+void engine::run_call(int source, std::uint64_t id, std::uint64_t fn, std::uint64_t signature,
+                      std::shared_ptr<bytes> payload) {
+  bytes out;
+  auto error_text = invoke(fn, signature, *payload, out);
+  auto reply = std::make_shared<bytes>(error_text.empty() ? std::move(out) : bytes());
+  if (!error_text.empty()) {
+    reply->resize(error_text.size());
+    std::memcpy(reply->data(), error_text.data(), error_text.size());
+  }
+  bool const ok = error_text.empty();
+  mpi_thread::get().post([this, source, id, reply, ok] {
+    send(source, {.kind = ok ? am::reply_ok : am::reply_err, .id = id}, reply->data(),
+         reply->size());
+  });
+}
+
+void engine::handle(int source, std::byte const* msg, std::size_t n) {
+  if (n < sizeof(header)) {
+    strata::detail::log(strata::detail::log_level::info,
+                        "strata::dist: dropped a malformed message of " + std::to_string(n) +
+                            " bytes from rank " + std::to_string(source));
+    return;
+  }
+  header h;
+  std::memcpy(&h, msg, sizeof h);
+  std::byte const* body = msg + sizeof h;
+  std::size_t const body_n = n - sizeof h;
+  auto text = [&] { return std::string(reinterpret_cast<char const*>(body), body_n); };
+  switch (h.kind) {
+    case am::call: {
+      // The handler only enqueues (Phalanx §IV-C): the function runs on the pool.
+      auto payload = std::make_shared<bytes>(body, body + body_n);
+      strata::detail::defer([this, source, id = h.id, fn = h.a, sig = h.b, payload] {
+        run_call(source, id, fn, sig, payload);
+      });
+      return;
+    }
+    case am::reply_ok: {
+      auto it = pending_.find(h.id);
+      if (it != pending_.end() && it->second.result) it->second.result->assign(body, body + body_n);
+      return finish(h.id, nullptr);
+    }
+    case am::reply_err:
+    case am::ack_err:
+      return fail(h.id, text());
+    case am::ack_ok:
+      return finish(h.id, nullptr);
+    case am::put: {
+      bool ok = body_n == h.b && segment_contains(h.a, h.b);
+      if (ok) std::memcpy(reinterpret_cast<void*>(h.a), body, body_n);
+      if (ok) return send(source, {.kind = am::ack_ok, .id = h.id}, nullptr, 0);
+      auto problem = segment_problem(rank_, h.a, h.b);
+      return send(source, {.kind = am::ack_err, .id = h.id}, problem.data(), problem.size());
+    }
+    case am::put_rdv: {
+      std::size_t const len = h.b;
+      int const tag = static_cast<int>(h.c);
+      bool const ok = segment_contains(h.a, len);
+      // A bad target still receives the data (into a scratch buffer) to drain it.
+      std::shared_ptr<bytes> scratch = ok ? nullptr : std::make_shared<bytes>(len);
+      char* base = ok ? reinterpret_cast<char*>(h.a) : reinterpret_cast<char*>(scratch->data());
+      auto left = std::make_shared<int>(chunk_count(len));
+      for (int i = 0, k = *left; i < k; ++i) {
+        MPI_Request r;
+        check_mpi(MPI_Irecv(base + std::size_t(i) * chunk_bytes, chunk_size(len, i), MPI_BYTE,
+                            source, tag, am_, &r),
+                  "MPI_Irecv");
+        track(r, [this, source, id = h.id, left, scratch, ok, a = h.a, len](MPI_Status const&) {
+          if (--*left) return;
+          if (ok) return send(source, {.kind = am::ack_ok, .id = id}, nullptr, 0);
+          auto problem = segment_problem(rank_, a, len);
+          send(source, {.kind = am::ack_err, .id = id}, problem.data(), problem.size());
+        });
+      }
+      return;
+    }
+    case am::get: {
+      if (!segment_contains(h.a, h.b)) {
+        auto problem = segment_problem(rank_, h.a, h.b);
+        return send(source, {.kind = am::ack_err, .id = h.id}, problem.data(), problem.size());
+      }
+      if (h.c == 0)
+        return send(source, {.kind = am::get_data, .id = h.id}, reinterpret_cast<void const*>(h.a),
+                    h.b);
+      for (int i = 0, k = chunk_count(h.b); i < k; ++i) {
+        MPI_Request r;
+        check_mpi(MPI_Isend(reinterpret_cast<char const*>(h.a) + std::size_t(i) * chunk_bytes,
+                            chunk_size(h.b, i), MPI_BYTE, source, static_cast<int>(h.c), am_, &r),
+                  "MPI_Isend");
+        track(r, [](MPI_Status const&) {});
+      }
+      return;
+    }
+    case am::get_data: {
+      auto it = pending_.find(h.id);
+      if (it == pending_.end()) return;
+      if (body_n != it->second.n)
+        return fail(h.id, "the reply has " + std::to_string(body_n) + " bytes; expected " +
+                              std::to_string(it->second.n));
+      std::memcpy(it->second.dst, body, body_n);
+      return finish(h.id, nullptr);
+    }
+    case am::atomic: {
+      auto const kind = static_cast<atomic_kind>(h.op);
+      auto const type = static_cast<scalar>(h.type);
+      auto const size = scalar_size(type);
+      std::string problem;
+      std::uint64_t old = 0;
+      if (!segment_contains(h.a, size)) {
+        problem = segment_problem(rank_, h.a, size);
+      } else {
+        try {
+          old = apply_atomic(h.a, kind, type, h.b, h.c);
+        } catch (std::exception const& e) {
+          problem = e.what();
+        }
+      }
+      if (!problem.empty())
+        return send(source, {.kind = am::ack_err, .id = h.id}, problem.data(), problem.size());
+      return send(source, {.kind = am::atomic_reply, .id = h.id, .a = old, .b = size}, nullptr, 0);
+    }
+    case am::atomic_reply: {
+      auto it = pending_.find(h.id);
+      if (it != pending_.end() && it->second.result) {
+        it->second.result->resize(h.b);
+        std::memcpy(it->second.result->data(), &h.a, h.b);
+      }
+      return finish(h.id, nullptr);
+    }
+  }
+  strata::detail::log(
+      strata::detail::log_level::info,
+      "strata::dist: dropped a message of unknown kind from rank " + std::to_string(source));
+}
+
+bool engine::progress() {
+  bool did = false;
+  // Incoming active messages, a bounded number per round so requests keep moving.
+  for (int k = 0; k < 64; ++k) {
+    int flag = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    check_mpi(MPI_Improbe(MPI_ANY_SOURCE, am_tag, am_, &flag, &msg, &st), "MPI_Improbe");
+    if (!flag) break;
+    int count = 0;
+    MPI_Get_count(&st, MPI_BYTE, &count);
+    bytes buffer(static_cast<std::size_t>(count));
+    check_mpi(MPI_Mrecv(buffer.data(), count, MPI_BYTE, &msg, &st), "MPI_Mrecv");
+    handle(st.MPI_SOURCE, buffer.data(), buffer.size());
+    did = true;
+  }
+  if (!requests_.empty()) {
+    std::vector<int> done(requests_.size());
+    std::vector<MPI_Status> statuses(requests_.size());
+    int count = 0;
+    check_mpi(MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &count,
+                           done.data(), statuses.data()),
+              "MPI_Testsome");
+    if (count > 0 && count != MPI_UNDEFINED) {
+      did = true;
+      std::vector<std::pair<callback, MPI_Status>> run;
+      for (int i = 0; i < count; ++i)
+        run.emplace_back(std::move(callbacks_[static_cast<std::size_t>(done[i])]),
+                         statuses[static_cast<std::size_t>(i)]);
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < requests_.size(); ++i) {
+        if (requests_[i] == MPI_REQUEST_NULL) continue;
+        requests_[kept] = requests_[i];
+        callbacks_[kept] = std::move(callbacks_[i]);
+        ++kept;
+      }
+      requests_.resize(kept);
+      callbacks_.resize(kept);
+      for (auto& [cb, st] : run) cb(st);
+    }
+  }
+  if (closing_ && barrier_done_ && requests_.empty() && on_closed_) {
+    auto done = std::move(on_closed_);
+    on_closed_ = nullptr;
+    done();
+  }
+  return did;
+}
+
+void engine::shut_down(std::function<void()> done) {
+  closing_ = true;
+  on_closed_ = std::move(done);
+  MPI_Request r;
+  // The barrier is on the active-message communicator's collective context while this
+  // thread keeps serving requests: a rank that finished early still answers the others.
+  check_mpi(MPI_Ibarrier(am_, &r), "MPI_Ibarrier");
+  track(r, [this](MPI_Status const&) { barrier_done_ = true; });
+}
+
+void engine::free_communicators() {
+  std::lock_guard lock(teams_mutex_);
+  for (auto& t : teams_made_) {
+    t->alive.store(false);
+    if (t->comm != MPI_COMM_NULL) MPI_Comm_free(&t->comm);
+  }
+  teams_made_.clear();
+  world_->alive.store(false);
+  for (MPI_Comm* c : {&am_, &coll_, &teams_})
+    if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
+}
+
+// --- collectives ----------------------------------------------------------------------
+
+event engine::collective(std::shared_ptr<team_state> const& t, collective_args const& a) {
+  auto ev = event::pending();
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  mpi_thread::get().post([this, t, a, ev] {
+    auto fail_with = [&](std::exception_ptr err) {
+      outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+      ev.complete(err);
+    };
+    try {
+      MPI_Datatype type = MPI_BYTE;
+      bool made = false;
+      if (a.typed) {
+        type = mpi_type(a.type);
+      } else if (a.kind != collective::barrier) {
+        check_mpi(MPI_Type_contiguous(static_cast<int>(a.elem_size), MPI_BYTE, &type),
+                  "MPI_Type_contiguous");
+        check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+        made = true;
+      }
+      if (a.count > static_cast<std::size_t>(INT_MAX))
+        throw invalid_argument("dist collective: " + std::to_string(a.count) +
+                               " elements per rank; expected at most " + std::to_string(INT_MAX));
+      int const n = static_cast<int>(a.count);
+      MPI_Request r = MPI_REQUEST_NULL;
+      MPI_Comm c = t->comm;
+      int rc = MPI_SUCCESS;
+      switch (a.kind) {
+        case collective::barrier:
+          rc = MPI_Ibarrier(c, &r);
+          break;
+        case collective::broadcast:
+          rc = MPI_Ibcast(a.out, n, type, a.root, c, &r);
+          break;
+        case collective::reduce:
+          rc = MPI_Ireduce(a.in, a.out, n, type, mpi_op(a.op), a.root, c, &r);
+          break;
+        case collective::all_reduce:
+          rc = MPI_Iallreduce(a.in, a.out, n, type, mpi_op(a.op), c, &r);
+          break;
+        case collective::gather:
+          rc = MPI_Igather(a.in, n, type, a.out, n, type, a.root, c, &r);
+          break;
+        case collective::scatter:
+          rc = MPI_Iscatter(a.in, n, type, a.out, n, type, a.root, c, &r);
+          break;
+        case collective::all_gather:
+          rc = MPI_Iallgather(a.in, n, type, a.out, n, type, c, &r);
+          break;
+        case collective::all_to_all:
+          rc = MPI_Ialltoall(a.in, n, type, a.out, n, type, c, &r);
+          break;
+      }
+      if (rc != MPI_SUCCESS) {
+        if (made) MPI_Type_free(&type);
+        throw error("dist collective failed to start: " + mpi_error_text(rc));
+      }
+      track(r, [this, ev, type, made, t](MPI_Status const& st) mutable {
+        if (made) MPI_Type_free(&type);
+        outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+        if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING)
+          return ev.complete(std::make_exception_ptr(
+              error("dist collective failed: " + mpi_error_text(st.MPI_ERROR))));
+        ev.complete();
+      });
+    } catch (...) {
+      fail_with(std::current_exception());
+    }
+  });
+  return ev;
+}
+
+std::shared_ptr<team_state> engine::make_team(std::vector<int> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  if (ranks.empty())
+    throw invalid_argument("dist::make_team: no ranks; expected at least one world rank");
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    check_rank(ranks[i], "dist::make_team");
+    if (i && ranks[i] == ranks[i - 1])
+      throw invalid_argument("dist::make_team: rank " + std::to_string(ranks[i]) +
+                             " is listed twice; expected distinct ranks");
+  }
+  auto mine = std::find(ranks.begin(), ranks.end(), rank_);
+  if (mine == ranks.end())
+    throw invalid_argument("dist::make_team: rank " + std::to_string(rank_) +
+                           " is not in the team it is making; expected only members to call it");
+  auto t = std::make_shared<team_state>();
+  t->ranks = ranks;
+  t->my = static_cast<int>(mine - ranks.begin());
+  t->owner = this;
+  auto create = [&] {
+    MPI_Group world_group, group;
+    check_mpi(MPI_Comm_group(teams_, &world_group), "MPI_Comm_group");
+    check_mpi(MPI_Group_incl(world_group, static_cast<int>(ranks.size()), ranks.data(), &group),
+              "MPI_Group_incl");
+    int rc = MPI_Comm_create_group(teams_, group, 0, &t->comm);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    check_mpi(rc, "MPI_Comm_create_group");
+    MPI_Comm_set_errhandler(t->comm, MPI_ERRORS_RETURN);
+  };
+  // With MPI_THREAD_MULTIPLE the blocking creation runs in the caller, so the progress
+  // thread keeps serving requests meanwhile; below that, on the MPI thread.
+  if (mpi_thread::get().level() == MPI_THREAD_MULTIPLE)
+    create();
+  else
+    mpi_thread::get().run_sync(create);
+  std::lock_guard lock(teams_mutex_);
+  teams_made_.push_back(t);
+  return t;
+}
+
+}  // namespace strata::dist::detail

@@ -1,0 +1,189 @@
+// The progress engine of strata::dist (docs/dist.md, Phalanx §IV-C): one thread per
+// process makes every MPI call of the data path. It initializes MPI (so the FUNNELED
+// level suffices), receives active messages and handles them (calls are only enqueued on
+// the worker pool; transfers and atomics are checked and done here, like an RDMA
+// engine), posts what other threads hand it, completes MPI requests and thereby events.
+// It polls with back-off and sleeps when idle, so it does not take a core.
+#pragma once
+
+#include <strata/dist/async.hpp>
+#include <strata/dist/collectives.hpp>
+#include <strata/dist/global_ptr.hpp>
+
+#include <mpi.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+namespace strata::dist::detail {
+
+/// Throws strata::error naming `what` unless `rc` is MPI_SUCCESS.
+void check_mpi(int rc, char const* what);
+std::string mpi_error_text(int rc);
+
+class engine;
+
+struct team_state {
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::vector<int> ranks;  // world ranks, ascending
+  int my = -1;             // this process's team rank
+  engine* owner = nullptr;
+  std::atomic<bool> alive{true};
+};
+
+/// The process-wide MPI thread: started by the first dist::runtime, it initializes MPI
+/// and finalizes it at process exit; between runtimes it sleeps.
+class mpi_thread {
+ public:
+  static mpi_thread& get();
+  /// Runs `op` on the MPI thread, soon (any thread may call it).
+  void post(std::function<void()> op);
+  /// Runs `op` on the MPI thread and waits for it; rethrows its exception.
+  void run_sync(std::function<void()> op);
+  void attach(engine* e);
+  void detach();
+  int level() const noexcept { return level_; }
+  bool owns_mpi() const noexcept { return owns_; }
+  bool on_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
+  void stop();
+
+ private:
+  mpi_thread();
+  void main();
+  bool run_ops();
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> ops_;
+  std::atomic<bool> has_ops_{false};
+  bool stop_ = false;
+  engine* engine_ = nullptr;
+  std::thread thread_;
+  int level_ = MPI_THREAD_SINGLE;
+  bool owns_ = false;
+  std::exception_ptr init_error_;
+  std::chrono::microseconds idle_cap_{1000};
+};
+
+/// The wire header of every active message (payload bytes follow).
+enum class am : std::uint8_t {
+  call,
+  reply_ok,
+  reply_err,
+  put,      // inline data
+  put_rdv,  // data follows in messages on tag c
+  ack_ok,
+  ack_err,
+  get,  // c = tag (0: reply inline)
+  get_data,
+  atomic,
+  atomic_reply
+};
+struct header {
+  am kind;
+  std::uint8_t op = 0;
+  std::uint8_t type = 0;
+  std::uint8_t pad = 0;
+  std::uint32_t pad2 = 0;
+  std::uint64_t id = 0;
+  std::uint64_t a = 0, b = 0, c = 0, d = 0;
+};
+
+class engine {
+ public:
+  engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size);
+  ~engine();
+
+  int rank() const noexcept { return rank_; }
+  int size() const noexcept { return size_; }
+
+  // --- any thread -----------------------------------------------------------------
+  event call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what,
+             bytes args, std::shared_ptr<bytes> result, after const& deps);
+  event put(int rank, std::uintptr_t dst, void const* src, std::size_t n, after const& deps);
+  event get(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps);
+  event atomic(int rank, std::uintptr_t address, atomic_kind kind, scalar type,
+               std::uint64_t operand, std::uint64_t expected, std::shared_ptr<bytes> old);
+  event collective(std::shared_ptr<team_state> const& t, collective_args const& a);
+  std::shared_ptr<team_state> make_team(std::vector<int> ranks);
+  std::shared_ptr<team_state> const& world() const noexcept { return world_; }
+  /// Origin operations not yet complete.
+  long outstanding() const noexcept { return outstanding_.load(std::memory_order_acquire); }
+
+  // --- the MPI thread -------------------------------------------------------------
+  /// One round: incoming messages, then requests. Returns whether anything happened.
+  bool progress();
+  /// Whether the engine waits for something (outstanding operations or requests).
+  bool busy() const noexcept;
+  /// Starts the shutdown barrier; `done` runs on the MPI thread once it and every
+  /// request have completed, and the communicators are freed.
+  void shut_down(std::function<void()> done);
+  /// Frees every communicator of this engine and its teams (after shut_down).
+  void free_communicators();
+
+ private:
+  struct pending {
+    event ev;
+    int rank = -1;
+    std::string what;
+    std::shared_ptr<bytes> result;
+    void* dst = nullptr;  // gets: where the data goes
+    std::size_t n = 0;
+    int chunks_left = 0;
+    std::vector<MPI_Request> receives;  // gets: to cancel on failure
+    std::shared_ptr<void> keep;         // a buffer that must live until completion
+  };
+  using callback = std::function<void(MPI_Status const&)>;
+
+  void track(MPI_Request r, callback done);
+  void send(int to, header const& h, void const* payload, std::size_t n);
+  std::uint64_t begin(pending p);
+  void finish(std::uint64_t id, std::exception_ptr err);
+  void fail(std::uint64_t id, std::string const& message);
+  void handle(int source, std::byte const* msg, std::size_t n);
+  void run_call(int source, std::uint64_t id, std::uint64_t fn, std::uint64_t signature,
+                std::shared_ptr<bytes> payload);
+  /// Runs registered function `fn`; returns the error text ("" on success).
+  std::string invoke(std::uint64_t fn, std::uint64_t signature, bytes const& payload,
+                     bytes& out) const;
+  int next_tag(bool put) noexcept;
+  void check_rank(int rank, char const* operation) const;
+
+  MPI_Comm am_, coll_, teams_;
+  int rank_, size_;
+  int tag_ub_ = 32767;
+  std::atomic<long> outstanding_{0};
+  std::shared_ptr<team_state> world_;
+  std::vector<std::shared_ptr<team_state>> teams_made_;
+  std::mutex teams_mutex_;
+
+  // MPI-thread state.
+  std::vector<MPI_Request> requests_;
+  std::vector<callback> callbacks_;
+  std::unordered_map<std::uint64_t, pending> pending_;
+  std::uint64_t next_id_ = 1;
+  std::uint64_t put_tags_ = 0, get_tags_ = 0;
+  bool closing_ = false;
+  bool barrier_done_ = false;
+  std::function<void()> on_closed_;
+};
+
+/// The engine of the live dist::runtime (throws strata::error when there is none).
+engine& current_engine();
+
+/// Host memory that remote ranks may access, process-wide.
+bool segment_contains(std::uintptr_t address, std::size_t n);
+std::string segment_problem(int rank, std::uintptr_t address, std::size_t n);
+std::string fmt_hex(std::uintptr_t v);
+
+}  // namespace strata::dist::detail

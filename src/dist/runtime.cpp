@@ -1,0 +1,374 @@
+#include <strata/dist.hpp>
+#include <strata/machine/json.hpp>
+
+#include "dist/engine.hpp"
+#include "log.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <cstdlib>
+#include <functional>
+#include <future>
+#include <thread>
+
+namespace strata::dist {
+
+namespace detail {
+
+struct runtime_impl {
+  engine* eng = nullptr;
+  std::unique_ptr<engine> owned_engine;
+  int rank = 0;
+  int size = 1;
+  place cluster;
+  std::vector<place> rank_places;
+  team world;
+  strata::runtime* local = nullptr;
+  int level = 0;
+  std::string version;
+  // The local machine's places in depth-first order, matching this rank's subtree.
+  std::vector<place> local_places;
+
+  static team make(std::shared_ptr<team_state> s) { return team(std::move(s)); }
+};
+
+namespace {
+std::atomic<dist::runtime*> live{nullptr};
+
+// Copies `from` (a machine tree) under `parent`, every place owned by `rank`.
+void copy_tree(machine_builder& b, machine_builder::node_id parent, place const& from, int rank) {
+  auto info = from.info();
+  info.rank = rank;
+  auto id = b.add(parent, info);
+  for (auto const& c : from.children()) copy_tree(b, id, c, rank);
+}
+}  // namespace
+
+engine& current_engine() {
+  return *runtime::current().impl().eng;
+}
+
+int my_rank() {
+  return runtime::current().rank();
+}
+
+[[noreturn]] void not_local(int rank, std::uintptr_t address) {
+  throw invalid_argument("global_ptr::local: address 0x" + fmt_hex(address) + " is on rank " +
+                         std::to_string(rank) + ", not on this rank (" + std::to_string(my_rank()) +
+                         "); expected a pointer with is_local()");
+}
+
+event call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what, bytes args,
+           std::shared_ptr<bytes> result, after const& deps) {
+  return current_engine().call(rank, id, signature, what, std::move(args), std::move(result), deps);
+}
+
+event put_bytes(int rank, std::uintptr_t dst, void const* src, std::size_t n, after const& deps) {
+  return current_engine().put(rank, dst, src, n, deps);
+}
+
+event get_bytes(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps) {
+  return current_engine().get(dst, rank, src, n, deps);
+}
+
+event atomic_bytes(int rank, std::uintptr_t address, atomic_kind kind, scalar type,
+                   std::uint64_t operand, std::uint64_t expected, std::shared_ptr<bytes> old) {
+  return current_engine().atomic(rank, address, kind, type, operand, expected, std::move(old));
+}
+
+void check_member(team const& t, char const* operation) {
+  if (!t.valid())
+    throw invalid_argument(std::string(operation) +
+                           ": the team is empty (default-constructed); expected runtime::world() "
+                           "or a team from runtime::make_team");
+  if (!t.state()->alive.load())
+    throw error(std::string(operation) + ": the team belongs to a dist::runtime that has ended");
+  if (t.rank() < 0)
+    throw invalid_argument(std::string(operation) + ": this rank (" + std::to_string(my_rank()) +
+                           ") is not a member of the team; expected only members to call it");
+}
+
+void check_root(team const& t, int root, char const* operation) {
+  check_member(t, operation);
+  if (root < 0 || root >= t.size())
+    throw invalid_argument(std::string(operation) + ": root " + std::to_string(root) +
+                           " is out of range; expected a team rank 0.." +
+                           std::to_string(t.size() - 1));
+}
+
+void size_mismatch(char const* operation, std::string const& what) {
+  throw invalid_argument(std::string(operation) + ": " + what);
+}
+
+event start_collective(team const& t, collective_args const& a) {
+  check_member(t, "dist collective");
+  if (t.state()->owner != &current_engine())
+    throw error("dist collective: the team belongs to an earlier dist::runtime");
+  return current_engine().collective(t.state(), a);
+}
+
+}  // namespace detail
+
+// --- team -------------------------------------------------------------------------------
+
+std::vector<int> const& team::ranks() const {
+  if (!state_)
+    throw invalid_argument(
+        "dist::team: the team is empty (default-constructed); expected "
+        "runtime::world() or a team from runtime::make_team");
+  return state_->ranks;
+}
+
+int team::rank() const {
+  ranks();
+  return state_->my;
+}
+
+bool team::contains_world_rank(int world_rank) const {
+  auto const& r = ranks();
+  return std::binary_search(r.begin(), r.end(), world_rank);
+}
+
+int team::world_rank(int r) const {
+  auto const& all = ranks();
+  if (r < 0 || r >= static_cast<int>(all.size()))
+    throw invalid_argument("dist::team::world_rank: team rank " + std::to_string(r) +
+                           " is out of range; expected 0.." + std::to_string(all.size() - 1));
+  return all[static_cast<std::size_t>(r)];
+}
+
+event barrier(team const& t) {
+  return detail::start_collective(t, {.kind = detail::collective::barrier});
+}
+
+// --- runtime ----------------------------------------------------------------------------
+
+runtime::runtime(int& argc, char** argv, runtime_options const& options)
+    : owned_(std::make_unique<strata::runtime>(argc, argv, options)) {
+  start();
+}
+
+runtime::runtime(runtime_options const& options)
+    : owned_(std::make_unique<strata::runtime>(options)) {
+  start();
+}
+
+runtime::runtime(strata::runtime& local) {
+  if (&strata::runtime::current() != &local)
+    throw invalid_argument("dist::runtime: the strata::runtime to attach to is not the live one");
+  start();
+}
+
+void runtime::start() {
+  using namespace detail;
+  impl_ = std::make_unique<runtime_impl>();
+  impl_->local = owned_ ? owned_.get() : &strata::runtime::current();
+  dist::runtime* expected = nullptr;
+  if (!live.compare_exchange_strong(expected, this))
+    throw error(
+        "a strata::dist::runtime is already alive in this process; expected one at a "
+        "time (create it once in main)");
+  try {
+    auto& thread = mpi_thread::get();
+    impl_->level = thread.level();
+    std::string local_json = to_json(impl_->local->machine(), {}, -1);
+    std::vector<std::string> trees;
+    std::string host;
+    MPI_Comm am = MPI_COMM_NULL, coll = MPI_COMM_NULL, teams = MPI_COMM_NULL;
+    thread.run_sync([&] {
+      // All ranks construct their runtimes together, and the previous runtime ended with
+      // a barrier, so these blocking calls cannot meet stray messages.
+      check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &am), "MPI_Comm_dup");
+      check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &coll), "MPI_Comm_dup");
+      check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &teams), "MPI_Comm_dup");
+      for (auto c : {am, coll, teams}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+      MPI_Comm_rank(am, &impl_->rank);
+      MPI_Comm_size(am, &impl_->size);
+      char name[MPI_MAX_PROCESSOR_NAME];
+      int len = 0;
+      MPI_Get_processor_name(name, &len);
+      host.assign(name, static_cast<std::size_t>(len));
+      char version[MPI_MAX_LIBRARY_VERSION_STRING];
+      MPI_Get_library_version(version, &len);
+      impl_->version.assign(version, static_cast<std::size_t>(len));
+      // Every rank's machine tree as JSON, to every rank (Phalanx: the cluster is a place).
+      std::string mine = local_json + '\n' + host;
+      int n = static_cast<int>(mine.size());
+      std::vector<int> sizes(static_cast<std::size_t>(impl_->size)), offsets(sizes.size());
+      check_mpi(MPI_Allgather(&n, 1, MPI_INT, sizes.data(), 1, MPI_INT, coll), "MPI_Allgather");
+      long total = 0;
+      for (std::size_t r = 0; r < sizes.size(); ++r) {
+        offsets[r] = static_cast<int>(total);
+        total += sizes[r];
+      }
+      if (total > INT_MAX) throw error("dist::runtime: the machine descriptions exceed 2 GiB");
+      std::string all(static_cast<std::size_t>(total), '\0');
+      check_mpi(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), offsets.data(),
+                               MPI_CHAR, coll),
+                "MPI_Allgatherv");
+      for (std::size_t r = 0; r < sizes.size(); ++r)
+        trees.push_back(
+            all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(sizes[r])));
+    });
+    impl_->owned_engine = std::make_unique<engine>(am, coll, teams, impl_->rank, impl_->size);
+    impl_->eng = impl_->owned_engine.get();
+    impl_->world = runtime_impl::make(impl_->eng->world());
+
+    machine_builder b(place_info{.type = place_type::cluster,
+                                 .name = "Cluster",
+                                 .attributes = {{"ranks", std::to_string(impl_->size)},
+                                                {"mpi_thread_level", thread_level()}}});
+    for (int r = 0; r < impl_->size; ++r) {
+      auto const& text = trees[static_cast<std::size_t>(r)];
+      auto cut = text.rfind('\n');
+      auto machine = machine_from_json(std::string_view(text).substr(0, cut));
+      auto node = b.add(b.root(), place_info{.type = place_type::rank,
+                                             .name = "Rank " + std::to_string(r),
+                                             .rank = r,
+                                             .attributes = {{"host", text.substr(cut + 1)}}});
+      copy_tree(b, node, machine, r);
+    }
+    impl_->cluster = b.build();
+    impl_->rank_places = impl_->cluster.children();
+    impl_->local_places = impl_->local->machine().descendants();
+    thread.attach(impl_->eng);
+  } catch (...) {
+    live.store(nullptr);
+    throw;
+  }
+}
+
+runtime::~runtime() {
+  using namespace detail;
+  if (!impl_ || !impl_->eng) return;
+  auto& e = *impl_->eng;
+  // 1. This rank's own operations (their replies come from ranks that still serve).
+  auto last_note = std::chrono::steady_clock::now();
+  while (e.outstanding() > 0) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (std::chrono::steady_clock::now() - last_note > std::chrono::seconds(10)) {
+      last_note = std::chrono::steady_clock::now();
+      strata::detail::log(strata::detail::log_level::info,
+                          "strata::dist::runtime: still waiting for " +
+                              std::to_string(e.outstanding()) +
+                              " remote operations of this rank before shutting down");
+    }
+  }
+  // 2. Every rank arrives (serving the others meanwhile), then the communicators go.
+  std::promise<void> closed;
+  auto f = closed.get_future();
+  auto& thread = mpi_thread::get();
+  thread.post([&] {
+    e.shut_down([&] {
+      thread.detach();
+      e.free_communicators();
+      closed.set_value();
+    });
+  });
+  f.wait();
+  // One more round trip through the MPI thread: the round that closed has ended, and
+  // the thread no longer looks at this engine.
+  thread.run_sync([] {});
+  live.store(nullptr);
+}
+
+int runtime::rank() const noexcept {
+  return impl_->rank;
+}
+int runtime::size() const noexcept {
+  return impl_->size;
+}
+place runtime::cluster() const {
+  return impl_->cluster;
+}
+
+place runtime::rank_place(int r) const {
+  if (r < 0 || r >= impl_->size)
+    throw invalid_argument("dist::runtime::rank_place: rank " + std::to_string(r) +
+                           " is out of range; expected 0.." + std::to_string(impl_->size - 1) +
+                           " (" + std::to_string(impl_->size) + " ranks)");
+  return impl_->rank_places[static_cast<std::size_t>(r)];
+}
+
+place runtime::to_local(place const& p) const {
+  int r = rank_of(p, "dist::runtime::to_local");
+  if (r != impl_->rank)
+    throw invalid_argument("dist::runtime::to_local: place '" + p.path() + "' is on rank " +
+                           std::to_string(r) + ", not on this rank (" +
+                           std::to_string(impl_->rank) + ")");
+  auto full = p.unsliced();
+  auto here_place = impl_->rank_places[static_cast<std::size_t>(impl_->rank)];
+  if (full == here_place) return impl_->local->machine();
+  auto machine = here_place.children().front();
+  auto mine = machine.descendants();
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    if (mine[i] == full) return impl_->local_places.at(i);
+  throw invalid_argument("dist::runtime::to_local: place '" + p.path() +
+                         "' was not found under this rank's machine");
+}
+
+strata::runtime& runtime::local() const noexcept {
+  return *impl_->local;
+}
+team const& runtime::world() const noexcept {
+  return impl_->world;
+}
+
+team runtime::make_team(std::vector<int> world_ranks) const {
+  return detail::runtime_impl::make(impl_->eng->make_team(std::move(world_ranks)));
+}
+
+std::string runtime::thread_level() const {
+  switch (impl_->level) {
+    case MPI_THREAD_MULTIPLE:
+      return "multiple";
+    case MPI_THREAD_SERIALIZED:
+      return "serialized";
+    case MPI_THREAD_FUNNELED:
+      return "funneled";
+    default:
+      return "single";
+  }
+}
+
+std::string runtime::mpi_version() const {
+  return impl_->version;
+}
+
+runtime& runtime::current() {
+  auto* rt = detail::live.load();
+  if (!rt)
+    throw error(
+        "no strata::dist::runtime is alive; expected one created in main "
+        "(strata::dist::runtime rt(argc, argv);)");
+  return *rt;
+}
+
+bool runtime::active() noexcept {
+  return detail::live.load() != nullptr;
+}
+
+int rank_of(place const& p, char const* operation) {
+  auto& rt = runtime::current();
+  if (!p.valid())
+    throw invalid_argument(std::string(operation) +
+                           ": the place is empty (default-constructed); expected a place of "
+                           "dist::runtime::cluster()");
+  if (!p.same_machine(rt.cluster()))
+    throw invalid_argument(std::string(operation) + ": place '" + p.path() +
+                           "' is not part of the cluster tree; expected a place from "
+                           "dist::runtime::cluster() or rank_place(r)");
+  if (p.type() == place_type::cluster)
+    throw invalid_argument(std::string(operation) +
+                           ": the cluster root spans every rank; expected a rank place or a "
+                           "place below one");
+  return p.info().rank;
+}
+
+bool launched_by_mpi() noexcept {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
+
+}  // namespace strata::dist

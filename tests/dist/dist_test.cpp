@@ -1,0 +1,568 @@
+// strata::dist under mpiexec -n 1..4 (tests/dist/CMakeLists.txt): the cluster tree, remote
+// tasks, global pointers, atomics, teams and collectives, and their errors. Every rank
+// runs every test; data that every rank must agree on comes from deterministic seeds.
+#include <strata/dist.hpp>
+#include <strata/exec.hpp>
+#include <strata/machine/json.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+using namespace strata;
+namespace dist = strata::dist;
+
+namespace {
+
+constexpr auto limit = std::chrono::seconds(30);
+
+// Waits with a deadline (a lost message must fail the test, not hang it); a failure of
+// the event itself is left to the caller's wait().
+void wait_or_fail(event const& e, char const* what) {
+  bool done = true;
+  try {
+    done = e.wait_for(limit);
+  } catch (...) {
+  }
+  ASSERT_TRUE(done) << what << " did not complete within " << limit.count() << " s";
+}
+
+struct add {
+  int operator()(int a, int b) const { return a + b; }
+};
+
+struct describe {
+  std::string operator()(std::string const& who, std::vector<int> const& v) const {
+    return who + "@" + std::to_string(dist::runtime::current().rank()) + ":" +
+           std::to_string(std::accumulate(v.begin(), v.end(), 0));
+  }
+};
+
+struct thrower {
+  int code;
+  int operator()() const {
+    throw std::runtime_error("boom " + std::to_string(code) + " from rank " +
+                             std::to_string(dist::runtime::current().rank()));
+  }
+};
+
+int triple(int x) {
+  return 3 * x;
+}
+
+// Step i of a chain: the shared counter must read i when it runs.
+struct chain_step {
+  dist::global_ptr<long> counter;
+  long i;
+  void operator()() const {
+    long old = dist::atomic_fetch_add(counter, 1L).get();
+    if (old != i)
+      throw std::logic_error("chain step " + std::to_string(i) + " ran after " +
+                             std::to_string(old) + " steps");
+  }
+};
+
+// A remote task that launches a kernel on its own rank's CPUs (Phalanx's hierarchy).
+struct local_sum {
+  int n;
+  long operator()() const {
+    auto& rt = dist::runtime::current();
+    std::vector<long> v(static_cast<std::size_t>(n));
+    auto* p = v.data();
+    launch(rt.machine(), grid(n), [p](auto const& self) {
+      auto i = self.global_index();
+      p[i] = static_cast<long>(i);
+    }).wait();
+    return std::accumulate(v.begin(), v.end(), 0L);
+  }
+};
+
+struct my_rank {
+  int operator()() const { return dist::runtime::current().rank(); }
+};
+
+}  // namespace
+
+TEST(DistCluster, OneRankPlacePerProcessEachHoldingItsMachine) {
+  dist::runtime rt;
+  auto c = rt.cluster();
+  EXPECT_EQ(c.type(), place_type::cluster);
+  ASSERT_EQ(static_cast<int>(c.children().size()), rt.size());
+  auto local_count = rt.machine().descendants().size();
+  for (int r = 0; r < rt.size(); ++r) {
+    auto rp = rt.rank_place(r);
+    EXPECT_EQ(rp.type(), place_type::rank);
+    EXPECT_EQ(rp.info().rank, r);
+    for (auto const& d : rp.descendants()) EXPECT_EQ(d.info().rank, r) << d.path();
+    ASSERT_EQ(rp.children().size(), 1u);
+    EXPECT_EQ(rp.children().front().type(), place_type::machine);
+    // Every rank runs on this machine here, so every subtree matches the local machine.
+    EXPECT_EQ(rp.descendants().size(), local_count + 1);
+    EXPECT_EQ(dist::rank_of(rp.processors().front()), r);
+  }
+  // The local PUs in the cluster tree map back to the local machine's PUs.
+  auto my_pus = rt.here().processors();
+  auto local_pus = rt.machine().processors();
+  ASSERT_EQ(my_pus.size(), local_pus.size());
+  for (std::size_t i = 0; i < my_pus.size(); ++i) EXPECT_EQ(rt.to_local(my_pus[i]), local_pus[i]);
+  EXPECT_EQ(rt.to_local(rt.here()), rt.machine());
+  // Slicing by ISA keeps the rank structure.
+  auto host = c.slice(isa::host);
+  EXPECT_EQ(static_cast<int>(host.children().size()), rt.size());
+  EXPECT_EQ(host.processors().size(), local_pus.size() * static_cast<std::size_t>(rt.size()));
+  // The JSON of the cluster reloads with the same places and ranks.
+  auto again = machine_from_json(to_json(c));
+  EXPECT_EQ(again.descendants().size(), c.descendants().size());
+  EXPECT_EQ(again.children().back().info().rank, rt.size() - 1);
+}
+
+TEST(DistCluster, BadPlacesAndRanksAreRefused) {
+  dist::runtime rt;
+  EXPECT_THROW(rt.rank_place(rt.size()), invalid_argument);
+  EXPECT_THROW(rt.rank_place(-1), invalid_argument);
+  EXPECT_THROW(dist::rank_of(rt.cluster()), invalid_argument);
+  EXPECT_THROW(dist::rank_of(rt.machine()), invalid_argument);  // local tree, not the cluster
+  EXPECT_THROW(dist::async(place{}, add{}, 1, 2), invalid_argument);
+  if (rt.size() > 1) {
+    EXPECT_THROW(rt.to_local(rt.rank_place((rt.rank() + 1) % rt.size())), invalid_argument);
+  }
+  EXPECT_THROW(dist::put(dist::global_ptr<int>(rt.size(), 64), static_cast<int const*>(nullptr), 0),
+               invalid_argument);
+  EXPECT_THROW(dist::get(static_cast<int*>(nullptr), dist::global_ptr<int>(-3, 64), 0),
+               invalid_argument);
+  EXPECT_THROW(rt.make_team({rt.rank(), rt.size()}), invalid_argument);
+  EXPECT_THROW(rt.make_team({rt.rank(), rt.rank()}), invalid_argument);
+  EXPECT_EQ(rt.thread_level(), "multiple");
+  try {
+    rt.rank_place(rt.size() + 5);
+    FAIL();
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DistAsync, RoundTripsToEveryRank) {
+  dist::runtime rt;
+  std::vector<dist::future<int>> sums;
+  std::vector<dist::future<std::string>> texts;
+  for (int r = 0; r < rt.size(); ++r) {
+    sums.push_back(dist::async(rt.rank_place(r), add{}, r, 100 * rt.rank()));
+    texts.push_back(dist::async(rt.rank_place(r).processors().back(), describe{},
+                                std::string("from ") + std::to_string(rt.rank()),
+                                std::vector<int>(static_cast<std::size_t>(r + 1), 2)));
+  }
+  for (int r = 0; r < rt.size(); ++r) {
+    wait_or_fail(sums[r].event(), "async add");
+    EXPECT_EQ(sums[r].get(), r + 100 * rt.rank());
+    EXPECT_EQ(texts[r].get(), "from " + std::to_string(rt.rank()) + "@" + std::to_string(r) + ":" +
+                                  std::to_string(2 * (r + 1)));
+  }
+  auto f = dist::async(rt.rank_place(rt.size() - 1), dist::fn<&triple>{}, 14);
+  EXPECT_EQ(f.get(), 42);
+  // A lambda with captures travels as its bytes.
+  int base = 1000;
+  auto g = dist::async(
+      rt.rank_place(0), [base](int x) { return base + x; }, 5);
+  EXPECT_EQ(g.get(), 1005);
+  dist::barrier(rt.world()).wait();
+}
+
+TEST(DistAsync, ChainsAcrossRanksFollowTheirDependencies) {
+  dist::runtime rt;
+  dist::global_ptr<long> counter;
+  if (rt.rank() == 0) {
+    counter = dist::allocate<long>(rt.here(), 1).get();
+    *counter.local() = 0;
+  }
+  dist::broadcast(rt.world(), std::span(&counter, 1), 0).wait();
+  if (rt.rank() == 0) {
+    // 24 steps hopping over the ranks, each after the previous one, with a local kernel
+    // event mixed into the dependencies of every fourth step.
+    event previous;
+    for (long i = 0; i < 24; ++i) {
+      std::vector<event> deps{previous};
+      if (i % 4 == 0) deps.push_back(launch(rt.machine(), grid(8), [](auto const&) {}));
+      auto target = rt.rank_place(static_cast<int>((i * 7 + 1) % rt.size()));
+      previous = dist::async(after(std::move(deps)), target, chain_step{counter, i}).event();
+    }
+    wait_or_fail(previous, "the chain");
+    previous.wait();
+    EXPECT_EQ(*counter.local(), 24);
+    // A failed dependency fails the remote task without running it.
+    auto failing = dist::async(rt.rank_place(rt.size() - 1), thrower{1});
+    auto skipped = dist::async(after(failing.event()), rt.rank_place(0), chain_step{counter, 24});
+    EXPECT_THROW(skipped.get(), dist::remote_error);
+    EXPECT_EQ(*counter.local(), 24);
+    dist::deallocate(counter).wait();
+  }
+  dist::barrier(rt.world()).wait();
+}
+
+TEST(DistAsync, TenThousandConcurrentSmallTasks) {
+  dist::runtime rt;
+  int const total = 10000;
+  // Spread over the ranks as issuers too: every rank sends its share to every rank.
+  int const mine = total / rt.size() + (rt.rank() < total % rt.size() ? 1 : 0);
+  std::vector<dist::future<int>> fs;
+  fs.reserve(static_cast<std::size_t>(mine));
+  for (int i = 0; i < mine; ++i)
+    fs.push_back(dist::async(rt.rank_place((i + rt.rank()) % rt.size()), add{}, i, rt.rank()));
+  for (int i = 0; i < mine; ++i) {
+    wait_or_fail(fs[static_cast<std::size_t>(i)].event(), "a small task");
+    ASSERT_EQ(fs[static_cast<std::size_t>(i)].get(), i + rt.rank());
+  }
+  long issued = mine, all = 0;
+  dist::all_reduce(rt.world(), std::span<long const>(&issued, 1), std::span(&all, 1),
+                   dist::reduce_op::sum)
+      .wait();
+  EXPECT_EQ(all, total);
+}
+
+TEST(DistAsync, RemoteExceptionsNameTheRank) {
+  dist::runtime rt;
+  int const target = (rt.rank() + 1) % rt.size();
+  auto f = dist::async(rt.rank_place(target), thrower{7});
+  try {
+    f.get();
+    FAIL() << "expected the remote exception";
+  } catch (dist::remote_error const& e) {
+    EXPECT_EQ(e.rank(), target);
+    std::string what = e.what();
+    EXPECT_NE(what.find("on rank " + std::to_string(target)), std::string::npos) << what;
+    EXPECT_NE(what.find("boom 7 from rank " + std::to_string(target)), std::string::npos) << what;
+  }
+  // The runtime is still usable after a failure.
+  EXPECT_EQ(dist::async(rt.rank_place(target), add{}, 1, 1).get(), 2);
+  dist::barrier(rt.world()).wait();
+}
+
+TEST(DistAsync, NamedFunctionsAndTheirErrors) {
+  dist::runtime rt;
+  dist::register_function<double(double, int)>("scale", [](double x, int k) { return x * k; });
+  if (rt.rank() == 0) dist::register_function<int()>("only_on_zero", [] { return 0; });
+  dist::barrier(rt.world()).wait();  // registered everywhere before anyone calls
+  int const target = rt.size() - 1;
+  EXPECT_EQ(dist::async_named<double>(rt.rank_place(target), "scale", 1.5, 4).get(), 6.0);
+  // Unknown name: a clear error from the target, naming the call.
+  auto unknown = dist::async_named<int>(rt.rank_place(target), "no_such_function", 1);
+  try {
+    unknown.get();
+    FAIL();
+  } catch (dist::remote_error const& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("no_such_function"), std::string::npos) << what;
+    EXPECT_NE(what.find("no function"), std::string::npos) << what;
+  }
+  if (target != 0) {
+    EXPECT_THROW(dist::async_named<int>(rt.rank_place(target), "only_on_zero").get(),
+                 dist::remote_error);
+  }
+  // Wrong argument types: refused by the target, not misread.
+  try {
+    dist::async_named<double>(rt.rank_place(target), "scale", 1.5, 4.0).get();
+    FAIL();
+  } catch (dist::remote_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("double (double, int)"), std::string::npos) << e.what();
+  }
+  dist::barrier(rt.world()).wait();
+}
+
+TEST(DistAsync, RemoteTasksLaunchKernelsOnTheirRank) {
+  dist::runtime rt;
+  auto f = dist::async(rt.rank_place((rt.rank() + 1) % rt.size()), local_sum{1000});
+  EXPECT_EQ(f.get(), 999L * 1000 / 2);
+  auto each = dist::async_each(rt.world(), my_rank{});
+  ASSERT_EQ(static_cast<int>(each.size()), rt.size());
+  wait_or_fail(dist::when_all(each), "async_each");
+  for (int r = 0; r < rt.size(); ++r) EXPECT_EQ(each[static_cast<std::size_t>(r)].get(), r);
+  dist::barrier(rt.world()).wait();
+}
+
+TEST(DistMemory, RandomPutsAndGetsMatchAReference) {
+  dist::runtime rt;
+  int const target = (rt.rank() + 1) % rt.size();
+  std::size_t const n = 300000;  // 2.4 MB of doubles: inline and rendezvous transfers
+  auto g = dist::allocate<double>(rt.rank_place(target), n).get();
+  EXPECT_EQ(g.rank(), target);
+  std::vector<double> reference(n, 0.0);
+  wait_or_fail(dist::put(g, reference.data(), n), "the first put");
+  std::mt19937_64 rng(1234 + static_cast<unsigned>(rt.rank()));
+  std::vector<std::vector<double>> sources;
+  std::vector<event> pending;
+  for (int round = 0; round < 40; ++round) {
+    std::size_t size = rng() % 3 == 0 ? rng() % 200000 : rng() % 1500;
+    std::size_t offset = rng() % (n - size + 1);
+    std::vector<double> data(size);
+    for (auto& x : data) x = static_cast<double>(rng() % 100000);
+    std::copy(data.begin(), data.end(), reference.begin() + static_cast<long>(offset));
+    // Ordered: each put after the previous one, so overlapping ranges end as the
+    // reference says.
+    after deps;
+    if (!pending.empty()) deps.events.push_back(pending.back());
+    sources.push_back(std::move(data));
+    pending.push_back(dist::put(deps, g + static_cast<long>(offset), sources.back().data(), size));
+    if (round % 5 == 4) {
+      wait_or_fail(pending.back(), "a put");
+      std::size_t gsize = rng() % 100000 + 1, goff = rng() % (n - gsize + 1);
+      std::vector<double> back(gsize, -1.0);
+      wait_or_fail(dist::get(back.data(), g + static_cast<long>(goff), gsize), "a get");
+      ASSERT_TRUE(std::equal(back.begin(), back.end(), reference.begin() + static_cast<long>(goff)))
+          << "round " << round;
+    }
+  }
+  for (auto& e : pending) wait_or_fail(e, "a put");
+  std::vector<double> all(n);
+  wait_or_fail(dist::get(all.data(), g, n), "the final get");
+  EXPECT_EQ(all, reference);
+  // Copy between two global pointers on (possibly) other ranks, staged through here.
+  auto h = dist::allocate<double>(rt.rank_place((rt.rank() + 2) % rt.size()), 1000).get();
+  wait_or_fail(dist::copy(h, g + 5, 1000), "a copy");
+  std::vector<double> copied(1000);
+  dist::get(copied.data(), h, 1000).wait();
+  EXPECT_TRUE(std::equal(copied.begin(), copied.end(), reference.begin() + 5));
+  dist::deallocate(h).wait();
+  dist::deallocate(g).wait();
+  // No rank allocates after this barrier, so the freed addresses are not reused.
+  dist::barrier(rt.world()).wait();
+  // Freed memory is refused by its rank, not written.
+  double one = 1.0;
+  auto late = dist::put(g, &one, 1);
+  wait_or_fail(late, "a put to freed memory");
+  EXPECT_THROW(late.wait(), dist::remote_error);
+  std::vector<double> big(20000, 2.0);
+  EXPECT_THROW(dist::put(g + 3, big.data(), big.size()).wait(), dist::remote_error);
+  EXPECT_THROW(dist::get(big.data(), g, big.size()).wait(), dist::remote_error);
+  EXPECT_THROW(dist::deallocate(g).wait(), dist::remote_error);  // twice
+  dist::barrier(rt.world()).wait();
+}
+
+TEST(DistMemory, OutOfBoundsAccessesFailOnTheTarget) {
+  dist::runtime rt;
+  int const target = rt.size() - 1;
+  auto g = dist::allocate<int>(rt.rank_place(target), 100).get();
+  std::vector<int> v(101, 1);
+  EXPECT_NO_THROW(dist::put(g, v.data(), 100).wait());
+  try {
+    dist::put(g, v.data(), 101).wait();  // one element past the end
+    FAIL();
+  } catch (dist::remote_error const& e) {
+    EXPECT_EQ(e.rank(), target);
+    EXPECT_NE(std::string(e.what()).find("404 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(dist::get(v.data(), g - 1, 2).wait(), dist::remote_error);
+  EXPECT_THROW(dist::atomic_fetch_add(g + 100, 1).get(), dist::remote_error);
+  dist::deallocate(g).wait();
+  // make_global exposes local memory to the others.
+  std::vector<int> mine(10, rt.rank());
+  auto exposed = dist::make_global(std::span(mine));
+  std::vector<dist::global_ptr<int>> all(static_cast<std::size_t>(rt.size()));
+  dist::all_gather(rt.world(), std::span<dist::global_ptr<int> const>(&exposed, 1), std::span(all))
+      .wait();
+  int const from = (rt.rank() + 1) % rt.size();
+  std::vector<int> got(10, -1);
+  dist::get(got.data(), all[static_cast<std::size_t>(from)], 10).wait();
+  EXPECT_EQ(got, std::vector<int>(10, from));
+  dist::barrier(rt.world()).wait();
+  dist::release_global(exposed);
+  dist::barrier(rt.world()).wait();
+}
+
+TEST(DistMemory, GlobalPointerArithmetic) {
+  dist::runtime rt;
+  dist::global_ptr<double> p(1, 4096);
+  EXPECT_EQ((p + 3).address(), 4096u + 24u);
+  EXPECT_EQ((p + 3) - p, 3);
+  EXPECT_EQ((p + 3) - 1, p + 2);
+  EXPECT_TRUE(p < p + 1);
+  EXPECT_THROW((void)(p - dist::global_ptr<double>(0, 4096)), invalid_argument);
+  if (rt.rank() != 1) {
+    EXPECT_THROW((void)p.local(), invalid_argument);
+  }
+}
+
+TEST(DistMemory, RemoteAtomicsFromEveryRank) {
+  dist::runtime rt;
+  dist::global_ptr<long> words;
+  if (rt.rank() == 0) {
+    words = dist::allocate<long>(rt.here(), 2).get();
+    words.local()[0] = 0;
+    words.local()[1] = -1;
+  }
+  dist::broadcast(rt.world(), std::span(&words, 1), 0).wait();
+  std::vector<dist::future<long>> adds;
+  for (int i = 0; i < 500; ++i) adds.push_back(dist::atomic_fetch_add(words, 1L));
+  long mine_won = 0;
+  // Exactly one rank's compare-exchange of -1 -> its rank wins.
+  auto cas = dist::atomic_compare_exchange(words + 1, -1L, static_cast<long>(rt.rank()));
+  long old = cas.get();
+  if (old == -1) mine_won = 1;
+  for (auto& f : adds) {
+    long v = f.get();
+    EXPECT_GE(v, 0);
+    EXPECT_LT(v, 500L * rt.size());
+  }
+  long winners = 0;
+  dist::all_reduce(rt.world(), std::span<long const>(&mine_won, 1), std::span(&winners, 1),
+                   dist::reduce_op::sum)
+      .wait();
+  EXPECT_EQ(winners, 1);
+  dist::barrier(rt.world()).wait();
+  if (rt.rank() == 0) {
+    EXPECT_EQ(words.local()[0], 500L * rt.size());
+    EXPECT_GE(words.local()[1], 0);
+    dist::deallocate(words).wait();
+  }
+  dist::barrier(rt.world()).wait();
+}
+
+namespace {
+// What rank r contributes in the collective tests (every rank can compute any rank's).
+std::vector<long> data_of(int r, std::size_t n, int salt) {
+  std::mt19937_64 rng(static_cast<unsigned>(r * 7919 + salt));
+  std::vector<long> v(n);
+  for (auto& x : v) x = static_cast<long>(rng() % 1000) - 500;
+  return v;
+}
+}  // namespace
+
+TEST(DistCollectives, MatchASequentialReference) {
+  dist::runtime rt;
+  auto const& w = rt.world();
+  int const P = rt.size(), me = rt.rank();
+  for (std::size_t k : {std::size_t{1}, std::size_t{7}, std::size_t{3000}}) {
+    int const root = static_cast<int>(k % static_cast<std::size_t>(P));
+    // broadcast
+    auto b = me == root ? data_of(root, k, 1) : std::vector<long>(k, 0);
+    wait_or_fail(dist::broadcast(w, std::span(b), root), "broadcast");
+    EXPECT_EQ(b, data_of(root, k, 1));
+    // reduce and all_reduce, every op
+    for (auto op : {dist::reduce_op::sum, dist::reduce_op::min, dist::reduce_op::max,
+                    dist::reduce_op::prod}) {
+      std::vector<long> expect = data_of(0, k, 2);
+      for (int r = 1; r < P; ++r) {
+        auto d = data_of(r, k, 2);
+        for (std::size_t i = 0; i < k; ++i) {
+          auto& e = expect[i];
+          switch (op) {
+            case dist::reduce_op::sum:
+              e += d[i];
+              break;
+            case dist::reduce_op::min:
+              e = std::min(e, d[i]);
+              break;
+            case dist::reduce_op::max:
+              e = std::max(e, d[i]);
+              break;
+            case dist::reduce_op::prod:
+              e *= d[i];
+              break;
+          }
+        }
+      }
+      auto in = data_of(me, k, 2);
+      std::vector<long> out(k, 0), all(k, 0);
+      auto e1 = dist::reduce(w, std::span<long const>(in), std::span(out), op, root);
+      auto e2 = dist::all_reduce(w, std::span<long const>(in), std::span(all), op);
+      wait_or_fail(e1, "reduce");
+      wait_or_fail(e2, "all_reduce");
+      if (me == root) {
+        EXPECT_EQ(out, expect);
+      }
+      EXPECT_EQ(all, expect);
+    }
+    // gather / all_gather
+    std::vector<long> cat;
+    for (int r = 0; r < P; ++r) {
+      auto d = data_of(r, k, 3);
+      cat.insert(cat.end(), d.begin(), d.end());
+    }
+    auto mine = data_of(me, k, 3);
+    std::vector<long> gathered(me == root ? k * P : 0), everyone(k * P);
+    wait_or_fail(dist::gather(w, std::span<long const>(mine), std::span(gathered), root), "gather");
+    wait_or_fail(dist::all_gather(w, std::span<long const>(mine), std::span(everyone)),
+                 "all_gather");
+    if (me == root) {
+      EXPECT_EQ(gathered, cat);
+    }
+    EXPECT_EQ(everyone, cat);
+    // scatter: the root's data, piece `me` lands here
+    auto whole = data_of(root, k * P, 4);
+    std::vector<long> piece(k);
+    std::vector<long> const root_in = me == root ? whole : std::vector<long>{};
+    wait_or_fail(dist::scatter(w, std::span<long const>(root_in), std::span(piece), root),
+                 "scatter");
+    EXPECT_TRUE(std::equal(piece.begin(), piece.end(), whole.begin() + static_cast<long>(k) * me));
+    // all_to_all: block j of rank i's input is block i of rank j's output
+    auto send = data_of(me, k * P, 5);
+    std::vector<long> recv(k * P);
+    wait_or_fail(dist::all_to_all(w, std::span<long const>(send), std::span(recv)), "all_to_all");
+    for (int i = 0; i < P; ++i) {
+      auto theirs = data_of(i, k * P, 5);
+      EXPECT_TRUE(std::equal(recv.begin() + static_cast<long>(k) * i,
+                             recv.begin() + static_cast<long>(k) * (i + 1),
+                             theirs.begin() + static_cast<long>(k) * me))
+          << "block from rank " << i;
+    }
+  }
+  wait_or_fail(dist::barrier(w), "barrier");
+}
+
+TEST(DistCollectives, TeamsOfSomeRanks) {
+  dist::runtime rt;
+  // The even ranks form a team; the odd ones another.
+  std::vector<int> members;
+  for (int r = rt.rank() % 2; r < rt.size(); r += 2) members.push_back(r);
+  auto t = rt.make_team(members);
+  EXPECT_EQ(t.size(), static_cast<int>(members.size()));
+  EXPECT_EQ(t.world_rank(t.rank()), rt.rank());
+  long mine = rt.rank(), sum = 0;
+  wait_or_fail(dist::all_reduce(t, std::span<long const>(&mine, 1), std::span(&sum, 1),
+                                dist::reduce_op::sum),
+               "team all_reduce");
+  EXPECT_EQ(sum, std::accumulate(members.begin(), members.end(), 0L));
+  // A collective launch on the team (Phalanx `who`), issued by its first member.
+  if (t.rank() == 0) {
+    auto each = dist::async_each(t, my_rank{});
+    for (int i = 0; i < t.size(); ++i)
+      EXPECT_EQ(each[static_cast<std::size_t>(i)].get(), members[static_cast<std::size_t>(i)]);
+  }
+  wait_or_fail(dist::barrier(t), "team barrier");
+  dist::barrier(rt.world()).wait();
+}
+
+TEST(DistCollectives, SizeMistakesAreRefusedBeforeSending) {
+  dist::runtime rt;
+  auto const& w = rt.world();
+  std::vector<long> in(3), out(3 * rt.size() + 1);
+  EXPECT_THROW(dist::all_gather(w, std::span<long const>(in), std::span(out)), invalid_argument);
+  EXPECT_THROW(dist::all_to_all(w, std::span<long const>(out), std::span(in)), invalid_argument);
+  EXPECT_THROW(dist::broadcast(w, std::span(in), rt.size()), invalid_argument);
+  // Only the root knows the gathered size: only it calls (a non-root would start a real
+  // gather that nobody matches).
+  if (rt.rank() == 0) {
+    EXPECT_THROW(dist::gather(w, std::span<long const>(in), std::span(out), 0), invalid_argument);
+  }
+  EXPECT_THROW(dist::all_reduce(w, std::span<long const>(in), std::span(out), dist::reduce_op::sum),
+               invalid_argument);
+  EXPECT_THROW(dist::barrier(dist::team{}), invalid_argument);
+  dist::barrier(w).wait();
+}
+
+TEST(DistRuntime, RuntimesComeAndGoAndTeamsDieWithThem) {
+  dist::team old;
+  {
+    dist::runtime rt;
+    old = rt.world();
+    dist::barrier(old).wait();
+  }
+  dist::runtime rt;
+  EXPECT_THROW(dist::barrier(old), error);
+  EXPECT_NO_THROW(dist::barrier(rt.world()).wait());
+  EXPECT_THROW(dist::runtime(), error);  // one at a time
+}

@@ -1,0 +1,97 @@
+// Serialization of remote-call arguments (no MPI needed).
+#include <strata/dist/serialize.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+using namespace strata;
+using namespace strata::dist;
+
+namespace {
+
+struct point {
+  double x, y;
+  int tag;
+};
+
+// A user type with its own serializer (not trivially copyable: it owns a map).
+struct inventory {
+  std::map<std::string, int> items;
+};
+
+}  // namespace
+
+template <>
+struct strata::dist::serializer<inventory> {
+  static void write(writer& w, inventory const& v) {
+    w(std::uint64_t(v.items.size()));
+    for (auto const& [k, n] : v.items) w(std::pair<std::string, int>(k, n));
+  }
+  static inventory read(reader& r) {
+    inventory v;
+    auto n = r.read<std::uint64_t>();
+    for (std::uint64_t i = 0; i < n; ++i) v.items.insert(r.read<std::pair<std::string, int>>());
+    return v;
+  }
+};
+
+template <class T>
+T round_trip(T const& v) {
+  std::vector<std::byte> buf;
+  writer w(buf);
+  w(v);
+  reader r(buf.data(), buf.size());
+  T out = r.read<T>();
+  EXPECT_EQ(r.left(), 0u);
+  return out;
+}
+
+TEST(DistSerialize, BuiltInTypesRoundTrip) {
+  EXPECT_EQ(round_trip(42), 42);
+  auto p = round_trip(point{1.5, -2.0, 7});
+  EXPECT_EQ(p.x, 1.5);
+  EXPECT_EQ(p.tag, 7);
+  EXPECT_EQ(round_trip(std::string("hello\0world", 11)), std::string("hello\0world", 11));
+  EXPECT_EQ(round_trip(std::string()), "");
+  std::vector<std::string> words{"a", "", "ccc"};
+  EXPECT_EQ(round_trip(words), words);
+  std::vector<std::vector<int>> nested{{1, 2}, {}, {3}};
+  EXPECT_EQ(round_trip(nested), nested);
+  EXPECT_EQ(round_trip(std::optional<std::string>("x")), std::optional<std::string>("x"));
+  EXPECT_EQ(round_trip(std::optional<int>()), std::nullopt);
+  auto t = std::make_tuple(1, std::string("two"), std::vector<double>{3.0});
+  EXPECT_EQ(round_trip(t), t);
+  std::array<std::string, 2> a{"p", "q"};
+  EXPECT_EQ(round_trip(a), a);
+}
+
+TEST(DistSerialize, UserTypeThroughSerializer) {
+  static_assert(serializable<inventory>);
+  static_assert(!serializable<int*>);  // raw pointers mean nothing on another rank
+  inventory v{{{"apples", 3}, {"pears", 0}}};
+  EXPECT_EQ(round_trip(v).items, v.items);
+}
+
+TEST(DistSerialize, TruncatedMessagesThrowInsteadOfReadingPastTheEnd) {
+  std::vector<std::byte> buf;
+  writer w(buf);
+  w(std::string("a long enough string"));
+  for (std::size_t cut = 0; cut < buf.size(); ++cut) {
+    reader r(buf.data(), cut);
+    EXPECT_THROW(r.read<std::string>(), error) << "cut at " << cut;
+  }
+  // A vector claiming more elements than the message holds.
+  std::vector<std::byte> lie;
+  writer lw(lie);
+  lw(std::uint64_t(1) << 40);
+  reader r(lie.data(), lie.size());
+  EXPECT_THROW(r.read<std::vector<double>>(), error);
+  reader r2(lie.data(), lie.size());
+  EXPECT_THROW(r2.read<std::vector<std::string>>(), error);
+}
