@@ -5,6 +5,7 @@
 
 #include <strata/tensor/boundary.hpp>
 #include <strata/tensor/geometry.hpp>
+#include <strata/tensor/hybrid.hpp>
 #include <strata/tensor/iterator.hpp>
 #include <strata/tensor/reduce.hpp>
 #include <strata/tensor/split.hpp>

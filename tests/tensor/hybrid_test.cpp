@@ -1,0 +1,292 @@
+// The hybrid 2-D stencil scheme (hybrid-2d-stencil-scheme §2, §4): Jacobi bitwise equal to
+// a sequential sweep and the 8-neighbour shortest path equal to Dijkstra, for every device
+// mix and cut; frontier skipping; bad input; a throwing kernel.
+#include "support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <queue>
+#include <vector>
+
+using namespace strata;
+using tensor_test::rt;
+
+namespace {
+
+std::vector<place> mix(std::string const& name) {
+  auto host = tensor_test::host();
+  auto sims = tensor_test::sim_devices(3);
+  if (name == "cpu") return host;
+  if (name == "cpu+sim") return {host[0], sims[0]};
+  if (name == "sim+cpu+sim") return {sims[0], host[0], sims[1]};
+  if (name == "2sim") return {sims[0], sims[1]};
+  return {sims[0], host[0], sims[1], sims[2]};  // "4 strips"
+}
+
+struct jacobi {
+  template <class It>
+  STRATA_FN double operator()(It& in) const {
+    return 0.25 * (*in.offset(0, -1) + *in.offset(0, 1) + *in.offset(1, -1) + *in.offset(1, 1));
+  }
+};
+
+std::vector<double> jacobi_ref(std::vector<double> a, index_t rows, index_t cols, double edge,
+                               long iterations) {
+  std::vector<double> b(a.size());
+  auto at = [&](std::vector<double> const& v, index_t i, index_t j) {
+    if (i < 0 || j < 0 || i >= rows || j >= cols) return edge;
+    return v[static_cast<std::size_t>(i * cols + j)];
+  };
+  for (long it = 0; it < iterations; ++it) {
+    for (index_t i = 0; i < rows; ++i)
+      for (index_t j = 0; j < cols; ++j)
+        b[static_cast<std::size_t>(i * cols + j)] =
+            0.25 * (at(a, i - 1, j) + at(a, i + 1, j) + at(a, i, j - 1) + at(a, i, j + 1));
+    std::swap(a, b);
+  }
+  return a;
+}
+
+class Hybrid : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Hybrid, JacobiEqualsASequentialSweepBitwise) {
+  rt();
+  index_t const rows = 41, cols = 29;
+  auto devices = mix(GetParam());
+  std::vector<double> init(static_cast<std::size_t>(rows * cols));
+  for (std::size_t i = 0; i < init.size(); ++i) init[i] = static_cast<double>((i * 37) % 11);
+  auto const n = devices.size();
+  // Even strips, then cut lines moved around (one-row strips included).
+  std::vector<std::vector<index_t>> cut_sets{{}};
+  if (n == 2) cut_sets.push_back({1}), cut_sets.push_back({30});
+  if (n == 3) cut_sets.push_back({5, 6}), cut_sets.push_back({20, 39});
+  if (n == 4) cut_sets.push_back({2, 4, 40});
+  for (auto const& cuts : cut_sets) {
+    hybrid_stencil<double> h(
+        {rows, cols}, {.devices = devices, .cuts = cuts, .boundary = 1.5, .max_iterations = 37});
+    h.set(view<double, 2>(ptr<double, host_space>(init.data(), 0), vec<2>{rows, cols}));
+    auto r = h.solve(jacobi{});
+    EXPECT_EQ(r.iterations, 37);
+    std::vector<double> out(init.size());
+    h.get(view<double, 2>(ptr<double, host_space>(out.data(), 0), vec<2>{rows, cols}));
+    auto ref = jacobi_ref(init, rows, cols, 1.5, 37);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      ASSERT_EQ(out[i], ref[i]) << GetParam() << " cell " << i << " cuts " << cuts.size();
+  }
+}
+
+// The seed's shortest path (§2): cost(P) = min over the 8 neighbours Q of cost(Q) + d(P, Q),
+// d the 3-D distance over cell side h and elevations z.
+struct path_step {
+  template <class C, class Z>
+  STRATA_FN double operator()(C& c, Z& z, double h) const {
+    double best = *c;
+    for (int di = -1; di <= 1; ++di)
+      for (int dj = -1; dj <= 1; ++dj) {
+        if (di == 0 && dj == 0) continue;
+        double const dz = *z.offset(0, di).offset(1, dj) - *z;
+        double const d = std::sqrt(static_cast<double>(di * di + dj * dj) * h * h + dz * dz);
+        double const via = *c.offset(0, di).offset(1, dj) + d;
+        best = via < best ? via : best;
+      }
+    return best;
+  }
+};
+
+std::vector<double> dijkstra(std::vector<double> const& z, index_t rows, index_t cols, double h,
+                             index_t ti, index_t tj) {
+  double const inf = std::numeric_limits<double>::infinity();
+  std::vector<double> cost(z.size(), inf);
+  using item = std::pair<double, index_t>;
+  std::priority_queue<item, std::vector<item>, std::greater<>> q;
+  cost[static_cast<std::size_t>(ti * cols + tj)] = 0;
+  q.push({0.0, ti * cols + tj});
+  while (!q.empty()) {
+    auto [c, k] = q.top();
+    q.pop();
+    if (c > cost[static_cast<std::size_t>(k)]) continue;
+    index_t const i = k / cols, j = k % cols;
+    for (int di = -1; di <= 1; ++di)
+      for (int dj = -1; dj <= 1; ++dj) {
+        index_t const a = i + di, b = j + dj;
+        if ((di == 0 && dj == 0) || a < 0 || b < 0 || a >= rows || b >= cols) continue;
+        auto const nk = static_cast<std::size_t>(a * cols + b);
+        double const dz = z[static_cast<std::size_t>(k)] - z[nk];
+        double const d = std::sqrt(static_cast<double>(di * di + dj * dj) * h * h + dz * dz);
+        if (c + d < cost[nk]) {
+          cost[nk] = c + d;
+          q.push({cost[nk], a * cols + b});
+        }
+      }
+  }
+  return cost;
+}
+
+TEST_P(Hybrid, ShortestPathEqualsDijkstraAndSkipsUnchangedFrontiers) {
+  rt();
+  index_t const rows = 37, cols = 23;
+  double const h = 30.0, inf = std::numeric_limits<double>::infinity();
+  auto devices = mix(GetParam());
+  std::vector<double> z(static_cast<std::size_t>(rows * cols));
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j)
+      z[static_cast<std::size_t>(i * cols + j)] =
+          100.0 * std::sin(0.3 * static_cast<double>(i)) * std::cos(0.2 * static_cast<double>(j)) +
+          static_cast<double>((i * 7 + j * 13) % 17);
+  auto ref = dijkstra(z, rows, cols, h, 3, 11);
+  for (bool skip : {true, false}) {
+    hybrid_stencil<double> hs(
+        {rows, cols}, {.devices = devices, .boundary = inf, .skip_unchanged_frontiers = skip});
+    std::vector<double> cost(z.size(), inf);
+    cost[3 * cols + 11] = 0;
+    hs.set(view<double, 2>(ptr<double, host_space>(cost.data(), 0), vec<2>{rows, cols}));
+    tensor<double, 2> elevation(hs.devices(), hs.spec());
+    set_boundary(elevation, boundary::constant<double>{0.0});
+    copy(elevation, view<double, 2>(ptr<double, host_space>(z.data(), 0), vec<2>{rows, cols}))
+        .wait();
+    auto r = hs.solve(path_step{}, elevation, h);
+    EXPECT_TRUE(r.converged);
+    hs.get(view<double, 2>(ptr<double, host_space>(cost.data(), 0), vec<2>{rows, cols}));
+    for (std::size_t i = 0; i < cost.size(); ++i)
+      ASSERT_NEAR(cost[i], ref[i], 1e-9 * ref[i]) << GetParam() << " cell " << i;
+    if (devices.size() > 1 && skip) {
+      EXPECT_GT(r.frontiers_skipped, 0u) << "nothing skipped";
+    }
+    if (!skip) {
+      EXPECT_EQ(r.frontiers_skipped, 0u);
+    }
+  }
+}
+
+// A cell that changes a number of times (its row's limit), then never again: frontiers
+// that stop changing while their neighbours go on. Not monotone (unlike path costs), so a
+// stale frontier in either buffer shows in the result.
+struct counted {
+  double v;
+  int n;
+  friend STRATA_FN bool operator!=(counted const& a, counted const& b) {
+    return a.v != b.v || a.n != b.n;
+  }
+};
+
+struct counted_jacobi {
+  index_t stop_row;  // rows before it stop after `low` updates, the others after `high`
+  int low = 3, high = 40;
+  template <class It>
+  STRATA_FN counted operator()(It& in) const {
+    counted c = *in;
+    if (c.n >= (in.global_index(0) < stop_row ? low : high)) return c;
+    double s = in.offset(0, -1)->v + in.offset(0, 1)->v + in.offset(1, -1)->v + in.offset(1, 1)->v;
+    return {0.25 * s + 1.0, c.n + 1};
+  }
+};
+
+std::vector<counted> counted_ref(std::vector<counted> a, index_t rows, index_t cols, counted edge,
+                                 index_t stop_row, long iterations, int low = 3, int high = 40) {
+  auto at = [&](std::vector<counted> const& v, index_t i, index_t j) {
+    if (i < 0 || j < 0 || i >= rows || j >= cols) return edge;
+    return v[static_cast<std::size_t>(i * cols + j)];
+  };
+  std::vector<counted> b(a.size());
+  for (long it = 0; it < iterations; ++it) {
+    for (index_t i = 0; i < rows; ++i)
+      for (index_t j = 0; j < cols; ++j) {
+        counted c = at(a, i, j);
+        if (c.n < (i < stop_row ? low : high)) {
+          double s = at(a, i - 1, j).v + at(a, i + 1, j).v + at(a, i, j - 1).v + at(a, i, j + 1).v;
+          c = {0.25 * s + 1.0, c.n + 1};
+        }
+        b[static_cast<std::size_t>(i * cols + j)] = c;
+      }
+    std::swap(a, b);
+  }
+  return a;
+}
+
+TEST_P(Hybrid, FrontiersThatStopChangingStayRightInBothBuffers) {
+  rt();
+  index_t const rows = 30, cols = 9;
+  auto devices = mix(GetParam());
+  std::vector<counted> init(static_cast<std::size_t>(rows * cols), counted{0.0, 0});
+  for (std::size_t i = 0; i < init.size(); ++i) init[i].v = static_cast<double>(i % 7);
+  counted const edge{2.0, 0};
+  for (index_t stop_row : {index_t{8}, index_t{15}, index_t{22}}) {
+    hybrid_stencil<counted> h({rows, cols}, {.devices = devices, .boundary = edge});
+    h.set(view<counted, 2>(ptr<counted, host_space>(init.data(), 0), vec<2>{rows, cols}));
+    // Two solves: the second starts from buffers the first left behind.
+    auto r1 = h.solve(counted_jacobi{stop_row});
+    EXPECT_TRUE(r1.converged);
+    auto r2 = h.solve(counted_jacobi{stop_row});
+    EXPECT_EQ(r2.iterations, 1);
+    std::vector<counted> out(init.size());
+    h.get(view<counted, 2>(ptr<counted, host_space>(out.data(), 0), vec<2>{rows, cols}));
+    auto ref = counted_ref(init, rows, cols, edge, stop_row, r1.iterations);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      ASSERT_FALSE(out[i] != ref[i])
+          << GetParam() << " stop " << stop_row << " cell " << i << ": " << out[i].v << "/"
+          << out[i].n << " vs " << ref[i].v << "/" << ref[i].n;
+    // A solve cut short while frontiers still change leaves the other buffer's padding one
+    // iteration old; the next solve freezes those frontiers at once and must still see them.
+    hybrid_stencil<counted> cut({rows, cols}, {.devices = devices, .boundary = edge});
+    cut.set(view<counted, 2>(ptr<counted, host_space>(init.data(), 0), vec<2>{rows, cols}));
+    auto short_run = cut.iterate(2, counted_jacobi{stop_row, 1000, 1000});
+    EXPECT_EQ(short_run.iterations, 2);
+    auto r3 = cut.solve(counted_jacobi{stop_row, 2, 30});
+    EXPECT_TRUE(r3.converged);
+    cut.get(view<counted, 2>(ptr<counted, host_space>(out.data(), 0), vec<2>{rows, cols}));
+    auto two = counted_ref(init, rows, cols, edge, stop_row, 2, 1000, 1000);
+    auto ref3 = counted_ref(two, rows, cols, edge, stop_row, r3.iterations, 2, 30);
+    for (std::size_t i = 0; i < out.size(); ++i)
+      ASSERT_FALSE(out[i] != ref3[i]) << GetParam() << " stop " << stop_row << " cell " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes, Hybrid,
+                         ::testing::Values("cpu", "cpu+sim", "sim+cpu+sim", "2sim", "4strips"));
+
+TEST(HybridErrors, BadCutsAndDevicesAreClearErrors) {
+  rt();
+  auto d = mix("cpu+sim");
+  EXPECT_THROW(hybrid_stencil<double>({10, 10}, {}), invalid_argument);
+  EXPECT_THROW(hybrid_stencil<double>({10, 10}, {.devices = d, .cuts = {0}}), invalid_argument);
+  EXPECT_THROW(hybrid_stencil<double>({10, 10}, {.devices = d, .cuts = {10}}), invalid_argument);
+  EXPECT_THROW(hybrid_stencil<double>({10, 10}, {.devices = d, .cuts = {3, 5}}), invalid_argument);
+  EXPECT_THROW(hybrid_stencil<double>({10, 10}, {.devices = d, .weights = {1.0}}),
+               invalid_argument);
+  hybrid_stencil<double> h({10, 10}, {.devices = d});
+  tensor<double, 2> other(d, tensor_spec<2>{.extent = {10, 10}, .partitions = {1, 1}});
+  EXPECT_THROW(h.solve(path_step{}, other, 1.0), invalid_argument);
+}
+
+struct throws_on_row {
+  index_t bad;
+  template <class It>
+  STRATA_FN double operator()(It& in) const {
+    if (in.global_index(0) == bad) throw std::runtime_error("cell update failed");
+    return *in;
+  }
+};
+
+TEST(HybridErrors, AThrowingKernelEndsTheSolveWithItsError) {
+  rt();
+  hybrid_stencil<double> h({20, 8}, {.devices = mix("sim+cpu+sim"), .max_iterations = 10});
+  for (index_t bad : {0, 7, 19})
+    EXPECT_THROW(h.solve(throws_on_row{bad}), std::runtime_error) << bad;
+}
+
+TEST(Hybrid, MeasuredSpeedsGiveCutLinesInProportion) {
+  rt();
+  hybrid_stencil<double> h({64, 64}, {.devices = mix("cpu+sim")});
+  auto speeds = h.measure_speeds(3, jacobi{});
+  ASSERT_EQ(speeds.size(), 2u);
+  EXPECT_GT(speeds[0], 0);
+  EXPECT_GT(speeds[1], 0);
+  auto cuts = h.cuts_for({1.0, 3.0});
+  EXPECT_EQ(cuts, std::vector<index_t>{16});
+  h.recut(cuts);
+  EXPECT_EQ(h.cuts(), (std::vector<index_t>{0, 16, 64}));
+}
+
+}  // namespace
