@@ -1,0 +1,214 @@
+// Array types and copies under overlap and concurrency (issue 14): unordered copies into
+// neighbouring elements of one device array, overlapping source and destination ranges,
+// strides and displacements judged on the whole mapping, pitched device copies of
+// sliding windows, deeply referring types, user offset functions, printed references.
+#include <strata/strata.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "exec/backends.hpp"
+
+namespace strata {
+namespace {
+
+class LayoutStaging : public testing::Test {
+ protected:
+  runtime rt{runtime_options{.sim_devices = "2:bw=50GB/s,lat=1us"}};
+  place machine = rt.machine();
+  place sim0 = machine.slice(isa::sim).descendants(place_type::device)[0];
+  place sim1 = machine.slice(isa::sim).descendants(place_type::device)[1];
+
+  template <class T>
+  std::vector<T> read_back(ptr<T, sim_space> d, index_t n) {
+    std::vector<T> out(static_cast<std::size_t>(n));
+    copy(ptr<T>(out.data(), 0), ptr<T const, sim_space>(d), n).wait();
+    return out;
+  }
+};
+
+// PARRAY §3.2: a copy writes y[B(k)] for its own k only. Two copies that write the even and
+// the odd elements of one device array, unordered, must both land.
+TEST_F(LayoutStaging, UnorderedCopiesIntoEvenAndOddElementsBothLand) {
+  index_t const n = 2048;
+  array_type<int, sim_space> const whole{n, 2};
+  array_type<int, sim_space> const even{whole[0]};                               // 2k
+  array_type<int, sim_space> const odd{dims{whole[0], 1 | disp(1) | whole[1]}};  // 2k + 1
+  for (index_t k = 0; k < n; ++k) ASSERT_EQ(odd(k), 2 * k + 1);
+  array_type<int> const host{n};
+  std::vector<int> a(static_cast<std::size_t>(n)), b(a.size());
+  std::iota(a.begin(), a.end(), 0);
+  std::iota(b.begin(), b.end(), 100000);
+  auto d = allocate<int, sim_space>(sim0, 2 * n);
+  for (int rep = 0; rep < 4; ++rep) {
+    fill(view<int, 1, sim_space>(d, vec<1>{2 * n}), -1).wait();
+    auto e1 = copy(even.on(d), host.on(std::as_const(a).data()));
+    auto e2 = copy(odd.on(d), host.on(std::as_const(b).data()));
+    e1.wait();
+    e2.wait();
+    auto out = read_back(d, 2 * n);
+    for (index_t k = 0; k < n; ++k) {
+      ASSERT_EQ(out[static_cast<std::size_t>(2 * k)], k) << "rep " << rep;
+      ASSERT_EQ(out[static_cast<std::size_t>(2 * k + 1)], 100000 + k) << "rep " << rep;
+    }
+  }
+  // The same from another device (staged through the host on both sides).
+  auto s = allocate<int, sim_space>(sim1, n);
+  copy(ptr<int, sim_space>(s), ptr<int const>(a.data(), 0), n).wait();
+  array_type<int, sim_space> const dense{n};
+  fill(view<int, 1, sim_space>(d, vec<1>{2 * n}), -1).wait();
+  auto e1 = copy(odd.on(d), dense.on(ptr<int const, sim_space>(s)));
+  auto e2 = copy(even.on(d), host.on(std::as_const(b).data()));
+  e1.wait();
+  e2.wait();
+  auto out = read_back(d, 2 * n);
+  for (index_t k = 0; k < n; ++k) {
+    ASSERT_EQ(out[static_cast<std::size_t>(2 * k)], 100000 + k);
+    ASSERT_EQ(out[static_cast<std::size_t>(2 * k + 1)], k);
+  }
+  deallocate(s);
+  deallocate(d);
+}
+
+// Overlapping copies have memmove semantics: every element is read before any is written.
+class LayoutOverlap : public test::on_every_backend {};
+
+TEST_P(LayoutOverlap, ShiftedCopiesWithinOneArrayAreMemmoves) {
+  index_t const n = index_t{1} << 22;  // 16 MiB of ints: many chunks, several threads
+  array_type<int> const t{n};
+  std::vector<int> x(static_cast<std::size_t>(n + 1));
+  // dst = x + 1, src = x
+  std::iota(x.begin(), x.end(), 0);
+  copy(after{}, here(), t.on(x.data() + 1), t.on(std::as_const(x).data())).wait();
+  ASSERT_EQ(x[0], 0);
+  for (index_t k = 0; k < n; ++k) ASSERT_EQ(x[static_cast<std::size_t>(k + 1)], k) << k;
+  // src = x + 1, dst = x
+  std::iota(x.begin(), x.end(), 0);
+  copy(after{}, here(), t.on(x.data()), t.on(std::as_const(x).data() + 1)).wait();
+  for (index_t k = 0; k < n; ++k) ASSERT_EQ(x[static_cast<std::size_t>(k)], k + 1) << k;
+  ASSERT_EQ(x[static_cast<std::size_t>(n)], n);
+}
+
+TEST_P(LayoutOverlap, InPlaceTransposeReadsTheOriginal) {
+  index_t const n = 512;
+  array_type<double> const a{n, n};
+  array_type<double> const tr{a[1], a[0]};
+  std::vector<double> x(static_cast<std::size_t>(n * n));
+  std::iota(x.begin(), x.end(), 0.0);
+  copy(after{}, here(), tr.on(x.data()), a.on(std::as_const(x).data())).wait();
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < n; ++j)
+      ASSERT_EQ(x[static_cast<std::size_t>(j * n + i)], static_cast<double>(i * n + j));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LayoutOverlap, testing::ValuesIn(test::cpu_backends()),
+                         test::backend_name);
+
+TEST_F(LayoutStaging, ShiftedCopiesWithinOneSimArrayAreMemmoves) {
+  index_t const n = 1 << 16;
+  array_type<int, sim_space> const t{n};
+  auto d = allocate<int, sim_space>(sim0, n + 1);
+  std::vector<int> init(static_cast<std::size_t>(n + 1));
+  std::iota(init.begin(), init.end(), 0);
+  for (int dir = 0; dir < 2; ++dir) {
+    copy(ptr<int, sim_space>(d), ptr<int const>(init.data(), 0), n + 1).wait();
+    auto dst = dir == 0 ? d + 1 : d;
+    auto src = ptr<int const, sim_space>(dir == 0 ? d : d + 1);
+    copy(t.on(dst), t.on(src)).wait();
+    auto out = read_back(d, n + 1);
+    for (index_t k = 0; k < n; ++k)
+      ASSERT_EQ(out[static_cast<std::size_t>(dir == 0 ? k + 1 : k)], dir == 0 ? k : k + 1)
+          << "direction " << dir << ", k = " << k;
+  }
+  deallocate(d);
+}
+
+// A source whose rows overlap (a sliding window: row i starts 2 elements after row i - 1)
+// and a destination that repeats offsets, on a sim device: the copy engine's pitched
+// copies need a pitch of at least a row (as cudaMemcpy2D does); a repeated destination
+// offset keeps the last k's element (PARRAY §3.2).
+TEST_F(LayoutStaging, SlidingWindowsOnADevice) {
+  index_t const rows = 16, cols = 256;
+  array_type<float, sim_space> const pairs{64, 2};
+  array_type<float, sim_space> const line{1024};
+  array_type<float, sim_space> const window{rows | pairs[0], cols | line.root()};  // 2i + j
+  ASSERT_EQ(window(3, 5), 11);
+  index_t const span = 2 * (rows - 1) + cols;
+  array_type<float> const dense{rows, cols};
+  auto d = allocate<float, sim_space>(sim0, 1024);
+  std::vector<float> init(1024);
+  std::iota(init.begin(), init.end(), 0.f);
+  copy(ptr<float, sim_space>(d), ptr<float const>(init.data(), 0), 1024).wait();
+  // Device source with overlapping rows -> host.
+  std::vector<float> out(static_cast<std::size_t>(rows * cols), -1.f);
+  copy(dense.on(out.data()), window.on(ptr<float const, sim_space>(d))).wait();
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j)
+      ASSERT_EQ(out[static_cast<std::size_t>(i * cols + j)], static_cast<float>(2 * i + j));
+  // Host -> device destination with overlapping rows: the last writer of each offset wins.
+  std::vector<float> src(static_cast<std::size_t>(rows * cols));
+  std::iota(src.begin(), src.end(), 0.f);
+  copy(window.on(d), dense.on(std::as_const(src).data())).wait();
+  auto back = read_back(d, 1024);
+  for (index_t o = 0; o < span; ++o) {
+    index_t last = -1;
+    for (index_t k = 0; k < rows * cols; ++k)
+      if (window(k) == o) last = k;
+    ASSERT_EQ(back[static_cast<std::size_t>(o)], static_cast<float>(last)) << o;
+  }
+  for (index_t o = span; o < 1024; ++o) ASSERT_EQ(back[static_cast<std::size_t>(o)], init[o]);
+  deallocate(d);
+}
+
+// PARRAY §2.11's func example keeps state (it records offsets as they are asked for): a copy
+// calls a user offset function once per element and from one thread.
+struct counting_offsets {
+  std::atomic<long> calls{0};
+  std::mutex m;
+  std::set<std::thread::id> threads;
+};
+index_t reversed_counted(index_t i, void const* context) {
+  auto* c = static_cast<counting_offsets*>(const_cast<void*>(context));
+  c->calls.fetch_add(1);
+  std::lock_guard lock(c->m);
+  c->threads.insert(std::this_thread::get_id());
+  return (index_t{1} << 18) - 1 - i;
+}
+
+TEST_F(LayoutStaging, UserOffsetFunctionsAreCalledOncePerElementFromOneThread) {
+  index_t const n = index_t{1} << 18;  // 1 MiB of ints: launched over the pool
+  array_type<int> const dense{n};
+  std::vector<int> src(static_cast<std::size_t>(n)), dst(src.size(), -1);
+  std::iota(src.begin(), src.end(), 0);
+  for (int side = 0; side < 2; ++side) {
+    counting_offsets count;
+    array_type<int> const rev{n | func{reversed_counted, &count}};
+    std::fill(dst.begin(), dst.end(), -1);
+    if (side == 0)
+      copy(dense.on(dst.data()), rev.on(std::as_const(src).data())).wait();
+    else
+      copy(rev.on(dst.data()), dense.on(std::as_const(src).data())).wait();
+    EXPECT_EQ(count.calls.load(), n) << "side " << side;
+    EXPECT_EQ(count.threads.size(), 1u) << "side " << side;
+    for (index_t k = 0; k < n; ++k)
+      ASSERT_EQ(dst[static_cast<std::size_t>(k)], n - 1 - k) << "side " << side;
+  }
+  // Through a device: the same count.
+  counting_offsets count;
+  array_type<int, sim_space> const rev_dev{n | func{reversed_counted, &count}};
+  auto d = allocate<int, sim_space>(sim0, n);
+  copy(rev_dev.on(d), dense.on(std::as_const(src).data())).wait();
+  EXPECT_EQ(count.calls.load(), n);
+  auto out = read_back(d, n);
+  for (index_t k = 0; k < n; ++k) ASSERT_EQ(out[static_cast<std::size_t>(k)], n - 1 - k);
+  deallocate(d);
+}
+
+}  // namespace
+}  // namespace strata
