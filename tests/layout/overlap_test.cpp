@@ -129,6 +129,35 @@ TEST_F(LayoutStaging, ShiftedCopiesWithinOneSimArrayAreMemmoves) {
   deallocate(d);
 }
 
+// mdspan's is_strided/stride describe the whole mapping: m(i + e_r) - m(i) == stride(r)
+// for every index, not only along each sub-dimension alone.
+TEST(LayoutStrides, JudgedOnTheWholeMapping) {
+  array_type<int> const wrap{dims{3, 2} | cyclic(5)};  // (2i + j) mod 5
+  EXPECT_EQ(wrap(2, 1), 0);
+  EXPECT_FALSE(wrap.is_strided());
+  EXPECT_EQ(wrap.stride(0), 0);
+  EXPECT_EQ(wrap.stride(1), 0);
+  array_type<int> const fits{dims{3, 2} | cyclic(6)};  // never wraps: strided (2, 1)
+  EXPECT_TRUE(fits.is_strided());
+  EXPECT_EQ(fits.stride(0), 2);
+  EXPECT_EQ(fits.stride(1), 1);
+  array_type<int> const a{6, 4};
+  array_type<int> const t{a[1], a[0]};
+  EXPECT_TRUE(t.is_strided());
+  EXPECT_EQ(t.stride(0), 1);
+  EXPECT_EQ(t.stride(1), 4);
+  array_type<int> const shifted{dims{3, 2} | disp(7)};
+  EXPECT_TRUE(shifted.is_strided());
+  EXPECT_EQ(shifted.stride(0), 2);
+  // Every strided answer must reproduce every offset.
+  for (auto const* x : {&wrap, &fits, &t, &shifted, &a})
+    if (x->is_strided())
+      for (index_t i = 0; i < x->extent(0); ++i)
+        for (index_t j = 0; j < x->extent(1); ++j)
+          ASSERT_EQ((*x)(i, j), (*x)(0, 0) + i * x->stride(0) + j * x->stride(1))
+              << to_string(x->root());
+}
+
 // A source whose rows overlap (a sliding window: row i starts 2 elements after row i - 1)
 // and a destination that repeats offsets, on a sim device: the copy engine's pitched
 // copies need a pitch of at least a row (as cudaMemcpy2D does); a repeated destination
