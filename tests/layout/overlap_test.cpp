@@ -158,6 +158,30 @@ TEST(LayoutStrides, JudgedOnTheWholeMapping) {
               << to_string(x->root());
 }
 
+// PARRAY §2.10: a displacement is added to its dimension's offset once; the sub-dimensions
+// of a displaced dimension still sum to it (§2.4: A(i, j) == A_0(i) + A_1(j)).
+TEST(LayoutDisplacement, OnARootIsCountedOnce) {
+  array_type<int> const w{dims{80, 80} | disp(5)};
+  EXPECT_EQ(w(1, 1), 86);
+  EXPECT_EQ(w[0](1) + w[1](1), 86);
+  for (index_t i = 0; i < 80; i += 7)
+    for (index_t j = 0; j < 80; j += 3) ASSERT_EQ(w(i, j), w[0](i) + w[1](j));
+  // A type referring to a sub-dimension sees the same offsets, and strided forms agree.
+  array_type<int> const row{80 | w[1]};
+  for (index_t j = 0; j < 80; ++j) ASSERT_EQ(row(j), w[1](j));
+  EXPECT_EQ(offset_range(w[1]).first, w[1](0));
+  EXPECT_EQ(offset_range(w[0]).first, w[0](0));
+  EXPECT_EQ(stp(w[0]), 80);
+  // With a reference after the displacement: [[2][3] # disp(1) # A_0], A_0 of stride 4.
+  array_type<int> const base{8, 4};
+  array_type<int> const c{dims{2, 3} | disp(1) | base[0]};
+  for (index_t i = 0; i < 2; ++i)
+    for (index_t j = 0; j < 3; ++j) {
+      ASSERT_EQ(c(i, j), base[0](3 * i + j + 1));
+      ASSERT_EQ(c(i, j), c[0](i) + c[1](j));
+    }
+}
+
 // A source whose rows overlap (a sliding window: row i starts 2 elements after row i - 1)
 // and a destination that repeats offsets, on a sim device: the copy engine's pitched
 // copies need a pitch of at least a row (as cudaMemcpy2D does); a repeated destination

@@ -51,6 +51,10 @@ struct dim_node {
   std::int16_t scope = -1;  // nearest ancestor-or-self with a chain; -1: the root's scope
   std::uint8_t chain_len = 0;
   bool pure = false;  // pure reference: offset comes from chain[0] alone
+  // On the first-child path from its scope: a node that is not carries its scope chain's
+  // offset relative to the chain's offset of 0, so that a displaced dimension's offset is
+  // the sum of its sub-dimensions' (PARRAY §2.4, §2.10: W(i, j) == W_0(i) + W_1(j)).
+  bool lead = true;
   dim_step chain[max_dim_chain];
 };
 
@@ -151,8 +155,9 @@ STRATA_FN constexpr index_t node_offset(dim_tree const& t, int n, index_t i) {
   if (d.chain_len > 0) return scope_offset(t, n, i);
   index_t reg = 0, fix = 0;
   contribute(t, n, i, reg, fix);
-  if (d.scope >= 0) return apply_chain(t, t.nodes[d.scope], reg) + fix;
-  return reg + fix;
+  if (d.scope < 0) return reg + fix;
+  dim_node const& s = t.nodes[d.scope];
+  return apply_chain(t, s, reg) + fix - (d.lead ? 0 : apply_chain(t, s, 0));
 }
 
 }  // namespace detail

@@ -121,7 +121,7 @@ namespace detail {
 inline bool same_node(dim_node const& a, dim_node const& b) {
   if (a.size != b.size || a.stride != b.stride || a.parent != b.parent ||
       a.first_child != b.first_child || a.children != b.children || a.scope != b.scope ||
-      a.chain_len != b.chain_len || a.pure != b.pure)
+      a.chain_len != b.chain_len || a.pure != b.pure || a.lead != b.lead)
     return false;
   for (int s = 0; s < a.chain_len; ++s)
     if (a.chain[s].kind != b.chain[s].kind || a.chain[s].value != b.chain[s].value ||
@@ -239,22 +239,25 @@ class tree_builder {
   }
 
   /// Regular strides: row-major gaps inside each scope (PARRAY §1.3, §5.1).
-  void assign(int n, int scope, index_t stride) {
+  /// `lead`: n is on the first-child path from its scope (see dim_node::lead).
+  void assign(int n, int scope, index_t stride, bool lead = true) {
     dim_node& d = t_.nodes[n];
     if (d.pure) return;  // offsets come from the referred dimension
     index_t inner = stride;
     int inner_scope = scope;
+    d.lead = lead;
     if (d.chain_len > 0) {
       d.stride = 1;
       d.scope = static_cast<std::int16_t>(scope);
       inner = 1;
       inner_scope = n;
+      lead = true;  // a scope starts its own path
     } else {
       d.stride = stride;
       d.scope = static_cast<std::int16_t>(scope);
     }
     for (int c = d.first_child + d.children - 1; d.children > 0 && c >= d.first_child; --c) {
-      assign(c, inner_scope, inner);
+      assign(c, inner_scope, inner, lead && c == d.first_child);
       inner *= t_.nodes[c].size;
     }
   }
