@@ -219,6 +219,23 @@ TEST_F(LayoutStaging, SlidingWindowsOnADevice) {
   deallocate(d);
 }
 
+// Types that refer to types that refer to types (the manual's Listing 43 builds C from A
+// and B, then tiles of C's sub-dimensions): referred trees are shared, not copied.
+TEST(LayoutReferences, DeepReferencesFitAndKeepTheirOffsets) {
+  array_type<float> const a{dims{dims{4, 8}, dims{2, 2}}, dims{dims{4, 8}, dims{2, 2}}};
+  array_type<float> const b{dims{a[1][0], a[0][0]}, dims{a[1][1], a[0][1]}};
+  array_type<float> const c{a[0], b[1]};        // [[A_0][B_1]]
+  array_type<float> const d{c[0][1], c[1][1]};  // [[C_0_1][C_1_1]]
+  ASSERT_EQ(d.size(), c[0][1].size() * c[1][1].size());
+  for (index_t i = 0; i < c[0][1].size(); ++i)
+    for (index_t j = 0; j < c[1][1].size(); ++j) ASSERT_EQ(d(i, j), a[0][1](i) + b[1][1](j));
+  // Transposing by type, 12 times over.
+  array_type<float> t = a;
+  for (int level = 0; level < 12; ++level) t = array_type<float>{t[1], t[0]};
+  for (index_t i = 0; i < a.extent(0); ++i)
+    for (index_t j = 0; j < a.extent(1); ++j) ASSERT_EQ(t(i, j), a(i, j));
+}
+
 // PARRAY §2.11's func example keeps state (it records offsets as they are asked for): a copy
 // calls a user offset function once per element and from one thread.
 struct counting_offsets {

@@ -11,8 +11,10 @@
 //     offset functions (`func`). The chain transforms the node's regular offset, left to
 //     right; the node's offset is then "fixed": nothing above it changes it (§5.1).
 //   * a pure reference (`[A_0]` without a size): it has the referred dimension's size and
-//     offset function, and inherits its sub-dimensions as pure references (§2.9, F_0).
-// Referred trees are copied into the pool, so a type never points at another object.
+//     offset function, and its sub-dimensions are the referred dimension's own (§2.9, F_0
+//     is A_0_0): the node's children are shared, not copied.
+// Referred trees are copied into the pool (once per type), so a type never points at
+// another object.
 #pragma once
 
 #include <strata/config.hpp>
@@ -25,7 +27,9 @@
 namespace strata {
 
 /// Nodes one type may hold, its own and those of the types it refers to.
-inline constexpr int max_dim_nodes = 32;
+/// (Referred trees are embedded once per type and pure references share the referred
+/// sub-trees, so a type of depth d costs about its own nodes plus its referred types'.)
+inline constexpr int max_dim_nodes = 64;
 /// Steps in one reference chain (`[80 # disp(10) # DATA_0]` has two).
 inline constexpr int max_dim_chain = 3;
 

@@ -202,13 +202,9 @@ class tree_builder {
     d.pure = true;
     d.chain_len = 1;
     d.chain[0] = dim_step{dim_step::ref, target, nullptr, nullptr};
-    int n = t_.nodes[target].children;
-    if (n == 0) return;
-    int first = reserve(n);
-    int tfirst = t_.nodes[target].first_child;
-    t_.nodes[id].first_child = static_cast<std::int16_t>(first);
-    t_.nodes[id].children = static_cast<std::int16_t>(n);
-    for (int c = 0; c < n; ++c) emit_pure(first + c, id, tfirst + c);
+    // The referred sub-dimensions are this one's (shared: F_0 is the node A_0_0 itself).
+    d.first_child = t_.nodes[target].first_child;
+    d.children = t_.nodes[target].children;
   }
 
   void emit(dim_spec const& s, int id, int parent) {
