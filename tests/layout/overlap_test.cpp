@@ -280,5 +280,17 @@ TEST_F(LayoutStaging, UserOffsetFunctionsAreCalledOncePerElementFromOneThread) {
   deallocate(d);
 }
 
+TEST(LayoutPrinting, ReferencesPrintTheReferredDimensions) {
+  array_type<int> const a{5, 5};
+  array_type<int> const id{a[0], a[1]};
+  array_type<int> const tr{a[1], a[0]};
+  EXPECT_NE(to_string(id.root()), to_string(tr.root()));
+  EXPECT_EQ(to_string(tr.root()), "[ref([5][5]_1)][ref([5][5]_0)]");
+  array_type<int> const c{7 | a[0]};
+  EXPECT_EQ(to_string(c.root()), "[7 # ref([5][5]_0)]");
+  array_type<int> const whole{a.root()};
+  EXPECT_EQ(to_string(whole.root()), "[ref([5][5])]");
+}
+
 }  // namespace
 }  // namespace strata

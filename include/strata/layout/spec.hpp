@@ -262,11 +262,27 @@ class tree_builder {
   std::vector<std::pair<int, int>> embedded_;
 };
 
+inline void describe(dim_tree const& t, int n, bool top, std::string& out);
+
+/// A referred dimension as its whole type and its path, e.g. "[5][7]_1" for A_1.
+inline std::string referred(dim_tree const& t, int n) {
+  std::string path;
+  int root = n;
+  while (t.nodes[root].parent >= 0) {
+    int p = t.nodes[root].parent;
+    path = "_" + std::to_string(root - t.nodes[p].first_child) + path;
+    root = p;
+  }
+  std::string out;
+  describe(t, root, true, out);
+  return out + path;
+}
+
 inline void describe(dim_tree const& t, int n, bool top, std::string& out) {
   dim_node const& d = t.nodes[n];
   std::string body;
   if (d.pure)
-    body = "ref<" + std::to_string(d.size) + ">";
+    body = "ref(" + referred(t, static_cast<int>(d.chain[0].value)) + ")";
   else if (d.children == 0)
     body = std::to_string(d.size);
   else
@@ -274,7 +290,7 @@ inline void describe(dim_tree const& t, int n, bool top, std::string& out) {
   for (int s = d.pure ? 1 : 0; s < d.chain_len; ++s) {
     auto const& st = d.chain[s];
     if (st.kind == dim_step::ref)
-      body += " # ref<" + std::to_string(t.nodes[st.value].size) + ">";
+      body += " # ref(" + referred(t, static_cast<int>(st.value)) + ")";
     else if (st.kind == dim_step::disp)
       body += " # disp(" + std::to_string(st.value) + ")";
     else if (st.kind == dim_step::mod)
@@ -287,7 +303,8 @@ inline void describe(dim_tree const& t, int n, bool top, std::string& out) {
 
 }  // namespace detail
 
-/// PARRAY notation for a dimension's shape, e.g. "[[3][3]][2]" or "[7 # ref<9>]".
+/// PARRAY notation for a dimension's shape, e.g. "[[3][3]][2]", or "[7 # ref([[3][3]][2]_0)]"
+/// for a reference (the referred type and the referred dimension's path in it).
 inline std::string to_string(dimension const& d) {
   std::string out;
   detail::describe(d.tree(), d.node(), true, out);
