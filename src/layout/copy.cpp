@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -148,7 +149,7 @@ event host_permute(after const& deps, target const& where, side_map dm, bool dun
   }
   auto job =
       std::make_shared<element_job>(element_job{std::move(dm), std::move(sm), elem, dst, src, n});
-  if ((small || !dunique) && deps.ready()) {
+  if (small && deps.ready()) {
     if (auto err = deps.error()) return event::failed(err);
     job->run(0, n);
     return event::completed();
@@ -362,6 +363,8 @@ device_scatter scatter_by_table(side_map const& dm, index_t n) {
       next += len;
     }
     if (p.rows == 1) p.dev_pitch = len;
+    p.dev_slice = p.dev_pitch * p.rows;
+    p.host_slice = p.host_pitch * p.rows;
     s.parts.push_back(p);
     i = next;
   }
@@ -399,7 +402,9 @@ event copy_layout(after const& deps, std::optional<target> const& where_in, layo
   // Overlap: both spans in one address space and intersecting. The copy then reads every
   // source element before it writes any (memmove semantics), through a staged source.
   bool const same_space = (dh && sh) || dst.space == src.space;
-  bool const overlap = same_space && dfirst < sfirst + sspan && sfirst < dfirst + dspan;
+  auto const da = reinterpret_cast<std::uintptr_t>(dfirst);
+  auto const sa = reinterpret_cast<std::uintptr_t>(sfirst);
+  bool const overlap = same_space && da < sa + sspan && sa < da + dspan;
   bool const dunique = unique_map(dm, n);
   auto host_target = [&](std::byte* p, std::uint32_t place_id) {
     return where_in ? *where_in : fill_target(p, place_id);

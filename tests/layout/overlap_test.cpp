@@ -150,12 +150,13 @@ TEST(LayoutStrides, JudgedOnTheWholeMapping) {
   EXPECT_TRUE(shifted.is_strided());
   EXPECT_EQ(shifted.stride(0), 2);
   // Every strided answer must reproduce every offset.
-  for (auto const* x : {&wrap, &fits, &t, &shifted, &a})
-    if (x->is_strided())
-      for (index_t i = 0; i < x->extent(0); ++i)
-        for (index_t j = 0; j < x->extent(1); ++j)
-          ASSERT_EQ((*x)(i, j), (*x)(0, 0) + i * x->stride(0) + j * x->stride(1))
-              << to_string(x->root());
+  for (auto const* x : {&wrap, &fits, &t, &shifted, &a}) {
+    if (!x->is_strided()) continue;
+    for (index_t i = 0; i < x->extent(0); ++i)
+      for (index_t j = 0; j < x->extent(1); ++j)
+        ASSERT_EQ((*x)(i, j), (*x)(0, 0) + i * x->stride(0) + j * x->stride(1))
+            << to_string(x->root());
+  }
 }
 
 // PARRAY §2.10: a displacement is added to its dimension's offset once; the sub-dimensions
