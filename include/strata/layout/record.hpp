@@ -235,11 +235,21 @@ struct record_map<soa_block<N>, D> {
   STRATA_FN static constexpr std::size_t component_stride(std::size_t, index_t) { return N; }
 };
 
+/// Bytes of an AoSoA block: whole 64-byte cache lines, so that no two blocks (and no two
+/// threads writing whole blocks) share a line; a block smaller than a line is rounded to a
+/// power of two, so that a line holds whole blocks.
+constexpr std::size_t padded_block(std::size_t bytes) {
+  if (bytes >= 64) return align_up(bytes, 64);
+  std::size_t p = 1;
+  while (p < bytes) p *= 2;
+  return p;
+}
+
 template <std::size_t N, class D>
 struct record_map<aosoa<N>, D> {
   using traits = record_traits<D>;
   static constexpr std::size_t block = N;
-  static constexpr std::size_t block_bytes = traits::soa_bytes(N);
+  static constexpr std::size_t block_bytes = padded_block(traits::soa_bytes(N));
   static constexpr index_t pitch_for(index_t n) { return (n + index_t(N) - 1) / index_t(N) * N; }
   static constexpr std::size_t bytes_for(index_t n) {
     return static_cast<std::size_t>(pitch_for(n)) / N * block_bytes;
