@@ -230,6 +230,14 @@ TEST(LayoutReferences, DeepReferencesFitAndKeepTheirOffsets) {
   ASSERT_EQ(d.size(), c[0][1].size() * c[1][1].size());
   for (index_t i = 0; i < c[0][1].size(); ++i)
     for (index_t j = 0; j < c[1][1].size(); ++j) ASSERT_EQ(d(i, j), a[0][1](i) + b[1][1](j));
+  // Shared sub-trees: nine references to an 8-leaf type have 72 leaves in 19 nodes. A
+  // multi-index over leaves has room for max_dim_nodes of them: beyond, an error.
+  array_type<float> const ones{dims{1, 1, 1, 1, 1, 1, 1, 1}};
+  array_type<float> const many{ones.root(), ones.root(), ones.root(), ones.root(), ones.root(),
+                               ones.root(), ones.root(), ones.root(), ones.root()};
+  EXPECT_EQ(many.size(), 1);
+  EXPECT_EQ(many(0), 0);
+  EXPECT_THROW(many(0, 0), invalid_argument);
   // Transposing by type, 12 times over.
   array_type<float> t = a;
   for (int level = 0; level < 12; ++level) t = array_type<float>{t[1], t[0]};

@@ -136,8 +136,8 @@ TEST(LayoutProperties, StridesReproduceEveryOffset) {
       if (!expect) continue;
       ++strided;
       for (int r = 0; r < t.rank(); ++r) {
-        if (t.extent(r) > 1)
-          ASSERT_EQ(t.stride(r), step[static_cast<std::size_t>(r)]) << to_string(t.root());
+        if (t.extent(r) < 2) continue;
+        ASSERT_EQ(t.stride(r), step[static_cast<std::size_t>(r)]) << to_string(t.root());
       }
     } catch (invalid_argument const& e) {
       ASSERT_NE(std::string(e.what()).find("dimension nodes"), std::string::npos) << e.what();

@@ -220,10 +220,14 @@ class dimension {
     return detail::node_offset(tree_, node_, flat);
   }
 
-  /// Leaves under this dimension in tree order (itself when it has no sub-dimensions).
+  /// Leaves under this dimension in tree order (itself when it has no sub-dimensions);
+  /// `out` holds max_dim_nodes. Pure references share the referred sub-trees, so a type
+  /// can have more leaves than nodes: beyond max_dim_nodes it is an error, not an overrun.
   STRATA_FN constexpr void collect_leaves(int n, int* out, int& count) const {
     dim_node const& x = tree_.nodes[n];
     if (x.children == 0) {
+      detail::layout_check(count < max_dim_nodes, "leaves under one dimension", count,
+                           max_dim_nodes);
       out[count++] = n;
       return;
     }
