@@ -98,6 +98,22 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
                 std::size_t rows, std::size_t slices) {
   copy_desc d{to_side(dst), to_side(src), row_bytes, rows, slices};
   current_exec();  // no runtime: fail here, in the caller
+  // A device's copy engine takes rows that do not overlap (cudaMemcpy2D/3D reject a pitch
+  // below the row): the sim device refuses what a GPU would, so such copies fail in tests.
+  if (!on_host(dst.space) || !on_host(src.space))
+    for (auto const* side : {&dst, &src}) {
+      char const* name = side == &dst ? "destination" : "source";
+      if (rows > 1 && side->pitch < row_bytes)
+        throw invalid_argument(fmt::format(
+            "copy: the {} pitch of {} bytes is below the row of {} bytes; a device copy "
+            "expects rows that do not overlap",
+            name, side->pitch, row_bytes));
+      if (slices > 1 && side->slice_pitch < (rows - 1) * side->pitch + row_bytes)
+        throw invalid_argument(fmt::format(
+            "copy: the {} slice pitch of {} bytes is below a slice of {} rows of {} bytes; a "
+            "device copy expects slices that do not overlap",
+            name, side->slice_pitch, rows, row_bytes));
+    }
   if (deps.ready()) {
     if (auto err = deps.error()) return event::failed(err);
     return start_copy(d);

@@ -99,14 +99,65 @@ class array_type {
     auto [lo, hi] = offset_range();
     return lo == 0 && hi + 1 == size() && is_unique();
   }
-  /// Whether each top-level dimension has a constant stride (stp != 0).
-  constexpr bool is_strided() const {
-    if (ndim() == 0) return size() == 1 || stp(root_) != 0;
-    for (int r = 0; r < ndim(); ++r)
-      if (root_[r].size() > 1 && stp(root_[r]) == 0) return false;
-    return true;
+  /// Whether the whole mapping is strided: for every rank r one step s_r such that
+  /// `(*this)(i + e_r) - (*this)(i) == s_r` for every index i (mdspan's is_strided). A
+  /// chain on the root (`[[3][2] # dim(5)]`) can make each sub-dimension regular on its own
+  /// while the mapping is not; the whole mapping is what decides.
+  constexpr bool is_strided() const { return whole_strides().ok; }
+  /// The step of rank r (see is_strided); 0 when the mapping is not strided.
+  constexpr index_t stride(int r) const {
+    auto w = whole_strides();
+    return w.ok ? w.form.axes[r].stride : 0;
   }
-  constexpr index_t stride(int r) const { return ndim() == 0 ? stp(root_) : stp(root_[r]); }
+
+  /// The mapping as base + sum of i_r * s_r over the ranks, each s_r taken from the
+  /// mapping itself (m(e_r) - m(0)), and whether that reproduces every offset: checked
+  /// against the root's strided form axis by axis where it has one, else offset by offset.
+  struct rank_form {
+    bool ok = false;
+    linear_form form;  // one axis per rank, in rank order, even when not ok
+  };
+  constexpr rank_form whole_strides() const {
+    rank_form w;
+    int const n = rank();
+    index_t const m0 = root_(index_t{0});
+    w.form.ok = true;
+    w.form.base = m0;
+    w.form.count = n;
+    index_t weight = size();
+    for (int r = 0; r < n; ++r) {
+      index_t const e = extent(r);
+      weight /= e;
+      w.form.axes[r] = {e, e > 1 ? root_(weight) - m0 : 0};
+    }
+    if (size() == 1) {
+      w.ok = true;
+      return w;
+    }
+    linear_form const f = linear(root_);
+    linear_form g = w.form;  // without ranks of extent 1 (any stride fits them)
+    g.count = 0;
+    for (int r = 0; r < n; ++r)
+      if (w.form.axes[r].extent > 1) g.axes[g.count++] = w.form.axes[r];
+    if (f.ok) {
+      copy_plan const p = plan_copy(f, g);
+      if (p.ok) {
+        w.ok = p.src_base == p.dst_base;
+        for (int a = 0; a < p.count && w.ok; ++a) w.ok = p.axes[a].src == p.axes[a].dst;
+        return w;
+      }
+    }
+    for (index_t k = 0; k < size(); ++k) {
+      index_t rest = k, expect = m0;
+      for (int r = n - 1; r >= 0; --r) {
+        expect += rest % w.form.axes[r].extent * w.form.axes[r].stride;
+        rest /= w.form.axes[r].extent;
+      }
+      if (root_(k) != expect) return w;
+    }
+    w.ok = true;
+    return w;
+  }
 
   /// Smallest and largest offset.
   constexpr std::pair<index_t, index_t> offset_range() const { return strata::offset_range(root_); }

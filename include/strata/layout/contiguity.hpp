@@ -198,7 +198,10 @@ constexpr linear_form node_form(dim_tree const& t, int n) {
   if (d.chain_len > 0) return scope_form(t, n);
   slot_list sl;
   contrib_slots(t, n, sl);
-  if (d.scope >= 0) apply_chain_form(t, t.nodes[d.scope], sl);
+  if (d.scope >= 0) {
+    apply_chain_form(t, t.nodes[d.scope], sl);
+    if (!d.lead) sl.fix_base -= apply_chain(t, t.nodes[d.scope], 0);  // as node_offset
+  }
   sl.fix_base += sl.reg_base;
   sl.reg_base = 0;
   return to_form(sl);

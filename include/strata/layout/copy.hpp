@@ -17,6 +17,13 @@
 #include <optional>
 #include <type_traits>
 
+// Range checks of copies follow the caller's build: on without NDEBUG or with STRATA_DEBUG.
+#if !defined(NDEBUG) || defined(STRATA_DEBUG)
+#define STRATA_LAYOUT_CHECKS true
+#else
+#define STRATA_LAYOUT_CHECKS false
+#endif
+
 namespace strata {
 
 namespace detail {
@@ -30,8 +37,11 @@ struct layout_side {
 
 /// Starts dst[B(k)] = src[A(k)] for all k (after `deps`); `where` runs the host part
 /// (default: the processors next to the destination's memory).
+/// `check_ranges`: check both spans against their allocations (the caller's build decides,
+/// see STRATA_LAYOUT_CHECKS above, so a consumer's debug build checks against a release
+/// library).
 event copy_layout(after const& deps, std::optional<target> const& where, layout_side dst,
-                  layout_side src, std::size_t elem);
+                  layout_side src, std::size_t elem, bool check_ranges);
 
 template <class T, class S>
 layout_side side_of(array_view<T, S> const& v) {
@@ -49,7 +59,7 @@ event copy(after const& deps, array_view<TD, SD> const& dst, array_view<TS, SS> 
   static_assert(!std::is_const_v<TD>, "copy: the destination is const");
   static_assert(std::is_trivially_copyable_v<TD>, "copy: elements must be trivially copyable");
   return detail::copy_layout(deps, std::nullopt, detail::side_of(dst), detail::side_of(src),
-                             sizeof(TD));
+                             sizeof(TD), STRATA_LAYOUT_CHECKS);
 }
 template <class TD, class SD, class TS, class SS>
 event copy(array_view<TD, SD> const& dst, array_view<TS, SS> const& src) {
@@ -63,7 +73,8 @@ event copy(after const& deps, target const& where, array_view<TD, SD> const& dst
                 "copy: source and destination must have the same element type");
   static_assert(!std::is_const_v<TD>, "copy: the destination is const");
   static_assert(std::is_trivially_copyable_v<TD>, "copy: elements must be trivially copyable");
-  return detail::copy_layout(deps, where, detail::side_of(dst), detail::side_of(src), sizeof(TD));
+  return detail::copy_layout(deps, where, detail::side_of(dst), detail::side_of(src), sizeof(TD),
+                             STRATA_LAYOUT_CHECKS);
 }
 
 }  // namespace strata

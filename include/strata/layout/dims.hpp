@@ -11,8 +11,10 @@
 //     offset functions (`func`). The chain transforms the node's regular offset, left to
 //     right; the node's offset is then "fixed": nothing above it changes it (§5.1).
 //   * a pure reference (`[A_0]` without a size): it has the referred dimension's size and
-//     offset function, and inherits its sub-dimensions as pure references (§2.9, F_0).
-// Referred trees are copied into the pool, so a type never points at another object.
+//     offset function, and its sub-dimensions are the referred dimension's own (§2.9, F_0
+//     is A_0_0): the node's children are shared, not copied.
+// Referred trees are copied into the pool (once per type), so a type never points at
+// another object.
 #pragma once
 
 #include <strata/config.hpp>
@@ -25,7 +27,9 @@
 namespace strata {
 
 /// Nodes one type may hold, its own and those of the types it refers to.
-inline constexpr int max_dim_nodes = 32;
+/// (Referred trees are embedded once per type and pure references share the referred
+/// sub-trees, so a type of depth d costs about its own nodes plus its referred types'.)
+inline constexpr int max_dim_nodes = 64;
 /// Steps in one reference chain (`[80 # disp(10) # DATA_0]` has two).
 inline constexpr int max_dim_chain = 3;
 
@@ -51,6 +55,10 @@ struct dim_node {
   std::int16_t scope = -1;  // nearest ancestor-or-self with a chain; -1: the root's scope
   std::uint8_t chain_len = 0;
   bool pure = false;  // pure reference: offset comes from chain[0] alone
+  // On the first-child path from its scope: a node that is not carries its scope chain's
+  // offset relative to the chain's offset of 0, so that a displaced dimension's offset is
+  // the sum of its sub-dimensions' (PARRAY §2.4, §2.10: W(i, j) == W_0(i) + W_1(j)).
+  bool lead = true;
   dim_step chain[max_dim_chain];
 };
 
@@ -151,8 +159,9 @@ STRATA_FN constexpr index_t node_offset(dim_tree const& t, int n, index_t i) {
   if (d.chain_len > 0) return scope_offset(t, n, i);
   index_t reg = 0, fix = 0;
   contribute(t, n, i, reg, fix);
-  if (d.scope >= 0) return apply_chain(t, t.nodes[d.scope], reg) + fix;
-  return reg + fix;
+  if (d.scope < 0) return reg + fix;
+  dim_node const& s = t.nodes[d.scope];
+  return apply_chain(t, s, reg) + fix - (d.lead ? 0 : apply_chain(t, s, 0));
 }
 
 }  // namespace detail
@@ -211,10 +220,14 @@ class dimension {
     return detail::node_offset(tree_, node_, flat);
   }
 
-  /// Leaves under this dimension in tree order (itself when it has no sub-dimensions).
+  /// Leaves under this dimension in tree order (itself when it has no sub-dimensions);
+  /// `out` holds max_dim_nodes. Pure references share the referred sub-trees, so a type
+  /// can have more leaves than nodes: beyond max_dim_nodes it is an error, not an overrun.
   STRATA_FN constexpr void collect_leaves(int n, int* out, int& count) const {
     dim_node const& x = tree_.nodes[n];
     if (x.children == 0) {
+      detail::layout_check(count < max_dim_nodes, "leaves under one dimension", count,
+                           max_dim_nodes);
       out[count++] = n;
       return;
     }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <strata/exec/launch.hpp>
+#include <strata/exec/work_division.hpp>
 #include <strata/layout/record.hpp>
 #include <strata/memory/allocate.hpp>
 
@@ -140,6 +141,26 @@ struct is_record_view<record_array<D, L, S>> : std::true_type {};
 /// A record_view or a record_array (a copy's argument).
 template <class V>
 concept record_viewable = is_record_view<std::remove_cvref_t<V>>::value;
+
+/// divide_work for the records of an array or view: as divide_work(where, size), except
+/// that on CPU backends each thread's range of an AoSoA starts and ends on a block
+/// boundary (whole blocks per range: no partial-block loops, and no two threads writing
+/// the cache lines of one block).
+template <level_policy Policy = streaming_group, record_viewable V>
+shape<1, Policy> divide_work(target const& where, V const& records) {
+  auto s = divide_work<Policy>(where, records.size());
+  using L = typename std::remove_cvref_t<V>::layout;
+  if constexpr (detail::is_aosoa<L>::value) {
+    index_t const e = s.element_extent()[0];
+    if (s.block_extent()[0] == 1 && e > 1) {  // the CPU streaming form: ranges of e
+      auto const b = static_cast<index_t>(L::block);
+      index_t const per = (e + b - 1) / b * b;
+      return shape<1, Policy>(vec<1>{(records.size() + per - 1) / per}, s.block_extent(),
+                              vec<1>{per});
+    }
+  }
+  return s;
+}
 
 namespace detail {
 

@@ -16,6 +16,8 @@
 #include <strata/exec/work_division.hpp>
 #include <strata/layout/record_array.hpp>
 
+#include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -156,6 +158,37 @@ event copy(after const& deps, Dst const& dst_in, Src const& src_in) {
   detail::check_range(dst.data().get(), dst.required_span_bytes(), DS::id, "copy destination");
   detail::check_range(src.data().get(), src.required_span_bytes(), SS::id, "copy source");
 #endif
+  // Overlap: one memory seen through two views whose spans intersect. The host reads every
+  // record before it writes any (the source is staged: memmove semantics); a device copy
+  // would race its own rows, so it is refused.
+  {
+    std::byte const* d0 = dst.data().get();
+    std::byte const* s0 = src.data().get();
+    std::size_t const dbytes = dst.required_span_bytes(), sbytes = src.required_span_bytes();
+    constexpr bool host_both = DS::host_accessible && SS::host_accessible;
+    if ((host_both || DS::id == SS::id) && d0 < s0 + sbytes && s0 < d0 + dbytes) {
+      if (std::is_same_v<DL, SL> && d0 == s0) return when_all(deps);  // the records themselves
+      if constexpr (!host_both) {
+        throw invalid_argument(
+            "copy: the destination and source record arrays overlap in device memory (" +
+            std::to_string(dbytes) + " and " + std::to_string(sbytes) +
+            " bytes); expected disjoint memory (copy through a separate array)");
+      } else {
+        auto staged = std::shared_ptr<std::byte>(
+            static_cast<std::byte*>(::operator new (sbytes, std::align_val_t{64})),
+            [](std::byte* p) { ::operator delete (p, std::align_val_t{64}); });
+        detail::copy_side_desc to{staged.get(), sbytes, sbytes, space_id::host, 0};
+        detail::copy_side_desc from{src.data().get(), sbytes, sbytes, SS::id,
+                                    src.data().place_id()};
+        event read = detail::copy_rows(deps, to, from, sbytes, 1, 1);
+        record_view<D, SL, host_space> const copy_of_src(
+            ptr<std::byte, host_space>(staged.get(), 0), src.size());
+        event done = copy(after(read), dst, copy_of_src);
+        done.then([staged] {});
+        return done;
+      }
+    }
+  }
   detail::copy_side_desc dside{dst.data().get(), 0, 0, DS::id, dst.data().place_id()};
   detail::copy_side_desc sside{src.data().get(), 0, 0, SS::id, src.data().place_id()};
   if constexpr (std::is_same_v<DL, SL>) {

@@ -121,7 +121,7 @@ namespace detail {
 inline bool same_node(dim_node const& a, dim_node const& b) {
   if (a.size != b.size || a.stride != b.stride || a.parent != b.parent ||
       a.first_child != b.first_child || a.children != b.children || a.scope != b.scope ||
-      a.chain_len != b.chain_len || a.pure != b.pure)
+      a.chain_len != b.chain_len || a.pure != b.pure || a.lead != b.lead)
     return false;
   for (int s = 0; s < a.chain_len; ++s)
     if (a.chain[s].kind != b.chain[s].kind || a.chain[s].value != b.chain[s].value ||
@@ -202,13 +202,9 @@ class tree_builder {
     d.pure = true;
     d.chain_len = 1;
     d.chain[0] = dim_step{dim_step::ref, target, nullptr, nullptr};
-    int n = t_.nodes[target].children;
-    if (n == 0) return;
-    int first = reserve(n);
-    int tfirst = t_.nodes[target].first_child;
-    t_.nodes[id].first_child = static_cast<std::int16_t>(first);
-    t_.nodes[id].children = static_cast<std::int16_t>(n);
-    for (int c = 0; c < n; ++c) emit_pure(first + c, id, tfirst + c);
+    // The referred sub-dimensions are this one's (shared: F_0 is the node A_0_0 itself).
+    d.first_child = t_.nodes[target].first_child;
+    d.children = t_.nodes[target].children;
   }
 
   void emit(dim_spec const& s, int id, int parent) {
@@ -239,22 +235,25 @@ class tree_builder {
   }
 
   /// Regular strides: row-major gaps inside each scope (PARRAY §1.3, §5.1).
-  void assign(int n, int scope, index_t stride) {
+  /// `lead`: n is on the first-child path from its scope (see dim_node::lead).
+  void assign(int n, int scope, index_t stride, bool lead = true) {
     dim_node& d = t_.nodes[n];
     if (d.pure) return;  // offsets come from the referred dimension
     index_t inner = stride;
     int inner_scope = scope;
+    d.lead = lead;
     if (d.chain_len > 0) {
       d.stride = 1;
       d.scope = static_cast<std::int16_t>(scope);
       inner = 1;
       inner_scope = n;
+      lead = true;  // a scope starts its own path
     } else {
       d.stride = stride;
       d.scope = static_cast<std::int16_t>(scope);
     }
     for (int c = d.first_child + d.children - 1; d.children > 0 && c >= d.first_child; --c) {
-      assign(c, inner_scope, inner);
+      assign(c, inner_scope, inner, lead && c == d.first_child);
       inner *= t_.nodes[c].size;
     }
   }
@@ -263,11 +262,27 @@ class tree_builder {
   std::vector<std::pair<int, int>> embedded_;
 };
 
+inline void describe(dim_tree const& t, int n, bool top, std::string& out);
+
+/// A referred dimension as its whole type and its path, e.g. "[5][7]_1" for A_1.
+inline std::string referred(dim_tree const& t, int n) {
+  std::string path;
+  int root = n;
+  while (t.nodes[root].parent >= 0) {
+    int p = t.nodes[root].parent;
+    path = "_" + std::to_string(root - t.nodes[p].first_child) + path;
+    root = p;
+  }
+  std::string out;
+  describe(t, root, true, out);
+  return out + path;
+}
+
 inline void describe(dim_tree const& t, int n, bool top, std::string& out) {
   dim_node const& d = t.nodes[n];
   std::string body;
   if (d.pure)
-    body = "ref<" + std::to_string(d.size) + ">";
+    body = "ref(" + referred(t, static_cast<int>(d.chain[0].value)) + ")";
   else if (d.children == 0)
     body = std::to_string(d.size);
   else
@@ -275,7 +290,7 @@ inline void describe(dim_tree const& t, int n, bool top, std::string& out) {
   for (int s = d.pure ? 1 : 0; s < d.chain_len; ++s) {
     auto const& st = d.chain[s];
     if (st.kind == dim_step::ref)
-      body += " # ref<" + std::to_string(t.nodes[st.value].size) + ">";
+      body += " # ref(" + referred(t, static_cast<int>(st.value)) + ")";
     else if (st.kind == dim_step::disp)
       body += " # disp(" + std::to_string(st.value) + ")";
     else if (st.kind == dim_step::mod)
@@ -288,7 +303,8 @@ inline void describe(dim_tree const& t, int n, bool top, std::string& out) {
 
 }  // namespace detail
 
-/// PARRAY notation for a dimension's shape, e.g. "[[3][3]][2]" or "[7 # ref<9>]".
+/// PARRAY notation for a dimension's shape, e.g. "[[3][3]][2]", or "[7 # ref([[3][3]][2]_0)]"
+/// for a reference (the referred type and the referred dimension's path in it).
 inline std::string to_string(dimension const& d) {
   std::string out;
   detail::describe(d.tree(), d.node(), true, out);
