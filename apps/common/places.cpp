@@ -93,10 +93,18 @@ std::uint32_t host_memory_id(strata::place const& p) {
 }
 
 std::string describe(strata::target const& t) {
-  std::string s = is_device(t.where)
-                      ? t.where.name()
-                      : "host[" + std::to_string(t.where.processors().size()) + " PU]";
-  if (t.backend) s += "@" + std::string(strata::to_string(*t.backend));
+  std::string s;
+  if (is_device(t.where)) {
+    s = t.where.name();
+  } else {
+    s = "host[";
+    s += std::to_string(t.where.processors().size());
+    s += " PU]";
+  }
+  if (t.backend) {
+    s += "@";
+    s += strata::to_string(*t.backend);
+  }
   return s;
 }
 
