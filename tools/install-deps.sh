@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   libtbb-dev
   libtrilinos-kokkos-dev
+  libeigen3-dev libboost-graph-dev
 )
 
 missing=()

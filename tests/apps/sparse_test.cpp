@@ -1,0 +1,297 @@
+// The SpMV application's parts (apps/common): the Matrix Market reader on every variant
+// of the format and on malformed files (rejected with the line number), the generators,
+// and the partitioned product on host places and sim devices against a naive dense
+// product.
+#include "sparse.hpp"
+#include "places.hpp"
+#include "spmv.hpp"
+
+#include <strata/strata.hpp>
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using apps::csr_matrix;
+
+// A directory of its own for the files one test writes, removed afterwards.
+class mtx_files : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto const* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = std::filesystem::temp_directory_path() /
+           ("strata_apps_" + std::string(info->name()) + "_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string write(std::string const& name, std::string const& text) {
+    auto path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  std::filesystem::path dir_;
+};
+
+std::vector<std::vector<double>> dense(csr_matrix const& a) {
+  std::vector<std::vector<double>> d(static_cast<std::size_t>(a.rows),
+                                     std::vector<double>(static_cast<std::size_t>(a.cols), 0.0));
+  for (std::size_t r = 0; r < d.size(); ++r)
+    for (auto k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k)
+      d[r][static_cast<std::size_t>(a.col[static_cast<std::size_t>(k)])] =
+          a.val[static_cast<std::size_t>(k)];
+  return d;
+}
+
+// CSR invariants: row_ptr monotone from 0 to nnz, each row's columns sorted and unique.
+void expect_well_formed(csr_matrix const& a) {
+  ASSERT_EQ(a.row_ptr.size(), static_cast<std::size_t>(a.rows) + 1);
+  EXPECT_EQ(a.row_ptr.front(), 0);
+  EXPECT_EQ(a.row_ptr.back(), a.nnz());
+  EXPECT_EQ(a.col.size(), a.val.size());
+  for (std::size_t r = 0; r < static_cast<std::size_t>(a.rows); ++r)
+    for (auto k = a.row_ptr[r] + 1; k < a.row_ptr[r + 1]; ++k)
+      EXPECT_LT(a.col[static_cast<std::size_t>(k) - 1], a.col[static_cast<std::size_t>(k)]);
+}
+
+TEST_F(mtx_files, RealGeneralWithCommentsAndBlankLines) {
+  apps::matrix_market_header h;
+  auto a = apps::read_matrix_market_file(write("a.mtx",
+                                               "%%MatrixMarket matrix coordinate real general\n"
+                                               "% a comment\n"
+                                               "%\n"
+                                               "\n"
+                                               "3 4 5\n"
+                                               "1 1 1.5\n"
+                                               "3 4 -2e-1\n"
+                                               "  2   3\t7\n"
+                                               "% a comment between entries\n"
+                                               "1 4 4\n"
+                                               "3 1 0.25\n"),
+                                         &h);
+  EXPECT_EQ(h.field, "real");
+  EXPECT_EQ(h.symmetry, "general");
+  expect_well_formed(a);
+  EXPECT_EQ(a.rows, 3);
+  EXPECT_EQ(a.cols, 4);
+  std::vector<std::vector<double>> want = {{1.5, 0, 0, 4}, {0, 0, 7, 0}, {0.25, 0, 0, -0.2}};
+  EXPECT_EQ(dense(a), want);
+}
+
+TEST_F(mtx_files, IntegerPatternAndCaseInsensitiveHeader) {
+  auto a = apps::read_matrix_market_file(
+      write("i.mtx", "%%MatrixMarket MATRIX Coordinate Integer GENERAL\n2 2 2\n1 2 -3\n2 1 12\n"));
+  std::vector<std::vector<double>> want_i = {{0, -3}, {12, 0}};
+  EXPECT_EQ(dense(a), want_i);
+  auto p = apps::read_matrix_market_file(
+      write("p.mtx", "%%MatrixMarket matrix coordinate pattern general\n2 3 3\n1 3\n2 2\n1 1\n"));
+  std::vector<std::vector<double>> want_p = {{1, 0, 1}, {0, 1, 0}};
+  EXPECT_EQ(dense(p), want_p);
+  auto d = apps::read_matrix_market_file(
+      write("d.mtx", "%%MatrixMarket matrix coordinate double general\n1 1 1\n1 1 2.5\n"));
+  EXPECT_EQ(d.val, std::vector<double>{2.5});
+}
+
+TEST_F(mtx_files, SymmetricAndSkewSymmetricAreMirrored) {
+  auto s = apps::read_matrix_market_file(write(
+      "s.mtx",
+      "%%MatrixMarket matrix coordinate real symmetric\n3 3 4\n1 1 2\n2 1 -1\n3 2 5\n3 3 1\n"));
+  std::vector<std::vector<double>> want_s = {{2, -1, 0}, {-1, 0, 5}, {0, 5, 1}};
+  EXPECT_EQ(dense(s), want_s);
+  expect_well_formed(s);
+  auto k = apps::read_matrix_market_file(write(
+      "k.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 2\n2 1 4\n3 1 -1\n"));
+  std::vector<std::vector<double>> want_k = {{0, -4, 1}, {4, 0, 0}, {-1, 0, 0}};
+  EXPECT_EQ(dense(k), want_k);
+  auto p = apps::read_matrix_market_file(
+      write("ps.mtx", "%%MatrixMarket matrix coordinate pattern symmetric\n2 2 2\n2 1\n2 2\n"));
+  std::vector<std::vector<double>> want_p = {{0, 1}, {1, 1}};
+  EXPECT_EQ(dense(p), want_p);
+}
+
+TEST_F(mtx_files, DuplicatesAreSummedAndEmptyRowsKept) {
+  auto a = apps::read_matrix_market_file(write(
+      "dup.mtx", "%%MatrixMarket matrix coordinate real general\n4 2 3\n4 2 1\n1 1 2\n4 2 0.5\n"));
+  expect_well_formed(a);
+  EXPECT_EQ(a.nnz(), 2);
+  std::vector<std::vector<double>> want = {{2, 0}, {0, 0}, {0, 0}, {0, 1.5}};
+  EXPECT_EQ(dense(a), want);
+  auto empty = apps::read_matrix_market_file(
+      write("empty.mtx", "%%MatrixMarket matrix coordinate real general\n3 3 0\n"));
+  EXPECT_EQ(empty.nnz(), 0);
+  EXPECT_EQ(empty.rows, 3);
+}
+
+// Each malformed file is rejected with strata::parse_error naming "file:line:".
+TEST_F(mtx_files, MalformedFilesNameTheLine) {
+  struct bad_case {
+    char const* name;
+    char const* text;
+    int line;
+    char const* says;
+  };
+  std::vector<bad_case> cases = {
+      {"empty", "", 0, "empty file"},
+      {"noheader", "3 3 1\n1 1 1\n", 1, "expected the header"},
+      {"array", "%%MatrixMarket matrix array real general\n2 2\n", 1, "'coordinate'"},
+      {"complex", "%%MatrixMarket matrix coordinate complex general\n", 1, "field 'complex'"},
+      {"hermitian", "%%MatrixMarket matrix coordinate real hermitian\n", 1, "symmetry"},
+      {"shortheader", "%%MatrixMarket matrix coordinate real\n", 1, "expected 5"},
+      {"nosize", "%%MatrixMarket matrix coordinate real general\n% only a comment\n", 2,
+       "size line"},
+      {"badsize", "%%MatrixMarket matrix coordinate real general\n%\n3 x 2\n", 3, "column count"},
+      {"sizefields", "%%MatrixMarket matrix coordinate real general\n3 3\n", 2, "expected 3"},
+      {"row0", "%%MatrixMarket matrix coordinate real general\n3 3 1\n0 1 1.0\n", 3, "1-based"},
+      {"colbig", "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n2 4 1.0\n", 4,
+       "outside the 3 x 3"},
+      {"novalue", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1\n", 3, "expected 3"},
+      {"badvalue", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 1.5x\n", 3,
+       "not a real number"},
+      {"badint", "%%MatrixMarket matrix coordinate integer general\n3 3 1\n1 1 2.5\n", 3,
+       "not an integer"},
+      {"patternvalue", "%%MatrixMarket matrix coordinate pattern general\n3 3 1\n1 1 2\n", 3,
+       "pattern"},
+      {"tooshort", "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n2 2 2\n", 4,
+       "after 2 of the 3 entries"},
+      {"toolong", "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 1\n% c\n2 2 2\n", 5,
+       "more entries"},
+      {"upper", "%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n1 1 1\n1 2 1\n", 4,
+       "above the diagonal"},
+      {"skewdiag", "%%MatrixMarket matrix coordinate real skew-symmetric\n3 3 1\n2 2 1\n", 3,
+       "diagonal entry"},
+      {"nonsquare", "%%MatrixMarket matrix coordinate real symmetric\n3 2 0\n", 2,
+       "must be square"},
+      {"negative", "%%MatrixMarket matrix coordinate real general\n-3 3 0\n", 2, "negative"},
+  };
+  for (auto const& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto path = write(std::string(c.name) + ".mtx", c.text);
+    try {
+      (void)apps::read_matrix_market_file(path);
+      ADD_FAILURE() << "accepted " << c.name;
+    } catch (strata::parse_error const& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find(path + ":" + std::to_string(c.line) + ":"), std::string::npos) << what;
+      EXPECT_NE(what.find(c.says), std::string::npos) << what;
+    }
+  }
+  EXPECT_THROW((void)apps::read_matrix_market_file((dir_ / "missing.mtx").string()),
+               strata::parse_error);
+}
+
+TEST(SparseMatrix, TripletsOutsideTheMatrixAreRejected) {
+  EXPECT_THROW((void)apps::csr_from_triplets(2, 2, {{0, 2, 1.0}}), strata::invalid_argument);
+  EXPECT_THROW((void)apps::csr_from_triplets(2, 2, {{-1, 0, 1.0}}), strata::invalid_argument);
+  EXPECT_THROW((void)apps::laplacian_2d(0, 3), strata::invalid_argument);
+  EXPECT_THROW((void)apps::random_power_law(10, 11, 1), strata::invalid_argument);
+}
+
+TEST(SparseMatrix, GeneratedMatricesHaveTheirStructure) {
+  auto l2 = apps::laplacian_2d(5, 3);
+  expect_well_formed(l2);
+  EXPECT_EQ(l2.rows, 15);
+  EXPECT_EQ(l2.nnz(), 15 + 2 * (4 * 3 + 5 * 2));  // diagonal + both directions of each link
+  auto l3 = apps::laplacian_3d(4, 3, 2);
+  expect_well_formed(l3);
+  EXPECT_EQ(l3.nnz(), 24 + 2 * (3 * 3 * 2 + 4 * 2 * 2 + 4 * 3 * 1));
+  // Rows sum to zero inside, positive on the boundary (the Dirichlet Laplacian).
+  auto d = dense(l3);
+  double inner = 0;
+  for (double v : d[static_cast<std::size_t>(1 * 12 + 1 * 4 + 1)]) inner += v;
+  EXPECT_GT(inner, 0);  // 4 x 3 x 2 has no interior point: every row touches the boundary
+  auto p = apps::random_power_law(2000, 6, 9);
+  expect_well_formed(p);
+  EXPECT_EQ(apps::random_power_law(2000, 6, 9).col, p.col);  // deterministic in the seed
+  std::int64_t longest = 0;
+  for (std::size_t r = 0; r < 2000; ++r)
+    longest = std::max<std::int64_t>(longest, p.row_ptr[r + 1] - p.row_ptr[r]);
+  EXPECT_GT(longest, 10 * p.nnz() / 2000);  // a heavy tail: some rows far above average
+  EXPECT_NEAR(static_cast<double>(p.nnz()) / 2000, 6, 2.5);
+}
+
+// The partitioned product on every set of places, against a naive dense product.
+void check_product(csr_matrix const& a, strata::place const& machine) {
+  auto d = dense(a);
+  std::vector<double> x(static_cast<std::size_t>(a.cols));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.5 + static_cast<double>((i * 7) % 11);
+  std::vector<double> want(static_cast<std::size_t>(a.rows), 0.0);
+  for (std::size_t r = 0; r < want.size(); ++r)
+    for (std::size_t c = 0; c < x.size(); ++c) want[r] += d[r][c] * x[c];
+  auto pus = machine.slice(strata::isa::host).processors().size();
+  for (std::string name : {"host", "host@serial", "host@openmp", "sim", "host+sim"}) {
+    SCOPED_TRACE(name);
+    apps::partitioned_spmv product(a, apps::places_named(machine, name));
+    std::vector<double> y(want.size(), -7.0);
+    product.multiply(x.data(), y.data());
+    EXPECT_LE(apps::max_relative_difference(y, want), 1e-13);
+    product.multiply(x.data(), y.data());  // again: the device copies are reused
+    EXPECT_LE(apps::max_relative_difference(y, want), 1e-13);
+  }
+  if (pus >= 2) {
+    apps::partitioned_spmv product(a, apps::places_named(machine, "host:2"));
+    std::vector<double> y(want.size(), -7.0);
+    product.multiply(x.data(), y.data());
+    EXPECT_LE(apps::max_relative_difference(y, want), 1e-13);
+  }
+}
+
+TEST_F(mtx_files, ProductOnHostAndSimPlacesMatchesANaiveProduct) {
+  strata::runtime rt{strata::runtime_options{.sim_devices = "2:bw=20GB/s,lat=1us"}};
+  std::vector<std::pair<char const*, char const*>> files = {
+      {"general",
+       "%%MatrixMarket matrix coordinate real general\n5 4 7\n1 1 1\n1 4 2\n2 2 3\n"
+       "3 1 -1\n4 3 0.5\n5 4 9\n5 1 1\n"},
+      {"symmetric",
+       "%%MatrixMarket matrix coordinate real symmetric\n4 4 5\n1 1 4\n2 1 1\n"
+       "3 3 2\n4 2 -1\n4 4 3\n"},
+      {"skew", "%%MatrixMarket matrix coordinate integer skew-symmetric\n3 3 2\n2 1 2\n3 2 -5\n"},
+      {"pattern", "%%MatrixMarket matrix coordinate pattern general\n3 5 4\n1 5\n2 1\n2 2\n3 3\n"},
+      {"onerow", "%%MatrixMarket matrix coordinate real general\n1 3 2\n1 1 2\n1 3 4\n"},
+  };
+  for (auto const& [name, text] : files) {
+    SCOPED_TRACE(name);
+    check_product(apps::read_matrix_market_file(write(std::string(name) + ".mtx", text)),
+                  rt.machine());
+  }
+  check_product(apps::laplacian_2d(9, 7), rt.machine());
+  check_product(apps::laplacian_3d(5, 4, 3), rt.machine());
+  check_product(apps::random_power_law(300, 5, 3), rt.machine());
+}
+
+TEST(SparseMatrix, RowsSplitByNonzerosAndShares) {
+  auto a = apps::random_power_law(5000, 8, 4);
+  auto b = apps::split_rows(a, 0, a.rows, 4);
+  ASSERT_EQ(b.size(), 5u);
+  EXPECT_EQ(b.front(), 0);
+  EXPECT_EQ(b.back(), a.rows);
+  double total = static_cast<double>(a.nnz() + a.rows);
+  for (std::size_t p = 0; p < 4; ++p) {
+    EXPECT_LE(b[p], b[p + 1]);
+    double w = static_cast<double>(a.row_ptr[static_cast<std::size_t>(b[p + 1])] -
+                                   a.row_ptr[static_cast<std::size_t>(b[p])] + b[p + 1] - b[p]);
+    // A quarter each, give or take the longest row.
+    EXPECT_NEAR(w, total / 4, static_cast<double>(a.rows));
+  }
+  auto uneven = apps::split_rows(a, 0, a.rows, 2, {3.0, 1.0});
+  EXPECT_GT(a.row_ptr[static_cast<std::size_t>(uneven[1])], 2 * a.nnz() / 3);
+  EXPECT_THROW((void)apps::split_rows(a, 0, a.rows + 1, 2), strata::invalid_argument);
+}
+
+TEST(SparseMatrix, PlaceNamesAreChecked) {
+  strata::runtime rt;
+  EXPECT_THROW((void)apps::places_named(rt.machine(), "sim"), strata::invalid_argument);
+  EXPECT_THROW((void)apps::places_named(rt.machine(), "gpu"), strata::invalid_argument);
+  EXPECT_THROW((void)apps::places_named(rt.machine(), "host:0"), strata::invalid_argument);
+  EXPECT_THROW((void)apps::places_named(rt.machine(), "host:x"), strata::invalid_argument);
+  EXPECT_THROW((void)apps::places_named(rt.machine(), "host@sim"), strata::invalid_argument);
+  EXPECT_EQ(apps::places_named(rt.machine(), "host").size(), 1u);
+}
+
+}  // namespace
