@@ -14,4 +14,8 @@ void tensor_saxpy(std::ptrdiff_t n, float a, float const* x, float* y, int threa
 /// count leaves the result in a).
 void jacobi(std::ptrdiff_t n, double* a, double* b, int iterations, int threads);
 
+/// The same sweeps as a solver to a tolerance does them (the hybrid scheme's CPU code):
+/// each sweep also finds the largest change of a cell; returns that of the last sweep.
+double jacobi_with_change(std::ptrdiff_t n, double* a, double* b, int iterations, int threads);
+
 }  // namespace strata::bench::omp
