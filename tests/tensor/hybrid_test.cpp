@@ -77,6 +77,33 @@ TEST_P(Hybrid, JacobiEqualsASequentialSweepBitwise) {
   }
 }
 
+TEST_P(Hybrid, JacobiToAToleranceStopsAtTheFirstSweepBelowIt) {
+  rt();
+  index_t const rows = 23, cols = 17;
+  double const tol = 1e-3;
+  auto devices = mix(GetParam());
+  std::vector<double> init(static_cast<std::size_t>(rows * cols), 0.0);
+  hybrid_stencil<double> h({rows, cols}, {.devices = devices, .boundary = 1.0, .tolerance = tol});
+  h.set(view<double, 2>(ptr<double, host_space>(init.data(), 0), vec<2>{rows, cols}));
+  auto r = h.solve(jacobi{});
+  ASSERT_TRUE(r.converged);
+  // The sequential sweeps' largest change: above the tolerance before the last sweep.
+  auto prev = jacobi_ref(init, rows, cols, 1.0, r.iterations - 1);
+  auto last = jacobi_ref(prev, rows, cols, 1.0, 1);
+  auto before = jacobi_ref(init, rows, cols, 1.0, r.iterations - 2);
+  double change_last = 0, change_before = 0;
+  for (std::size_t i = 0; i < last.size(); ++i) {
+    change_last = std::max(change_last, std::abs(last[i] - prev[i]));
+    change_before = std::max(change_before, std::abs(prev[i] - before[i]));
+  }
+  EXPECT_EQ(r.max_change, change_last);
+  EXPECT_LE(change_last, tol);
+  EXPECT_GT(change_before, tol);
+  std::vector<double> out(init.size());
+  h.get(view<double, 2>(ptr<double, host_space>(out.data(), 0), vec<2>{rows, cols}));
+  EXPECT_EQ(out, last);
+}
+
 // The seed's shortest path (§2): cost(P) = min over the 8 neighbours Q of cost(Q) + d(P, Q),
 // d the 3-D distance over cell side h and elevations z.
 struct path_step {

@@ -56,13 +56,15 @@ struct hybrid_result {
 namespace tensor_detail {
 
 /// Updates rows [row0, row0 + region[0]) of a strip: out = update(in, extra...), and
-/// raises the strip's flags: flags[slot] = 1 if a cell changed, flags[3] = largest change.
+/// raises the strip's flags: flags[slot] = 1 if a cell changed, flags[delta_slot] = the
+/// largest change. Frontier and corpus kernels use slots of their own (hybrid_stencil::
+/// flag_*), so each node reads back exactly what its own kernels wrote.
 template <class T, class F>
 struct strip_kernel {
   F f;
   template <class Self, class... A>
   STRATA_FN void operator()(Self const& self, tensor_block<T, 2> in, tensor_block<T, 2> out,
-                            index_t row0, vec<2> region, double* flags, int slot,
+                            index_t row0, vec<2> region, double* flags, int slot, int delta_slot,
                             A const&... a) const {
     auto r = self.elements(region);
     bool changed = false;
@@ -72,7 +74,7 @@ struct strip_kernel {
       row(r.extent[1], changed, delta, tensor_iterator<T, 2>(in, at), out.address(at), a.at(at)...);
     }
     if (changed) atomic_max(flags + slot, 1.0);
-    if (delta > 0) atomic_max(flags + 3, delta);
+    if (delta > 0) atomic_max(flags + delta_slot, delta);
   }
   template <class... I>
   STRATA_FN void row(index_t len, bool& changed, double& delta, tensor_iterator<T, 2> in, T* out,
@@ -173,7 +175,7 @@ class hybrid_stencil {
     (check_extra(extra), ...);
     (load_extra(extra), ...);
     auto st = std::make_shared<shared>();
-    st->host_flags.assign(4 * strips, 0.0);
+    st->host_flags.assign(flags_per_strip * strips, 0.0);
     // The first iteration sends every frontier: the buffer it writes may hold padding from
     // an older iteration (an earlier solve, or the other buffer's history).
     st->changed_last.assign(2 * strips, 1);
@@ -184,9 +186,9 @@ class hybrid_stencil {
     for (std::size_t s = 0; s < strips; ++s) {
       index_t const h = field().block(s).extent[0];
       auto front = g.add("frontier[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
-        event top = launch_rows(s, update, 0, 1, 0, extra...);
-        event bottom = h > 1 ? launch_rows(s, update, h - 1, 1, 1, extra...) : event();
-        return read_flags(after(top, bottom), s, 0, 2, st->host_flags);
+        event top = launch_rows(s, update, 0, 1, flag_top, extra...);
+        event bottom = h > 1 ? launch_rows(s, update, h - 1, 1, flag_bottom, extra...) : event();
+        return read_flags(after(top, bottom), s, flag_top, 3, st->host_flags);
       });
       auto exchange = g.add("exchange[" + std::to_string(s) + "]",
                             [this, s, st] { return send_frontiers(s, *st); });
@@ -195,8 +197,8 @@ class hybrid_stencil {
       if (h > 2) {
         auto corpus =
             g.add("corpus[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
-              event e = launch_rows(s, update, 1, h - 2, 2, extra...);
-              return read_flags(after(e), s, 2, 2, st->host_flags);
+              event e = launch_rows(s, update, 1, h - 2, flag_corpus, extra...);
+              return read_flags(after(e), s, flag_corpus, 2, st->host_flags);
             });
         last.push_back(corpus);
       }
@@ -205,9 +207,9 @@ class hybrid_stencil {
       double delta = 0;
       bool changed = false;
       for (std::size_t s = 0; s < o_.devices.size(); ++s) {
-        auto const* f = &st->host_flags[4 * s];
-        changed = changed || f[0] > 0 || f[1] > 0 || f[2] > 0;
-        delta = std::max(delta, f[3]);
+        auto const* f = &st->host_flags[flags_per_strip * s];
+        changed = changed || f[flag_top] > 0 || f[flag_bottom] > 0 || f[flag_corpus] > 0;
+        delta = std::max({delta, f[flag_top + 2], f[flag_corpus + 1]});
       }
       parity_ = 1 - parity_;
       auto& r = st->result;
@@ -240,9 +242,10 @@ class hybrid_stencil {
     for (std::size_t s = 0; s < o_.devices.size(); ++s) {
       auto const& blk = field().block(s);
       auto h = blk.extent[0];
-      launch_rows(s, update, 0, h, 2, extra...).wait();  // warm-up
+      launch_rows(s, update, 0, h, flag_corpus, extra...).wait();  // warm-up
       auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < iterations; ++i) launch_rows(s, update, 0, h, 2, extra...).wait();
+      for (int i = 0; i < iterations; ++i)
+        launch_rows(s, update, 0, h, flag_corpus, extra...).wait();
       double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       speeds.push_back(static_cast<double>(h * blk.extent[1]) * iterations / t);
     }
@@ -280,8 +283,8 @@ class hybrid_stencil {
     parity_ = 0;
     flags_.clear();
     for (std::size_t s = 0; s < n; ++s)
-      flags_.push_back(
-          tensor<double, 1>(std::vector<place>{o_.devices[s]}, tensor_spec<1>{.extent = {4}}));
+      flags_.push_back(tensor<double, 1>(std::vector<place>{o_.devices[s]},
+                                         tensor_spec<1>{.extent = {index_t{flags_per_strip}}}));
   }
 
   template <class A>
@@ -299,7 +302,7 @@ class hybrid_stencil {
   event fill_flags(std::size_t s, double v) { return fill(flags_[s], v); }
 
   struct shared {
-    std::vector<double> host_flags;  // 4 per strip: top, bottom, corpus changed; delta
+    std::vector<double> host_flags;  // flags_per_strip per strip, as on the devices
     std::vector<char> changed_last;  // 2 per strip: the frontier changed last iteration
     hybrid_result result;
     std::atomic<std::size_t> sent{0}, skipped{0}, bytes{0};
@@ -321,13 +324,16 @@ class hybrid_stencil {
     vec<2> region{rows, in.extent[1]};
     double* flags = flags_[s].block(0).base;
     return launch(where, divide_work(where, region), tensor_detail::strip_kernel<T, F>{update}, in,
-                  out, row0, region, flags, slot, tensor_detail::bind(extra, s)...);
+                  out, row0, region, flags, slot,
+                  slot == flag_corpus ? flag_corpus + 1 : flag_top + 2,
+                  tensor_detail::bind(extra, s)...);
   }
 
   /// Copies flags [first, first + n) of strip s to the host, after `deps`.
   event read_flags(after const& deps, std::size_t s, index_t first, index_t n,
                    std::vector<double>& host) {
-    view<double, 1> dst(ptr<double, host_space>(host.data() + 4 * s + first, 0), vec<1>{n});
+    view<double, 1> dst(ptr<double, host_space>(host.data() + flags_per_strip * s + first, 0),
+                        vec<1>{n});
     return tensor_detail::visit_space(flags_[s].space_of(0), [&](auto sp) {
       return copy(deps, dst,
                   flags_[s].template local_view<decltype(sp)>(0, vec<1>{first}, vec<1>{n}));
@@ -345,7 +351,8 @@ class hybrid_stencil {
     for (int side = 0; side < 2; ++side) {
       bool const has_neighbour = side == 0 ? s > 0 : s + 1 < strips;
       // A one-row strip's only row is both frontiers (its flag is the top one).
-      bool const now = st.host_flags[4 * s + (h == 1 ? 0 : static_cast<std::size_t>(side))] > 0;
+      bool const now =
+          st.host_flags[flags_per_strip * s + (h == 1 ? 0 : static_cast<std::size_t>(side))] > 0;
       char& before = st.changed_last[2 * s + static_cast<std::size_t>(side)];
       bool const send = !o_.skip_unchanged_frontiers || now || before;
       before = now;
@@ -364,6 +371,11 @@ class hybrid_stencil {
     }
     return when_all(after(copies));
   }
+
+  // Per strip in its device's memory: the frontier kernels' flags (top row changed,
+  // bottom row changed, their largest change), then the corpus kernel's (changed, largest).
+  static constexpr int flag_top = 0, flag_bottom = 1, flag_corpus = 3;
+  static constexpr std::size_t flags_per_strip = 5;
 
   hybrid_options<T> o_;
   vec<2> extent_;
