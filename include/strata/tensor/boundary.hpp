@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace strata {
@@ -79,6 +80,17 @@ struct edge_kernel {
         vec<N> from = at;
         from[dim] = side < 0 ? k - 1 : b.extent[dim] - k;
         *b.address(at) = *b.address(from);
+      } else if constexpr (requires(tensor_iterator<T, N> & it) {
+                             policy.load_front(it, dim);
+                             policy.load_back(it, dim);
+                           }) {
+        // Ripple's loader interface: load_front before the first cell, load_back past the
+        // last, the iterator at the padding cell.
+        tensor_iterator<T, N> it(b, at);
+        if (side < 0)
+          policy.load_front(it, dim);
+        else
+          policy.load_back(it, dim);
       } else {
         tensor_iterator<T, N> it(b, at);
         policy(it, dim, side);
@@ -125,13 +137,13 @@ void set_boundary(tensor<T, N>& t, B policy) {
     s.edges = tensor_detail::make_edge_loader<T, N, B>(&s, policy);
 }
 
-/// Fills block b's padding: its halo from the neighbouring blocks (and the opposite edge
-/// when periodic), then the domain edges by the tensor's boundary policy.
+namespace tensor_detail {
+
+/// Block b's halo from its neighbouring blocks (and the opposite edge when periodic).
 template <class T, std::size_t N>
-event load_padding(after const& deps, tensor<T, N> const& t, std::size_t b) {
+event load_halo(after const& deps, tensor<T, N> const& t, std::size_t b) {
   auto& s = t.state();
   index_t const pad = s.geo.padding;
-  if (pad == 0) return when_all(deps);
   auto const c = s.geo.coord(b);
   auto const& blk = s.blocks[b];
   std::vector<event> copies;
@@ -175,23 +187,56 @@ event load_padding(after const& deps, tensor<T, N> const& t, std::size_t b) {
         ext[d] = blk.extent[d];
       }
     }
-    copies.push_back(tensor_detail::copy_box(deps, t, b, dlo, t, nb, slo, ext));
+    copies.push_back(copy_box(deps, t, b, dlo, t, nb, slo, ext));
   }
-  event halo = copies.empty() ? when_all(deps) : when_all(after(copies));
-  if (!s.edges) return halo;
-  return s.edges(after(halo), b);
+  return copies.empty() ? when_all(deps) : when_all(after(copies));
 }
 
-/// Fills the padding of every block (all halos, then edges).
-template <class T, std::size_t N>
-event load_padding(after const& deps, tensor<T, N> const& t) {
-  std::vector<event> done;
-  for (std::size_t b = 0; b < t.blocks(); ++b) done.push_back(load_padding(deps, t, b));
-  return when_all(after(done));
-}
-template <class T, std::size_t N>
-event load_padding(tensor<T, N> const& t) {
-  return load_padding(after{}, t);
-}
+}  // namespace tensor_detail
+
+/// `load_padding(...)` fills padding; it is a function object so that a graph can take it
+/// as a node's operation: `g.then_split(load_padding, t)` or `g.then_split(load_padding, t,
+/// loader)` adds one padding-loading node per block (Ripple §5.4's loader nodes).
+struct load_padding_fn {
+  /// Fills block b's padding: its halo from the neighbouring blocks (and the opposite edge
+  /// when periodic), then the domain edges by the tensor's boundary policy.
+  template <class T, std::size_t N>
+  event operator()(after const& deps, tensor<T, N> const& t, std::size_t b) const {
+    auto& s = t.state();
+    if (s.geo.padding == 0) return when_all(deps);
+    event halo = tensor_detail::load_halo(deps, t, b);
+    if (!s.edges) return halo;
+    return s.edges(after(halo), b);
+  }
+  /// As above, with `loader` for the domain edges instead of the tensor's policy: a
+  /// strata::boundary policy, a Ripple-style loader (`load_front(it, dim)` /
+  /// `load_back(it, dim)`) or `f(it, dim, side)`, run on the block's place.
+  template <class T, std::size_t N, class L>
+  event operator()(after const& deps, tensor<T, N> const& t, std::size_t b, L loader) const {
+    static_assert(!std::is_same_v<L, boundary::periodic>,
+                  "load_padding: periodic edges are a property of the tensor (its halo "
+                  "exchange wraps around); call set_boundary(t, boundary::periodic{})");
+    auto& s = t.state();
+    if (s.geo.padding == 0) return when_all(deps);
+    event halo = tensor_detail::load_halo(deps, t, b);
+    if constexpr (std::is_same_v<L, boundary::none>) {
+      return halo;
+    } else {
+      return tensor_detail::make_edge_loader<T, N, L>(&s, std::move(loader))(after(halo), b);
+    }
+  }
+  /// Fills the padding of every block (all halos, then edges).
+  template <class T, std::size_t N>
+  event operator()(after const& deps, tensor<T, N> const& t) const {
+    std::vector<event> done;
+    for (std::size_t b = 0; b < t.blocks(); ++b) done.push_back((*this)(deps, t, b));
+    return when_all(after(done));
+  }
+  template <class T, std::size_t N>
+  event operator()(tensor<T, N> const& t) const {
+    return (*this)(after{}, t);
+  }
+};
+inline constexpr load_padding_fn load_padding{};
 
 }  // namespace strata

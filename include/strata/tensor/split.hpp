@@ -21,14 +21,20 @@
 
 namespace strata {
 
-enum class padded_access_mode { concurrent, exclusive };
+enum class padded_access_mode {
+  concurrent,  // load the padding; the kernel reads it (Figure 7)
+  exclusive,   // load the padding; the kernel also writes cells its neighbours read (Fig. 9)
+  expanded     // no load: the kernel runs into padding it (or an earlier step) filled
+};
 
-/// A tensor argument whose padding the kernel reads (Ripple §5.4).
+/// A tensor argument whose padding the kernel reads (Ripple §5.4), and how many cells
+/// into the padding the kernel runs (`expand`: 0 for the interior only).
 template <class T, std::size_t N>
 struct padded_access {
   using tensor_split_tag = void;
   tensor<T, N> t;
   padded_access_mode mode;
+  index_t expand = 0;
 };
 
 template <class T, std::size_t N>
@@ -38,6 +44,23 @@ padded_access<T, N> concurrent_padded_access(tensor<T, N> const& t) {
 template <class T, std::size_t N>
 padded_access<T, N> exclusive_padded_access(tensor<T, N> const& t) {
   return {t, padded_access_mode::exclusive};
+}
+/// The kernel runs `n` cells into the padding on every side of each block (the padding's
+/// cells are computed, not loaded), so a step can produce the halo the next step reads
+/// and several steps share one exchange. Needs padding >= n on every tensor argument. At
+/// the domain's edges the extra cells lie outside the domain (global index < 0 or >= the
+/// extent); kernels that must not write there test `it.first(d)` / `it.last(d)`.
+template <class T, std::size_t N>
+padded_access<T, N> expanded(tensor<T, N> const& t, index_t n) {
+  return {t, padded_access_mode::expanded, n};
+}
+/// As `concurrent_padded_access`, and the kernel runs `n` cells into the padding it loaded
+/// (overlapping its neighbours' cells): with padding p, one exchange then serves a step
+/// that reads 1 cell away and writes an n = p - 1 ring, so the next step needs no
+/// exchange (communication-avoiding stencils).
+template <class T, std::size_t N>
+padded_access<T, N> overlapped(tensor<T, N> const& t, index_t n) {
+  return {t, padded_access_mode::concurrent, n};
 }
 
 namespace tensor_detail {
@@ -56,7 +79,7 @@ struct arg_traits<tensor<T, N>> {
 template <class T, std::size_t N>
 struct arg_traits<padded_access<T, N>> {
   static constexpr bool is_tensor = true;
-  static constexpr bool padded = true;
+  static constexpr bool padded = true;  // the padding is used (loaded unless `expanded`)
   static tensor<T, N> const& get(padded_access<T, N> const& a) { return a.t; }
 };
 
@@ -107,18 +130,20 @@ struct cell_kernel {
   // Rows of the thread's element box: the iterators are made once per row and stepped
   // along it, so the inner loop is as plain as a raw-index loop (the callgrind check in
   // tests/CMakeLists.txt holds it to that).
+  // `lo` is the first local cell: 0, or -n for a kernel expanded n cells into the padding.
   template <class Self, class... A>
-  STRATA_FN void operator()(Self const& self, vec<N> extent, A const&... a) const {
+  STRATA_FN void operator()(Self const& self, vec<N> extent, index_t lo, A const&... a) const {
     auto r = self.elements(extent);
     if constexpr (N == 1) {
-      row(r.last - r.first, a.at(vec<1>{r.first})...);
+      row(r.last - r.first, a.at(vec<1>{lo + r.first})...);
     } else if constexpr (N == 2) {
       for (index_t i = 0; i < r.extent[0]; ++i)
-        row(r.extent[1], a.at(vec<2>{r.first[0] + i, r.first[1]})...);
+        row(r.extent[1], a.at(vec<2>{lo + r.first[0] + i, lo + r.first[1]})...);
     } else {
       for (index_t i = 0; i < r.extent[0]; ++i)
         for (index_t j = 0; j < r.extent[1]; ++j)
-          row(r.extent[2], a.at(vec<3>{r.first[0] + i, r.first[1] + j, r.first[2]})...);
+          row(r.extent[2],
+              a.at(vec<3>{lo + r.first[0] + i, lo + r.first[1] + j, lo + r.first[2]})...);
     }
   }
   template <class... I>
@@ -151,6 +176,9 @@ void check_split(tensor<T0, N0> const& t0, A const&... args) {
         throw invalid_argument("split: tensor argument " + std::to_string(k) +
                                " has a padded access specifier but no padding; expected a " +
                                "tensor created with padding > 0");
+      if (a.expand < 0)
+        throw invalid_argument("split: tensor argument " + std::to_string(k) + " expanded by " +
+                               std::to_string(a.expand) + " cells; expected 0 or more");
     }
     if constexpr (arg_traits<D>::is_tensor) {
       auto const& t = arg_traits<D>::get(a);
@@ -202,16 +230,62 @@ std::vector<std::size_t> neighbours(tensor<T, N> const& t, std::size_t b) {
   return {out.begin(), out.end()};
 }
 
-/// Launches the kernel on block b of the split's tensors.
+/// How many cells into the padding the kernel runs: the largest `expand` of the padded
+/// arguments; every tensor argument needs at least that much padding.
+template <class... A>
+index_t expansion(A const&... args) {
+  index_t n = 0;
+  auto widest = [&](auto const& a) {
+    using D = std::remove_cvref_t<decltype(a)>;
+    if constexpr (arg_traits<D>::padded) n = std::max(n, a.expand);
+  };
+  (widest(args), ...);
+  if (n == 0) return 0;
+  std::size_t k = 0;
+  auto check = [&](auto const& a) {
+    using D = std::remove_cvref_t<decltype(a)>;
+    ++k;
+    if constexpr (arg_traits<D>::is_tensor) {
+      auto const pad = arg_traits<D>::get(a).padding();
+      if (pad < n)
+        throw invalid_argument("split: the kernel runs " + std::to_string(n) +
+                               " cells into the padding, but tensor argument " + std::to_string(k) +
+                               " has padding " + std::to_string(pad) +
+                               "; expected padding >= the expansion on every tensor");
+    }
+  };
+  (check(args), ...);
+  return n;
+}
+
+/// Launches the kernel on block b of the split's tensors (expanded `n` cells into the
+/// padding).
 template <class F, class... A>
-event launch_block(after const& deps, F const& kernel, std::size_t b, A const&... args) {
+event launch_block(after const& deps, F const& kernel, std::size_t b, index_t n, A const&... args) {
   auto const& t0 = first_tensor(args...);
   using TT = std::remove_cvref_t<decltype(t0)>;
   constexpr std::size_t N = TT::rank;
   auto const& where = t0.place_of(b);
-  auto const extent = t0.block(b).extent;
-  return launch(deps, where, divide_work(where, extent), cell_kernel<N, F>{kernel}, extent,
+  auto extent = t0.block(b).extent;
+  for (std::size_t d = 0; d < N; ++d) extent[d] += 2 * n;
+  return launch(deps, where, divide_work(where, extent), cell_kernel<N, F>{kernel}, extent, -n,
                 bind(args, b)...);
+}
+
+/// Whether argument `a` has its padding loaded before the kernel, and exclusively.
+template <class A>
+bool loads_padding(A const& a) {
+  if constexpr (arg_traits<std::remove_cvref_t<A>>::padded)
+    return a.mode != padded_access_mode::expanded;
+  else
+    return false;
+}
+template <class A>
+bool exclusive_access(A const& a) {
+  if constexpr (arg_traits<std::remove_cvref_t<A>>::padded)
+    return a.mode == padded_access_mode::exclusive;
+  else
+    return false;
 }
 
 }  // namespace tensor_detail
@@ -225,15 +299,15 @@ requires(tensor_argument<A> || ...) event
   auto const& t0 = tensor_detail::first_tensor(args...);
   tensor_detail::check_split(t0, args...);
   auto const blocks = t0.blocks();
+  auto const n = tensor_detail::expansion(args...);
   // Padding loads of every padded tensor, per block.
   std::vector<std::vector<event>> loads(blocks);
   bool exclusive = false;
   auto load = [&](auto const& a) {
-    using D = std::remove_cvref_t<decltype(a)>;
-    if constexpr (tensor_detail::arg_traits<D>::padded) {
-      if (a.mode == padded_access_mode::exclusive) exclusive = true;
-      for (std::size_t b = 0; b < blocks; ++b) loads[b].push_back(load_padding(deps, a.t, b));
-    }
+    if (tensor_detail::exclusive_access(a)) exclusive = true;
+    if constexpr (tensor_detail::arg_traits<std::remove_cvref_t<decltype(a)>>::padded)
+      if (tensor_detail::loads_padding(a))
+        for (std::size_t b = 0; b < blocks; ++b) loads[b].push_back(load_padding(deps, a.t, b));
   };
   (load(args), ...);
   std::vector<event> done;
@@ -243,7 +317,7 @@ requires(tensor_argument<A> || ...) event
       for (auto nb : tensor_detail::neighbours(t0, b))
         before.insert(before.end(), loads[nb].begin(), loads[nb].end());
     if (before.empty()) before.push_back(when_all(deps));
-    done.push_back(tensor_detail::launch_block(after(before), kernel, b, args...));
+    done.push_back(tensor_detail::launch_block(after(before), kernel, b, n, args...));
   }
   return when_all(after(done));
 }
@@ -252,23 +326,73 @@ requires(tensor_argument<A> || ...) event for_each_cell(F const& kernel, A const
   return for_each_cell(after{}, kernel, args...);
 }
 
+namespace tensor_detail {
+
+/// `g.split(load_padding, t [, loader])`: one node per block that fills the block's padding
+/// (Ripple's loader nodes). Each comes after the nodes that wrote the cells it reads (its
+/// neighbours') or read the padding it overwrites (its own block's), and the nodes of later
+/// levels that write those neighbours come after it.
+template <class T, std::size_t N, class... L>
+graph& padding_split(graph& g, node_options o, bool then, tensor<T, N> const& t,
+                     L const&... loader) {
+  static_assert(sizeof...(L) <= 1, "split(load_padding, tensor[, loader]): one loader at most");
+  if (t.padding() == 0)
+    throw invalid_argument("split(load_padding, ...): the tensor has no padding; expected a " +
+                           std::string("tensor created with padding > 0"));
+  auto const key = t.partitioning();
+  auto const blocks = t.blocks();
+  std::string const base = o.name.empty() ? "load_padding" : o.name;
+  if (then) g.next_level();
+  for (std::size_t b = 0; b < blocks; ++b) {
+    auto reach = neighbours(t, b);
+    std::vector<std::size_t> after_parts;
+    if (then) {
+      after_parts = reach;
+      after_parts.push_back(b);
+    } else {  // split: after the whole previous level, as any node of this level
+      for (std::size_t k = 0; k < blocks; ++k) after_parts.push_back(k);
+    }
+    node_options lo = o;
+    lo.name = base + "[" + std::to_string(b) + "]";
+    if (!lo.kind && t.space_of(b) != space_id::host) lo.kind = execution_kind::device;
+    g.add_part(
+        std::move(lo), [t, b, loader...] { return load_padding(after{}, t, b, loader...); }, key, b,
+        blocks, after_parts, reach);
+  }
+  return g;
+}
+
+}  // namespace tensor_detail
+
 /// graph::split / then_split over tensors (found by argument-dependent lookup from
 /// task/graph.hpp): one node per block, after padding-load nodes for padded arguments.
 template <class F, class... A>
+graph& tensor_split_kernel(graph& g, node_options o, bool then, F&& kernel_in, A&&... args_in);
+
+template <class F, class... A>
 graph& tensor_split(graph& g, node_options o, bool then, F&& kernel_in, A&&... args_in) {
+  using kernel_t = std::decay_t<F>;
+  if constexpr (std::is_same_v<kernel_t, load_padding_fn>)
+    return tensor_detail::padding_split(g, std::move(o), then, args_in...);
+  else
+    return tensor_split_kernel(g, std::move(o), then, std::forward<F>(kernel_in),
+                               std::forward<A>(args_in)...);
+}
+
+/// tensor_split for a kernel over cells.
+template <class F, class... A>
+graph& tensor_split_kernel(graph& g, node_options o, bool then, F&& kernel_in, A&&... args_in) {
   using kernel_t = std::decay_t<F>;
   auto const t0 = tensor_detail::first_tensor(args_in...);  // a handle: args_in are moved below
   tensor_detail::check_split(t0, args_in...);
   auto const key = t0.partitioning();
   auto const blocks = t0.blocks();
   std::string const base = o.name.empty() ? "split" : o.name;
+  auto const n = tensor_detail::expansion(args_in...);
   bool padded = false, exclusive = false;
   auto scan = [&](auto const& a) {
-    using D = std::remove_cvref_t<decltype(a)>;
-    if constexpr (tensor_detail::arg_traits<D>::padded) {
-      padded = true;
-      if (a.mode == padded_access_mode::exclusive) exclusive = true;
-    }
+    if (tensor_detail::loads_padding(a)) padded = true;
+    if (tensor_detail::exclusive_access(a)) exclusive = true;
   };
   (scan(args_in), ...);
   std::vector<std::vector<std::size_t>> nbrs(blocks);
@@ -286,6 +410,7 @@ graph& tensor_split(graph& g, node_options o, bool then, F&& kernel_in, A&&... a
     auto add_loads = [&](auto const& a) {
       using D = std::remove_cvref_t<decltype(a)>;
       if constexpr (tensor_detail::arg_traits<D>::padded) {
+        if (!tensor_detail::loads_padding(a)) return;
         for (std::size_t b = 0; b < blocks; ++b) {
           auto after_parts = with_self(b);
           node_options lo(base + ".padding[" + std::to_string(b) + "]");
@@ -320,10 +445,10 @@ graph& tensor_split(graph& g, node_options o, bool then, F&& kernel_in, A&&... a
     }
     g.add_part(
         std::move(ko),
-        [kernel, args, b] {
+        [kernel, args, b, n] {
           return std::apply(
               [&](auto const&... a) {
-                return tensor_detail::launch_block(after{}, kernel, b, a...);
+                return tensor_detail::launch_block(after{}, kernel, b, n, a...);
               },
               args);
         },

@@ -1,0 +1,267 @@
+// Access specifiers beyond Figures 7 and 9 (Ripple §5.4): kernels expanded into the padding
+// (`expanded`, `overlapped`: several steps per exchange), padding-loading nodes
+// (`then_split(load_padding, t[, loader])`), and tensor graphs under adversarial
+// scheduling (one PU, graphs injected from several threads at once).
+#include "../support/hang_guard.hpp"
+#include "support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+using namespace strata;
+using tensor_test::gather;
+using tensor_test::padded_box;
+using tensor_test::places;
+using tensor_test::scatter;
+
+namespace {
+
+constexpr auto limit = std::chrono::seconds(120);
+
+// One step of a periodic 1-D three-point stencil on integers (exact under repetition).
+struct smooth {
+  template <class In, class Out>
+  STRATA_FN void operator()(In& in, Out& out) const {
+    *out = (*in.offset(0, -1) + 2 * *in + *in.offset(0, 1)) % 1000003;
+  }
+};
+
+std::vector<std::int64_t> smooth_ref(std::vector<std::int64_t> const& in) {
+  std::vector<std::int64_t> out(in.size());
+  auto const n = in.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    auto l = in[i == 0 ? n - 1 : i - 1], r = in[i + 1 == n ? 0 : i + 1];
+    out[i] = (l + 2 * in[i] + r) % 1000003;
+  }
+  return out;
+}
+
+std::vector<std::int64_t> start_values(std::size_t n) {
+  std::vector<std::int64_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int64_t>((i * 37) % 101);
+  return v;
+}
+
+class TensorAccess : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TensorAccess, OverlappedStepsShareOneExchange) {
+  // Padding 2: the first step loads x's padding and computes y on the interior plus one
+  // ring; the second reads that ring and needs no exchange. Two steps, one exchange.
+  auto p = places(GetParam());
+  index_t const n = 1'031;  // uneven blocks
+  tensor_spec<1> s{.extent = {n}, .partitions = {4}, .sub_partitions = {2}, .padding = 2};
+  tensor<std::int64_t, 1> x(p, s), y(p, s);
+  set_boundary(x, boundary::periodic{});
+  set_boundary(y, boundary::periodic{});
+  auto ref = start_values(static_cast<std::size_t>(n));
+  scatter(x, ref);
+  graph g;
+  g.then_split(smooth{}, overlapped(x, 1), y).then_split(smooth{}, y, x);
+  // Padding loads for x only: one per block, then the two kernel levels.
+  EXPECT_EQ(g.size(), 3 * x.blocks());
+  for (int run = 0; run < 100; ++run) {
+    strata::run(g).wait();
+    ref = smooth_ref(smooth_ref(ref));
+    ASSERT_EQ(gather(x), ref) << "run " << run;
+  }
+}
+
+TEST_P(TensorAccess, ExpandedKernelFillsThePaddingItself) {
+  // `expanded` runs the kernel on the padding without loading it: every cell of the
+  // padded box (interior and ring 1 of 2) gets its global index, the outer ring is kept.
+  auto p = places(GetParam());
+  tensor_spec<2> s{.extent = {23, 17}, .partitions = {2, 2}, .padding = 2};
+  tensor<std::int64_t, 2> t(p, s);
+  fill(t, std::int64_t{-7}).wait();
+  graph g;
+  g.split([] STRATA_FN(auto& it) { *it = it.global_index(0) * 1000 + it.global_index(1); },
+          expanded(t, 1));
+  EXPECT_EQ(g.size(), t.blocks());  // no padding-load nodes
+  strata::run(g).wait();
+  for (std::size_t b = 0; b < t.blocks(); ++b) {
+    auto const& blk = t.block(b);
+    auto box = padded_box(t, b);
+    auto pe = blk.padded_extent();
+    for (index_t i = 0; i < pe[0]; ++i)
+      for (index_t j = 0; j < pe[1]; ++j) {
+        index_t li = i - 2, lj = j - 2;
+        bool ring = li >= -1 && li <= blk.extent[0] && lj >= -1 && lj <= blk.extent[1];
+        auto got = box[static_cast<std::size_t>(i * pe[1] + j)];
+        auto want = ring ? (blk.origin[0] + li) * 1000 + blk.origin[1] + lj : -7;
+        ASSERT_EQ(got, want) << "block " << b << " local " << li << "," << lj;
+      }
+  }
+}
+
+TEST_P(TensorAccess, TwoDimensionalOverlappedStencilWithCorners) {
+  auto p = places(GetParam());
+  index_t const ni = 29, nj = 19;
+  tensor_spec<2> s{
+      .extent = {ni, nj}, .partitions = {2, 2}, .sub_partitions = {1, 2}, .padding = 2};
+  tensor<std::int64_t, 2> a(p, s), b(p, s);
+  set_boundary(a, boundary::periodic{});
+  set_boundary(b, boundary::periodic{});
+  auto nine = [] STRATA_FN(auto& in, auto& out) {
+    std::int64_t acc = 0;
+    for (int i = -1; i <= 1; ++i)
+      for (int j = -1; j <= 1; ++j) acc += (i + 2) * (j + 3) * *in.offset(0, i).offset(1, j);
+    *out = acc % 1000003;
+  };
+  std::vector<std::int64_t> ref(static_cast<std::size_t>(ni * nj));
+  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<std::int64_t>((i * 13) % 17);
+  scatter(a, ref);
+  auto step = [&](std::vector<std::int64_t> const& in) {
+    std::vector<std::int64_t> out(in.size());
+    auto at = [&](index_t i, index_t j) {
+      i = (i + ni) % ni;
+      j = (j + nj) % nj;
+      return in[static_cast<std::size_t>(i * nj + j)];
+    };
+    for (index_t i = 0; i < ni; ++i)
+      for (index_t j = 0; j < nj; ++j) {
+        std::int64_t acc = 0;
+        for (int di = -1; di <= 1; ++di)
+          for (int dj = -1; dj <= 1; ++dj) acc += (di + 2) * (dj + 3) * at(i + di, j + dj);
+        out[static_cast<std::size_t>(i * nj + j)] = acc % 1000003;
+      }
+    return out;
+  };
+  graph g;
+  g.then_split(nine, overlapped(a, 1), b).then_split(nine, b, a);
+  for (int run = 0; run < 20; ++run) {
+    strata::run(g).wait();
+    ref = step(step(ref));
+    ASSERT_EQ(gather(a), ref) << "run " << run;
+  }
+}
+
+TEST_P(TensorAccess, LoaderNodesEqualPaddedAccess) {
+  // then_split(load_padding, x) followed by a kernel that reads the padding without an
+  // access specifier gives what concurrent_padded_access gives.
+  auto p = places(GetParam());
+  index_t const n = 2'003;
+  tensor_spec<1> s{.extent = {n}, .partitions = {4}, .sub_partitions = {2}, .padding = 1};
+  tensor<std::int64_t, 1> x(p, s), y(p, s);
+  set_boundary(x, boundary::periodic{});
+  set_boundary(y, boundary::periodic{});
+  auto ref = start_values(static_cast<std::size_t>(n));
+  scatter(x, ref);
+  graph g;
+  g.then_split(load_padding, x)
+      .then_split(smooth{}, x, y)
+      .then_split(load_padding, y)
+      .then_split(smooth{}, y, x);
+  EXPECT_EQ(g.size(), 4 * x.blocks());
+  for (int run = 0; run < 100; ++run) {
+    strata::run(g).wait();
+    ref = smooth_ref(smooth_ref(ref));
+    ASSERT_EQ(gather(x), ref) << "run " << run;
+  }
+}
+
+// Ripple's loader interface: load_front / load_back at the padding cell before the first
+// and past the last cell of a dimension. Here: a first-order extrapolation, 2x - inner.
+struct extrapolate {
+  template <class It>
+  STRATA_FN void load_front(It& it, std::size_t dim) const {
+    *it = 2 * *it.offset(dim, 1) - *it.offset(dim, 2);
+  }
+  template <class It>
+  STRATA_FN void load_back(It& it, std::size_t dim) const {
+    *it = 2 * *it.offset(dim, -1) - *it.offset(dim, -2);
+  }
+};
+
+TEST_P(TensorAccess, LoaderNodesWithUserAndPolicyLoaders) {
+  auto p = places(GetParam());
+  index_t const n = 101;
+  tensor_spec<1> s{.extent = {n}, .partitions = {4}, .padding = 1};
+  tensor<std::int64_t, 1> x(p, s);
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(i * i);
+  scatter(x, v);
+  graph g;
+  g.then_split(load_padding, x, extrapolate{});
+  strata::run(g).wait();
+  auto first = padded_box(x, 0);
+  auto last = padded_box(x, x.blocks() - 1);
+  EXPECT_EQ(first.front(), 2 * v[0] - v[1]);
+  EXPECT_EQ(last.back(), 2 * v[100] - v[99]);
+  // Internal halos come from the neighbours whatever the loader.
+  auto const cut = static_cast<std::size_t>(x.cuts(0)[1]);
+  EXPECT_EQ(first.back(), v[cut]);
+
+  graph h;
+  h.split(load_padding, x, boundary::constant<std::int64_t>{42});
+  strata::run(h).wait();
+  EXPECT_EQ(padded_box(x, 0).front(), 42);
+  EXPECT_EQ(padded_box(x, x.blocks() - 1).back(), 42);
+}
+
+TEST_P(TensorAccess, BadAccessIsAClearError) {
+  auto p = places(GetParam());
+  tensor_spec<1> s{.extent = {100}, .partitions = {2}, .padding = 1};
+  tensor<int, 1> x(p, s), bare(p, tensor_spec<1>{.extent = {100}, .partitions = {2}});
+  auto k = [] STRATA_FN(auto& a, auto& b) { *b = *a; };
+  graph g;
+  EXPECT_THROW(g.split(k, expanded(x, 2), x), invalid_argument);       // padding 1 < 2
+  EXPECT_THROW(g.split(k, expanded(x, -1), x), invalid_argument);      // negative
+  EXPECT_THROW(g.split(k, overlapped(x, 1), bare), invalid_argument);  // bare has none
+  EXPECT_THROW(g.split(load_padding, bare), invalid_argument);
+  EXPECT_THROW(for_each_cell(k, expanded(x, 1), bare), invalid_argument);
+}
+
+// A one-PU graph and graphs injected from three threads at once: every node of a tensor
+// graph may wait on device events (sim kernels and halo copies) while the only worker
+// also has to run the other nodes.
+TEST_P(TensorAccess, OnePuAndInjectedGraphsFinishWithTheSequentialResult) {
+  auto p = places(GetParam());
+  auto pus = tensor_test::rt().machine().descendants(place_type::pu);
+  testing_support::finishes_within(limit, "tensor graphs on one PU and from three threads", [&] {
+    auto body = [&](place const& where, int runs, std::size_t n) {
+      tensor_spec<1> s{.extent = {static_cast<index_t>(n)},
+                       .partitions = {4},
+                       .sub_partitions = {2},
+                       .padding = 2};
+      tensor<std::int64_t, 1> x(p, s), y(p, s);
+      set_boundary(x, boundary::periodic{});
+      set_boundary(y, boundary::periodic{});
+      auto ref = start_values(n);
+      scatter(x, ref);
+      reduction_result<std::int64_t> sum(0);
+      graph g;
+      g.then_split(smooth{}, concurrent_padded_access(x), y)
+          .then_split(smooth{}, overlapped(y, 1), x)
+          .then_split(smooth{}, x, y)
+          .then_reduce(y, sum, reduce_sum{});
+      for (int r = 0; r < runs; ++r) {
+        strata::run(g, where).wait();
+        ref = smooth_ref(smooth_ref(ref));
+        auto third = smooth_ref(ref);
+        std::int64_t want = 0;
+        for (auto v : third) want += v;
+        if (gather(x) != ref || sum.value() != want) return false;
+      }
+      return true;
+    };
+    EXPECT_TRUE(body(pus.front(), 20, 997));
+    std::atomic<int> good{0};
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 3; ++k)
+      threads.emplace_back([&, k] {
+        place where = k == 0 ? pus.back() : tensor_test::rt().machine().slice(isa::host);
+        if (body(where, 10, 500 + 77 * static_cast<std::size_t>(k))) ++good;
+      });
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(good.load(), 3);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Places, TensorAccess, ::testing::Values("host", "sim1", "sim2", "sim4"));
+
+}  // namespace
