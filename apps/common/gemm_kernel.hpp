@@ -1,0 +1,261 @@
+// One GEMM kernel source for every backend (Alpaka §4.2.2, Fig. 7: "a block calculates the
+// result of a tile in matrix C. Each thread in this block loads a set of elements of
+// matrices A and B into shared memory ... It then calculates the partial results of its
+// set of elements before the block continues with the next tiles of A and B"):
+//
+//   C = alpha A B + beta C
+//
+// * grid: one block per block tile of C (bm x bn = threads x elements per thread);
+// * block: a parallel block whose threads pack the block's slice of A (bm x kc) and of
+//   B (kc x bn) into the scratchpad, meet at a barrier, multiply, meet again;
+// * thread: its elements of C, as micro-tiles of RM x RN;
+// * element: one micro-tile is a register tile, RM x RN accumulators in a fixed-size
+//   array that the compiler keeps in vector registers (the k loop broadcasts one element
+//   of A and multiplies a row of RN elements of B: an FMA per vector of the tile).
+//
+// The layout types are the tiling (PARRAY §7.1, Listing 43: the sgemm's A, B, C, S (smem)
+// and R (rmem) array types partition the arrays over blocks, shared memory and
+// registers). `gemm_tiling` declares the scratch and register tiles as PARRAY array types
+// (`static_dims`, folded at compile time) and the kernel reads its strides off them; the
+// operands are given as array types too (apps/common/gemm.hpp), so a transposed or
+// windowed A is just another type (PARRAY §7.1: "the array type that describes array's
+// memory layout can become the arguments of the sub program").
+//
+// What differs between backends is only the tiling: a CPU block is one thread with a
+// large share of C in many micro-tiles (alpaka: one thread per block on CPUs, the element
+// level for the vector unit), a device block is 16 x 16 threads with one micro-tile each
+// (the CUDA programming guide's tiling). `gemm_cpu_tiling` / `gemm_device_tiling` are
+// those traits; the source below is the same.
+#pragma once
+
+#include <strata/strata.hpp>
+
+#include <cstddef>
+
+// Full unrolling of the register-tile loops, so that the tile's accumulators are
+// registers (nvcc and clang spell it `unroll`, GCC `GCC unroll`).
+#if defined(__CUDACC__) || defined(__clang__)
+#define APPS_GEMM_UNROLL _Pragma("unroll")
+#else
+#define APPS_GEMM_UNROLL _Pragma("GCC unroll 32")
+#endif
+
+namespace apps {
+
+using strata::index_t;
+
+/// A matrix operand in its strided form: element (i, j) at data[i * rs + j * cs]. The
+/// host side derives it from a rank-2 array type (gemm.hpp); the kernel sees only this.
+template <class T>
+struct gemm_operand {
+  T* data = nullptr;
+  index_t rows = 0, cols = 0;
+  index_t rs = 0, cs = 0;  // row and column strides, in elements
+};
+
+/// Arguments of one GEMM launch: C (m x n) = alpha A (m x k) B (k x n) + beta C.
+template <class T>
+struct gemm_problem {
+  index_t m = 0, n = 0, k = 0;
+  T alpha{1}, beta{0};
+  gemm_operand<T const> a, b;
+  gemm_operand<T> c;
+};
+
+/// The tiling of one backend kind, as array types (PARRAY §7.1):
+///   reg       [RM][RN]            a thread's register tile of C (PARRAY's `R`, rmem)
+///   a_scratch [BM/RM][KC][RM]     the block's slice of A: panels of RM rows, k-major (`S`)
+///   b_scratch [BN/RN][KC][RN]     the block's slice of B: panels of RN columns, k-major
+/// The micro-kernel walks a panel of A and one of B in step, RM and RN elements a step,
+/// so both are read contiguously (what packing buys: no strides, no cache-set conflicts
+/// of power-of-two leading dimensions). BM and BN are the largest block tile; a launch may
+/// use smaller ones (its shape's elements), in whole panels: the strides do not change.
+template <class T, index_t RM, index_t RN, index_t KC, index_t BM, index_t BN>
+struct gemm_tiling {
+  static_assert(BM % RM == 0 && BN % RN == 0, "block tiles are whole register tiles");
+  using value_type = T;
+  static constexpr index_t rm = RM, rn = RN, kc = KC, max_bm = BM, max_bn = BN;
+
+  using type = strata::array_type<T>;
+  static constexpr type reg = type(strata::static_dims(RM, RN));
+  static constexpr type a_scratch = type(strata::static_dims(BM / RM, KC, RM));
+  static constexpr type b_scratch = type(strata::static_dims(BN / RN, KC, RN));
+
+  // The kernel's index arithmetic, read off the types (evaluated by the compiler).
+  static constexpr index_t a_panel = a_scratch.stride(0);  // one panel of A
+  static constexpr index_t a_step = a_scratch.stride(1);   // one k step in a panel
+  static constexpr index_t b_panel = b_scratch.stride(0);
+  static constexpr index_t b_step = b_scratch.stride(1);
+  static constexpr index_t reg_row = reg.stride(0);
+  static_assert(a_scratch.stride(2) == 1 && b_scratch.stride(2) == 1 && reg.stride(1) == 1,
+                "a step of a panel and a row of the register tile are contiguous");
+
+  /// Scratchpad bytes of a block tile of bm x bn (whole panels).
+  static constexpr std::size_t scratch_bytes(index_t bm, index_t bn) {
+    return static_cast<std::size_t>(bm / RM * a_panel + bn / RN * b_panel) * sizeof(T) + 64;
+  }
+};
+
+/// CPU backends (serial, threads, openmp): one thread per block, the block's tile of C
+/// in RM x RN register tiles. Double: 8 x 16 = 128 accumulators (16 AVX-512 or 32 AVX2
+/// registers' worth; on AVX2 GCC keeps part of the tile in L1, still FMA-bound); the
+/// A slice (bm x KC, at most 256 x 256 doubles = 512 KiB) stays in the 1 MiB L2, a
+/// B panel (KC x RN = 32 KiB) in the 48 KiB L1 while every A panel passes it.
+template <class T>
+struct gemm_cpu_tiling;
+template <>
+struct gemm_cpu_tiling<double> : gemm_tiling<double, 8, 16, 256, 256, 2048> {};
+template <>
+struct gemm_cpu_tiling<float> : gemm_tiling<float, 8, 32, 256, 256, 2048> {};
+
+/// Devices (CUDA, sim): 16 x 16 threads per block, one 4 x 4 register tile each, a
+/// 64 x 64 block tile, k slices of 16: 16 KiB (double) of shared memory per block.
+template <class T>
+struct gemm_device_tiling : gemm_tiling<T, 4, 4, 16, 64, 64> {
+  static constexpr index_t threads = 16;
+};
+
+namespace detail {
+
+STRATA_FN constexpr index_t gemm_min(index_t a, index_t b) {
+  return a < b ? a : b;
+}
+
+/// acc += (panel of A) x (panel of B) over kb steps: the register tile.
+template <class Tiling, class T>
+STRATA_FN inline void gemm_micro(index_t kb, T const* __restrict__ a, T const* __restrict__ b,
+                                 T (&acc)[Tiling::rm][Tiling::rn]) {
+  for (index_t p = 0; p < kb; ++p) {
+    T const* ap = a + p * Tiling::a_step;
+    T const* bp = b + p * Tiling::b_step;
+    APPS_GEMM_UNROLL
+    for (index_t i = 0; i < Tiling::rm; ++i) {
+      T const ai = ap[i];
+      APPS_GEMM_UNROLL
+      for (index_t j = 0; j < Tiling::rn; ++j) acc[i][j] += ai * bp[j];
+    }
+  }
+}
+
+/// C tile at (i, j) = alpha acc + beta' C, beta' = beta for the first k slice (C is not
+/// read when it is 0, as BLAS), 1 after it. Clipped at the edges of C.
+template <class Tiling, class T>
+STRATA_FN inline void gemm_store(gemm_problem<T> const& g, T const (&acc)[Tiling::rm][Tiling::rn],
+                                 index_t i, index_t j, bool first) {
+  constexpr index_t RM = Tiling::rm, RN = Tiling::rn;
+  T const beta = first ? g.beta : T(1);
+  T* c = g.c.data + i * g.c.rs + j * g.c.cs;
+  index_t const rows = gemm_min(RM, g.m - i), cols = gemm_min(RN, g.n - j);
+  if (rows == RM && cols == RN && g.c.cs == 1) {
+    APPS_GEMM_UNROLL
+    for (index_t r = 0; r < RM; ++r) {
+      T* cr = c + r * g.c.rs;
+      if (beta == T(0)) {
+        APPS_GEMM_UNROLL
+        for (index_t s = 0; s < RN; ++s) cr[s] = g.alpha * acc[r][s];
+      } else {
+        APPS_GEMM_UNROLL
+        for (index_t s = 0; s < RN; ++s) cr[s] = g.alpha * acc[r][s] + beta * cr[s];
+      }
+    }
+    return;
+  }
+  for (index_t r = 0; r < rows; ++r)
+    for (index_t s = 0; s < cols; ++s) {
+      T& x = c[r * g.c.rs + s * g.c.cs];
+      x = beta == T(0) ? g.alpha * acc[r][s] : g.alpha * acc[r][s] + beta * x;
+    }
+}
+
+/// Packs A's rows [i0, i0 + mb) x columns [k0, k0 + kb) into panels of RM rows (the
+/// a_scratch type); rows past mb are zeros, so edge tiles need no special micro-kernel.
+/// The block's threads share the (panel, k) pairs.
+template <class Tiling, class T>
+STRATA_FN inline void gemm_pack_a(T* __restrict__ dst, gemm_operand<T const> const& a, index_t i0,
+                                  index_t mb, index_t k0, index_t kb, index_t tid, index_t nt) {
+  constexpr index_t RM = Tiling::rm, KC = Tiling::kc;
+  index_t const panels = (mb + RM - 1) / RM;
+  for (index_t q = tid; q < panels * KC; q += nt) {
+    index_t const u = q / KC, p = q % KC;
+    if (p >= kb) continue;
+    T* d = dst + u * Tiling::a_panel + p * Tiling::a_step;
+    T const* s = a.data + (i0 + u * RM) * a.rs + (k0 + p) * a.cs;
+    if ((u + 1) * RM <= mb) {
+      APPS_GEMM_UNROLL
+      for (index_t r = 0; r < RM; ++r) d[r] = s[r * a.rs];
+    } else {
+      for (index_t r = 0; r < RM; ++r) d[r] = u * RM + r < mb ? s[r * a.rs] : T(0);
+    }
+  }
+}
+
+/// Packs B's rows [k0, k0 + kb) x columns [j0, j0 + nb) into panels of RN columns (the
+/// b_scratch type), columns past nb as zeros.
+template <class Tiling, class T>
+STRATA_FN inline void gemm_pack_b(T* __restrict__ dst, gemm_operand<T const> const& b, index_t j0,
+                                  index_t nb, index_t k0, index_t kb, index_t tid, index_t nt) {
+  constexpr index_t RN = Tiling::rn, KC = Tiling::kc;
+  index_t const panels = (nb + RN - 1) / RN;
+  for (index_t q = tid; q < panels * KC; q += nt) {
+    index_t const v = q / KC, p = q % KC;
+    if (p >= kb) continue;
+    T* d = dst + v * Tiling::b_panel + p * Tiling::b_step;
+    T const* s = b.data + (k0 + p) * b.rs + (j0 + v * RN) * b.cs;
+    if ((v + 1) * RN <= nb && b.cs == 1) {
+      APPS_GEMM_UNROLL
+      for (index_t c = 0; c < RN; ++c) d[c] = s[c];
+    } else {
+      for (index_t c = 0; c < RN; ++c) d[c] = v * RN + c < nb ? s[c * b.cs] : T(0);
+    }
+  }
+}
+
+}  // namespace detail
+
+/// The kernel: launched on a 2-D grid of 2-D parallel blocks whose shape's elements are
+/// each thread's share of C in whole register tiles (gemm.hpp's `gemm_shape`), with
+/// `Tiling::scratch_bytes(bm, bn)` of scratchpad.
+template <class Tiling>
+struct gemm_kernel {
+  using T = typename Tiling::value_type;
+
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, gemm_problem<T> g) const {
+    constexpr index_t RM = Tiling::rm, RN = Tiling::rn, KC = Tiling::kc;
+    auto const block = self.block();
+    strata::vec<2> const threads = self.block_extent(), t = self.thread_index();
+    strata::vec<2> const elems = self.element_extent(), b = self.block_index();
+    index_t const bm = threads[0] * elems[0], bn = threads[1] * elems[1];
+    index_t const i0 = b[0] * bm, j0 = b[1] * bn;
+    index_t const mb = detail::gemm_min(bm, g.m - i0), nb = detail::gemm_min(bn, g.n - j0);
+    index_t const a_panels = (mb + RM - 1) / RM, b_panels = (nb + RN - 1) / RN;
+    // The thread's micro-tiles: (t0 + T0 uu, t1 + T1 vv), interleaved over the block.
+    index_t const tiles_m = elems[0] / RM, tiles_n = elems[1] / RN;
+    T* as = block.template scratchpad<T>(static_cast<std::size_t>(bm / RM * Tiling::a_panel));
+    T* bs = block.template scratchpad<T>(static_cast<std::size_t>(bn / RN * Tiling::b_panel));
+    index_t const tid = block.linear_index(), nt = block.linear_size();
+
+    // k == 0 still takes one pass: C = beta C.
+    for (index_t k0 = 0; k0 == 0 || k0 < g.k; k0 += KC) {
+      index_t const kb = detail::gemm_min(KC, g.k - k0);
+      detail::gemm_pack_a<Tiling>(as, g.a, i0, mb, k0, kb, tid, nt);
+      detail::gemm_pack_b<Tiling>(bs, g.b, j0, nb, k0, kb, tid, nt);
+      block.barrier();
+      // B panel outside (it stays in L1 while the A panels pass it), A panel inside.
+      for (index_t vv = 0; vv < tiles_n; ++vv) {
+        index_t const v = t[1] + threads[1] * vv;
+        if (v >= b_panels) break;
+        for (index_t uu = 0; uu < tiles_m; ++uu) {
+          index_t const u = t[0] + threads[0] * uu;
+          if (u >= a_panels) break;
+          T acc[RM][RN] = {};
+          detail::gemm_micro<Tiling>(kb, as + u * Tiling::a_panel, bs + v * Tiling::b_panel, acc);
+          detail::gemm_store<Tiling>(g, acc, i0 + u * RM, j0 + v * RN, k0 == 0);
+        }
+      }
+      block.barrier();
+    }
+  }
+};
+
+}  // namespace apps
