@@ -141,6 +141,19 @@ void gemm(strata::target const& where, T alpha, strata::array_view<T const, stra
 template <class T>
 void gemm(strata::target const& where, index_t m, index_t n, index_t k, T alpha, T const* a,
           index_t lda, T const* b, index_t ldb, T beta, T* c, index_t ldc) {
+  if (m < 0 || n < 0 || k < 0)
+    throw strata::invalid_argument("gemm: extents " + std::to_string(m) + " x " +
+                                   std::to_string(n) + " x " + std::to_string(k) +
+                                   "; expected m, n, k >= 0");
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    // No product (an array type has no empty dimension): C = beta C, as BLAS does,
+    // without reading C when beta is 0.
+    if (ldc < n) row_major<T>(m, n, ldc);  // the error for a short leading dimension
+    for (index_t i = 0; i < m; ++i)
+      for (index_t j = 0; j < n; ++j) c[i * ldc + j] = beta == T(0) ? T(0) : beta * c[i * ldc + j];
+    return;
+  }
   gemm<T>(where, alpha, row_major<T>(m, k, lda).on(a), row_major<T>(k, n, ldb).on(b), beta,
           row_major<T>(m, n, ldc).on(c));
 }

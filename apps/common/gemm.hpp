@@ -49,7 +49,8 @@ void gemm(strata::target const& where, T alpha, strata::array_view<T const, stra
           strata::array_view<T const, strata::host_space> b, T beta,
           strata::array_view<T, strata::host_space> c);
 
-/// The same for row-major arrays with leading dimensions (the BLAS call's shape).
+/// The same for row-major arrays with leading dimensions (the BLAS call's shape). As
+/// BLAS: m or n of 0 does nothing, k of 0 scales C by beta.
 template <class T>
 void gemm(strata::target const& where, index_t m, index_t n, index_t k, T alpha, T const* a,
           index_t lda, T const* b, index_t ldb, T beta, T* c, index_t ldc);
