@@ -18,17 +18,6 @@ index_t blocks_of(index_t m, index_t n, index_t bm, index_t bn) {
   return ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
 }
 
-// The launch shape of a plan: a 2-D grid of 2-D parallel blocks, each thread's elements
-// whole register tiles, the scratchpad the tiling's (Alpaka §4.2.2: the work division and
-// the shared memory are what the backend tunes; the kernel is the same).
-template <class Tiling>
-strata::shape<2, strata::parallel_group> shape_of(gemm_plan const& p, index_t m, index_t n) {
-  return strata::grid((m + p.bm - 1) / p.bm, (n + p.bn - 1) / p.bn)
-      .block(strata::parallel, p.threads, p.threads)
-      .elements(p.bm / p.threads, p.bn / p.threads)
-      .scratchpad(Tiling::scratch_bytes(p.bm, p.bn));
-}
-
 }  // namespace
 
 template <class T>
@@ -67,14 +56,7 @@ std::string gemm_plan::describe() const {
 template <class T>
 gemm_plan plan_gemm(strata::target const& where, index_t m, index_t n) {
   gemm_plan p;
-  if (is_device(where.where)) {
-    using tiling = gemm_device_tiling<T>;
-    p.device = true;
-    p.threads = tiling::threads;
-    p.bm = tiling::max_bm;
-    p.bn = tiling::max_bn;
-    return p;
-  }
+  if (is_device(where.where)) return device_gemm_plan<T>();
   using tiling = gemm_cpu_tiling<T>;
   p.bm = std::min(tiling::max_bm, round_up(m, tiling::rm));
   p.bn = std::min(tiling::max_bn, round_up(n, tiling::rn));
@@ -114,7 +96,7 @@ void gemm(strata::target const& where, T alpha, strata::array_view<T const, stra
   gemm_plan const p = plan_gemm<T>(where, g.m, g.n);
   if (!p.device) {
     using tiling = gemm_cpu_tiling<T>;
-    strata::launch(where, shape_of<tiling>(p, g.m, g.n), gemm_kernel<tiling>{}, g).wait();
+    strata::launch(where, gemm_shape<tiling>(p, g.m, g.n), gemm_kernel<tiling>{}, g).wait();
     return;
   }
   // A device: the operands go to its memory as tight row-major arrays (the layout copy
@@ -134,7 +116,7 @@ void gemm(strata::target const& where, T alpha, strata::array_view<T const, stra
   dg.a = {da.data().get(), g.m, g.k, g.k, 1};
   dg.b = {db.data().get(), g.k, g.n, g.n, 1};
   dg.c = {dc.data().get(), g.m, g.n, g.n, 1};
-  strata::launch(where, shape_of<tiling>(p, g.m, g.n), gemm_kernel<tiling>{}, dg).wait();
+  strata::launch(where, gemm_shape<tiling>(p, g.m, g.n), gemm_kernel<tiling>{}, dg).wait();
   strata::copy(c, ct.on(strata::ptr<T const, strata::sim_space>(dc.data()))).wait();
 }
 

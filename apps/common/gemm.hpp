@@ -36,6 +36,28 @@ struct gemm_plan {
   std::string describe() const;
 };
 
+/// The launch shape of a plan: a 2-D grid of 2-D parallel blocks, each thread's elements
+/// whole register tiles, the tiling's scratchpad (Alpaka §4.2.2: the work division and
+/// the shared memory are what a backend tunes; the kernel stays the same).
+template <class Tiling>
+strata::shape<2, strata::parallel_group> gemm_shape(gemm_plan const& p, index_t m, index_t n) {
+  return strata::grid((m + p.bm - 1) / p.bm, (n + p.bn - 1) / p.bn)
+      .block(strata::parallel, p.threads, p.threads)
+      .elements(p.bm / p.threads, p.bn / p.threads)
+      .scratchpad(Tiling::scratch_bytes(p.bm, p.bn));
+}
+
+/// The device tiling's plan (CUDA, sim): 64 x 64 tiles of 16 x 16 threads.
+template <class T>
+gemm_plan device_gemm_plan() {
+  gemm_plan p;
+  p.device = true;
+  p.threads = gemm_device_tiling<T>::threads;
+  p.bm = gemm_device_tiling<T>::max_bm;
+  p.bn = gemm_device_tiling<T>::max_bn;
+  return p;
+}
+
 /// The block tile for `where` and an m x n C. On CPU: the tiling's largest tile, halved
 /// (the longer side first) until there are a few blocks per thread to balance.
 template <class T>

@@ -1,7 +1,9 @@
-// The applications' kernels (apps/common/spmv.hpp, bfs_kernels.hpp) compiled by nvcc and,
+// The applications' kernels (apps/common/spmv.hpp, bfs_kernels.hpp, gemm_kernel.hpp)
+// compiled by nvcc and,
 // on a machine with a GPU, run there on device memory against the host's results. Without
 // a GPU the tests report skipped with the runtime's reason (the compile is the check).
 #include "bfs_kernels.hpp"
+#include "gemm.hpp"
 #include "sparse.hpp"
 #include "spmv.hpp"
 
@@ -96,6 +98,55 @@ TEST_F(AppsCuda, BottomUpLevelMatchesTheHost) {
   strata::deallocate(dp);
   strata::deallocate(dl);
   strata::deallocate(dcount);
+}
+
+template <class T>
+strata::ptr<T, strata::cuda_space> to_device_of(strata::place const& gpu, std::vector<T> const& h) {
+  auto d = strata::allocate<T, strata::cuda_space>(gpu, h.size());
+  strata::copy(d, strata::ptr<T const>(h.data(), 0), h.size()).wait();
+  return d;
+}
+
+// The one GEMM kernel source with the device tiling (16 x 16 threads, 4 x 4 register
+// tiles, shared-memory panels) against the host's CPU tiling of the same kernel.
+template <class T>
+void gemm_matches_the_host(strata::place const& gpu, strata::place const& host) {
+  strata::index_t const m = 130, n = 67, k = 301;  // edges of every tile level
+  std::vector<T> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n)),
+      c(static_cast<std::size_t>(m * n));
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<T>(static_cast<int>(i % 7) - 3);
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<T>(static_cast<int>(i % 5) - 2);
+  for (std::size_t i = 0; i < c.size(); ++i) c[i] = static_cast<T>(i % 3);
+  std::vector<T> want = c;
+  apps::gemm<T>(strata::on(host, strata::backend_id::serial), m, n, k, T(2), a.data(), k, b.data(),
+                n, T(0.5), want.data(), n);
+  auto da = to_device_of(gpu, a), db = to_device_of(gpu, b), dc = to_device_of(gpu, c);
+  using tiling = apps::gemm_device_tiling<T>;
+  apps::gemm_problem<T> g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.alpha = T(2);
+  g.beta = T(0.5);
+  g.a = {da.get(), m, k, k, 1};
+  g.b = {db.get(), k, n, n, 1};
+  g.c = {dc.get(), m, n, n, 1};
+  strata::launch(gpu, apps::gemm_shape<tiling>(apps::device_gemm_plan<T>(), m, n),
+                 apps::gemm_kernel<tiling>{}, g)
+      .wait();
+  std::vector<T> got(c.size());
+  strata::copy(strata::ptr<T>(got.data(), 0), dc, got.size()).wait();
+  // Small integers: every partial sum is exact in both precisions.
+  EXPECT_EQ(got, want);
+  strata::deallocate(da);
+  strata::deallocate(db);
+  strata::deallocate(dc);
+}
+
+TEST_F(AppsCuda, GemmKernelMatchesTheHost) {
+  auto host = rt.machine().slice(strata::isa::host);
+  gemm_matches_the_host<double>(gpus.front(), host);
+  gemm_matches_the_host<float>(gpus.front(), host);
 }
 
 }  // namespace
