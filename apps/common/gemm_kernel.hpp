@@ -106,16 +106,21 @@ struct gemm_tiling {
 };
 
 /// CPU backends (serial, threads, openmp): one thread per block, the block's tile of C
-/// in RM x RN register tiles. Double: 8 x 16 = 128 accumulators (16 AVX-512 or 32 AVX2
-/// registers' worth; on AVX2 GCC keeps part of the tile in L1, still FMA-bound); the
-/// A slice (bm x KC, at most 256 x 256 doubles = 512 KiB) stays in the 1 MiB L2, a
-/// B panel (KC x RN = 32 KiB) in the 48 KiB L1 while every A panel passes it.
+/// in RM x RN register tiles: 8 x 16 doubles / 8 x 32 floats, 16 AVX-512 accumulators,
+/// at the FMA peak in L1 (131-135 GFLOP/s double on one core of the development VM, by
+/// thread CPU time, for every shape from 6 x 16 to 14 x 16). The A slice (at most
+/// 512 x 128 doubles or 512 x 256 floats = 512 KiB) stays in the 1 MiB L2 while the
+/// B panels pass it; a B panel (KC x RN: 16 KiB double, 32 KiB float) stays in the
+/// 48 KiB L1 while every A panel of the slice passes it. Measured at n = 2048 on one
+/// core (GFLOP/s by CPU time, two runs each): double KC x BM 256 x 256: 98-101,
+/// 128 x 512: 107, 128 x 256: 100-102, 192 x 384: 94-98; float 256 x 256: 212-214,
+/// 128 x 512: 225-227, 256 x 512: 235-237.
 template <class T>
 struct gemm_cpu_tiling;
 template <>
-struct gemm_cpu_tiling<double> : gemm_tiling<double, 8, 16, 256, 256, 2048> {};
+struct gemm_cpu_tiling<double> : gemm_tiling<double, 8, 16, 128, 512, 2048> {};
 template <>
-struct gemm_cpu_tiling<float> : gemm_tiling<float, 8, 32, 256, 256, 2048> {};
+struct gemm_cpu_tiling<float> : gemm_tiling<float, 8, 32, 256, 512, 2048> {};
 
 /// Devices (CUDA, sim): 16 x 16 threads per block, one 4 x 4 register tile each, a
 /// 64 x 64 block tile, k slices of 16: 16 KiB (double) of shared memory per block.
@@ -199,15 +204,20 @@ STRATA_FN inline void gemm_pack_a(T* __restrict__ dst, gemm_operand<T const> con
 }
 
 /// Packs B's rows [k0, k0 + kb) x columns [j0, j0 + nb) into panels of RN columns (the
-/// b_scratch type), columns past nb as zeros.
+/// b_scratch type), columns past nb as zeros. A row of B is read whole, left to right, and
+/// scattered over the panels (reading a panel's RN columns down kb rows instead touches
+/// two lines of every row at a 16 KiB stride for n = 2048, which the prefetchers do not
+/// follow: packing B took 15% of a 2048^3 dgemm that way). The block's threads share
+/// the (k, panel) pairs; the panel count's bound is the tiling's, so `/` is a shift.
 template <class Tiling, class T>
 STRATA_FN inline void gemm_pack_b(T* __restrict__ dst, gemm_operand<T const> const& b, index_t j0,
                                   index_t nb, index_t k0, index_t kb, index_t tid, index_t nt) {
-  constexpr index_t RN = Tiling::rn, KC = Tiling::kc;
+  constexpr index_t RN = Tiling::rn, KC = Tiling::kc, P = Tiling::max_bn / RN;
   index_t const panels = (nb + RN - 1) / RN;
-  for (index_t q = tid; q < panels * KC; q += nt) {
-    index_t const v = q / KC, p = q % KC;
-    if (p >= kb) continue;
+  for (index_t q = tid; q < KC * P; q += nt) {
+    index_t const p = q / P, v = q % P;
+    if (p >= kb) break;
+    if (v >= panels) continue;
     T* d = dst + v * Tiling::b_panel + p * Tiling::b_step;
     T const* s = b.data + (k0 + p) * b.rs + (j0 + v * RN) * b.cs;
     if ((v + 1) * RN <= nb && b.cs == 1) {
