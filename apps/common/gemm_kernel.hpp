@@ -208,25 +208,35 @@ STRATA_FN inline void gemm_pack_a(T* __restrict__ dst, gemm_operand<T const> con
 /// scattered over the panels (reading a panel's RN columns down kb rows instead touches
 /// two lines of every row at a 16 KiB stride for n = 2048, which the prefetchers do not
 /// follow: packing B took 15% of a 2048^3 dgemm that way). The block's threads share
-/// the (k, panel) pairs; the panel count's bound is the tiling's, so `/` is a shift.
+/// the (k, panel) pairs; one thread (a CPU block) walks them without dividing.
+template <class Tiling, class T>
+STRATA_FN inline void gemm_pack_b_row(T* __restrict__ d, T const* __restrict__ s, index_t cs,
+                                      index_t cols) {
+  constexpr index_t RN = Tiling::rn;
+  if (cols == RN && cs == 1) {
+    APPS_GEMM_SIMD
+    for (index_t c = 0; c < RN; ++c) d[c] = s[c];
+  } else {
+    for (index_t c = 0; c < RN; ++c) d[c] = c < cols ? s[c * cs] : T(0);
+  }
+}
+
 template <class Tiling, class T>
 STRATA_FN inline void gemm_pack_b(T* __restrict__ dst, gemm_operand<T const> const& b, index_t j0,
                                   index_t nb, index_t k0, index_t kb, index_t tid, index_t nt) {
-  constexpr index_t RN = Tiling::rn, KC = Tiling::kc, P = Tiling::max_bn / RN;
+  constexpr index_t RN = Tiling::rn;
   index_t const panels = (nb + RN - 1) / RN;
-  for (index_t q = tid; q < KC * P; q += nt) {
-    index_t const p = q / P, v = q % P;
-    if (p >= kb) break;
-    if (v >= panels) continue;
-    T* d = dst + v * Tiling::b_panel + p * Tiling::b_step;
-    T const* s = b.data + (k0 + p) * b.rs + (j0 + v * RN) * b.cs;
-    if ((v + 1) * RN <= nb && b.cs == 1) {
-      APPS_GEMM_SIMD
-      for (index_t c = 0; c < RN; ++c) d[c] = s[c];
-    } else {
-      for (index_t c = 0; c < RN; ++c) d[c] = v * RN + c < nb ? s[c * b.cs] : T(0);
-    }
+  auto row = [&](index_t p, index_t v) {
+    gemm_pack_b_row<Tiling>(dst + v * Tiling::b_panel + p * Tiling::b_step,
+                            b.data + (k0 + p) * b.rs + (j0 + v * RN) * b.cs, b.cs,
+                            gemm_min(RN, nb - v * RN));
+  };
+  if (nt == 1) {
+    for (index_t p = 0; p < kb; ++p)
+      for (index_t v = 0; v < panels; ++v) row(p, v);
+    return;
   }
+  for (index_t q = tid; q < kb * panels; q += nt) row(q / panels, q % panels);
 }
 
 }  // namespace detail
