@@ -95,8 +95,9 @@ struct gemm_tiling {
   static constexpr index_t a_step = a_scratch.stride(1);   // one k step in a panel
   static constexpr index_t b_panel = b_scratch.stride(0);
   static constexpr index_t b_step = b_scratch.stride(1);
-  static constexpr index_t reg_row = reg.stride(0);
-  static_assert(a_scratch.stride(2) == 1 && b_scratch.stride(2) == 1 && reg.stride(1) == 1,
+  // The accumulators are `T acc[RM][RN]`, the reg type's row-major layout.
+  static_assert(a_scratch.stride(2) == 1 && b_scratch.stride(2) == 1 && reg.stride(0) == RN &&
+                    reg.stride(1) == 1,
                 "a step of a panel and a row of the register tile are contiguous");
 
   /// Scratchpad bytes of a block tile of bm x bn (whole panels).
