@@ -98,19 +98,37 @@ def draw_spread(ax, y, lo, q1, q3, hi, color):
     ax.plot([q1, q3], [y, y], color=color, lw=5, alpha=0.45, solid_capstyle="butt", zorder=2)
 
 
+class labels_once:
+    """A legend entry the first time a name is drawn, none after (matplotlib repeats them)."""
+
+    def __init__(self):
+        self.seen = set()
+
+    def __call__(self, name):
+        if name is None or name in self.seen:
+            return None
+        self.seen.add(name)
+        return name
+
+
+def run_color(runs_in_bench, run, default):
+    if len(runs_in_bench) == 1:
+        return default
+    return RUN_COLORS[runs_in_bench.index(run) % len(RUN_COLORS)]
+
+
 def ratio_panel(ax, keys, rows, runs_in_bench, run_label):
-    values = []
+    values, label = [], labels_once()
     for run, rec in rows:
         y = y_of(keys, runs_in_bench, run, rec["_key"])
-        color = RUN_COLORS[runs_in_bench.index(run) % len(RUN_COLORS)] if len(
-            runs_in_bench) > 1 else STRATA_COLOR
+        color = run_color(runs_in_bench, run, STRATA_COLOR)
         s = five(rec, "ratio")
         if s:
             draw_spread(ax, y, s[0], s[1], s[3], s[4], color)
             ax.plot(s[2], y, "o", mfc="white", mec=color, ms=5, zorder=3)
             values += [s[0], s[4]]
         ax.plot(rec["ratio"], y, "D", color=color, ms=5, zorder=4,
-                label=run_label(run) if len(runs_in_bench) > 1 else None)
+                label=label(run_label(run)) if len(runs_in_bench) > 1 else None)
         values.append(rec["ratio"])
     ax.axvline(1.0, color="#888888", ls="--", lw=1, zorder=1)
     lo, hi = min(values + [1.0]), max(values + [1.0])
@@ -126,57 +144,46 @@ def ratio_panel(ax, keys, rows, runs_in_bench, run_label):
         ax.legend(fontsize=7, loc="best")
 
 
+SIDES = (("strata", "Strata", STRATA_COLOR, "o", 0.12), ("peer", "peer", PEER_COLOR, "s", -0.12))
+
+
 def absolute_panel(ax, keys, rows, runs_in_bench):
     recs = [r for _, r in rows]
     with_limit = any(r.get("limit") is not None for r in recs)
-    one_run = len(runs_in_bench) == 1
-    offsets = {"strata": 0.12, "peer": -0.12}
+    scale, unit = throughput_unit(recs)
+    label = labels_once()
+    for run, rec in rows:
+        y0 = y_of(keys, runs_in_bench, run, rec["_key"])
+        for side, name, side_color, marker, offset in SIDES:
+            color = run_color(runs_in_bench, run, side_color)
+            y = y0 + offset / len(runs_in_bench)
+            s = five(rec, f"{side}_s")
+            if with_limit:  # throughput: slower runs give less, so the order flips
+                x = rec["size"] / rec[f"{side}_s"] * scale
+                if s:
+                    s = tuple(rec["size"] / t * scale for t in reversed(s))
+            else:
+                x = rec[f"{side}_s"]
+            if s:
+                draw_spread(ax, y, s[0], s[1], s[3], s[4], color)
+            # With several runs the colours are the runs'; the shapes still tell the sides.
+            ax.plot(x, y, marker, color=color, ms=5, zorder=3,
+                    label=label(name if len(runs_in_bench) == 1 else f"{marker}: {name}"))
+        if with_limit and rec.get("limit"):
+            bound = rec["size"] / rec["strata_s"] / rec["limit"] * scale
+            ax.plot(bound, y0, "|", color=BOUND_COLOR, ms=16, mew=2.5, zorder=4,
+                    label=label("hardware bound"))
     if with_limit:
-        scale, unit = throughput_unit(recs)
-        bound_drawn = False
-        for run, rec in rows:
-            y0 = y_of(keys, runs_in_bench, run, rec["_key"])
-            for side, color, marker in (("strata", STRATA_COLOR, "o"), ("peer", PEER_COLOR, "s")):
-                if not one_run:
-                    color = RUN_COLORS[runs_in_bench.index(run) % len(RUN_COLORS)]
-                y = y0 + offsets[side] / len(runs_in_bench)
-                t = rec[f"{side}_s"]
-                s = five(rec, f"{side}_s")
-                if s:  # slower runs: less throughput, so the order flips
-                    draw_spread(ax, y, rec["size"] / s[4] * scale, rec["size"] / s[3] * scale,
-                                rec["size"] / s[1] * scale, rec["size"] / s[0] * scale, color)
-                ax.plot(rec["size"] / t * scale, y, marker, color=color, ms=5, zorder=3,
-                        label=(f"Strata" if side == "strata" else "peer") if one_run and
-                        run == rows[0][0] and rec is rows[0][1] else None)
-            if rec.get("limit"):
-                bound = rec["size"] / rec["strata_s"] / rec["limit"] * scale
-                ax.plot(bound, y0, "|", color=BOUND_COLOR, ms=16, mew=2.5, zorder=4,
-                        label=None if bound_drawn else "hardware bound")
-                bound_drawn = True
         ax.set_xlabel(f"throughput ({unit}), bound from `limit`")
         ax.set_xlim(0, ax.get_xlim()[1] * 1.06)  # room for the markers at the bound
         ax.set_title("absolute: best run, bar IQR, line min–max; | the bound", fontsize=8)
     else:
-        for run, rec in rows:
-            y0 = y_of(keys, runs_in_bench, run, rec["_key"])
-            for side, color, marker in (("strata", STRATA_COLOR, "o"), ("peer", PEER_COLOR, "s")):
-                if not one_run:
-                    color = RUN_COLORS[runs_in_bench.index(run) % len(RUN_COLORS)]
-                y = y0 + offsets[side] / len(runs_in_bench)
-                s = five(rec, f"{side}_s")
-                if s:
-                    draw_spread(ax, y, s[0], s[1], s[3], s[4], color)
-                ax.plot(rec[f"{side}_s"], y, marker, color=color, ms=5, zorder=3,
-                        label=(f"Strata" if side == "strata" else "peer") if one_run and
-                        rec is rows[0][1] else None)
         ax.set_xscale("log")
         ax.set_xlabel("seconds as reported (lower is better)")
         ax.set_title("absolute: best run, bar IQR, line min–max", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(labelleft=False)
-    handles, labels = ax.get_legend_handles_labels()
-    if handles:
-        ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=7, loc="best")
 
 
 def strip_count(name):
@@ -187,61 +194,59 @@ def strip_size(name):
     return re.sub(r"/[0-9.]+\s*[KMGT]?i?B$", "", name)
 
 
-def scaling_series(rows):
-    """{(run, variant prefix, peer prefix): [(x, rec)]} with >= 2 distinct x, and the x label."""
-    for field, label in SCALING_FIELDS + [(None, None)]:
-        series = {}
-        for run, rec in rows:
-            if field is not None:
-                x = rec.get(field)
-                if x is None:
-                    continue
-                key = (run, strip_count(rec["variant"]), strip_count(rec["peer"]))
-            else:  # a trailing /N in the variant: a count the line has no field for
-                m = re.search(r"/(\d+)$", rec["variant"])
-                if not m:
-                    continue
-                x = float(m.group(1))
-                key = (run, strip_count(rec["variant"]), strip_count(rec["peer"]))
-            series.setdefault(key, []).append((float(x), rec))
-        series = {k: v for k, v in series.items() if len({x for x, _ in v}) >= 2}
-        if series:
-            return series, label or "count (from the variant)"
-    series = {}
-    for run, rec in rows:
-        key = (run, strip_size(rec["variant"]), strip_size(rec["peer"]))
-        series.setdefault(key, []).append((float(rec["size"]), rec))
-    series = {k: v for k, v in series.items() if len({x for x, _ in v}) >= 2}
-    return series, ("size" if series else None)
+def scaling_axis(rows):
+    """The x of every row ({id(rec): x}) and the axis name, or ({}, None) if none scales."""
+    def varies(xs, prefix):
+        by_series = {}
+        for (run, rec), x in zip(rows, xs):
+            if x is not None:
+                by_series.setdefault((run, prefix(rec["variant"])), set()).add(x)
+        return any(len(v) >= 2 for v in by_series.values())
+
+    for field, name in SCALING_FIELDS:
+        xs = [rec.get(field) for _, rec in rows]
+        if varies(xs, strip_count):
+            return xs, name, strip_count
+    # A trailing /N in the variant: a count the line has no field for.
+    xs = [float(m.group(1)) if (m := re.search(r"/(\d+)$", rec["variant"])) else None
+          for _, rec in rows]
+    if varies(xs, strip_count):
+        return xs, "count (from the variant)", strip_count
+    xs = [rec["size"] for _, rec in rows]
+    if varies(xs, strip_size):
+        return xs, "size", strip_size
+    return None, None, None
 
 
-def scaling_panel(ax, series, xlabel, recs, run_label, several_runs):
+def scaling_panel(ax, rows, xs, xlabel, prefix, runs_in_bench, run_label):
+    """Best run of each Strata variant and of each peer at every x."""
+    recs = [r for _, r in rows]
     with_limit = any(r.get("limit") is not None for r in recs)
     scale, unit = throughput_unit(recs)
-    peers_drawn = set()
-    for i, ((run, vprefix, pprefix), points) in enumerate(sorted(series.items(), key=str)):
-        points.sort(key=lambda p: p[0])
-        xs = [x for x, _ in points]
-        color = RUN_COLORS[i % len(RUN_COLORS)]
-        suffix = f" [{run_label(run)}]" if several_runs else ""
-        if with_limit:
-            ys = [r["size"] / r["strata_s"] * scale for _, r in points]
-            ps = [r["size"] / r["peer_s"] * scale for _, r in points]
-        else:
-            ys = [r["strata_s"] for _, r in points]
-            ps = [r["peer_s"] for _, r in points]
-        ax.plot(xs, ys, "o-", color=color, ms=4, lw=1.5, label=f"Strata {vprefix}{suffix}")
-        # A peer measured against several Strata variants is drawn once.
-        peer_key = (run, pprefix, tuple(xs), tuple(ps))
-        if peer_key in peers_drawn:
+    best = {}  # (run, side, name) -> {x: (time, size)}
+    for (run, rec), x in zip(rows, xs):
+        if x is None:
             continue
-        peers_drawn.add(peer_key)
-        ax.plot(xs, ps, "s--", color=color, ms=4, lw=1, alpha=0.8,
-                label=f"{pprefix} (vs {vprefix}){suffix}")
+        for side, name in (("strata", "Strata " + prefix(rec["variant"])),
+                           ("peer", prefix(rec["peer"]))):
+            points = best.setdefault((run, side, name), {})
+            t = rec[f"{side}_s"]
+            if x not in points or t < points[x][0]:
+                points[x] = (t, rec["size"])
+    several = len(runs_in_bench) > 1
+    for i, ((run, side, name), points) in enumerate(sorted(best.items(), key=str)):
+        if len(points) < 2:
+            continue
+        px = sorted(points)
+        py = [points[x][1] / points[x][0] * scale if with_limit else points[x][0] for x in px]
+        style = "o-" if side == "strata" else "s--"
+        ax.plot(px, py, style, color=RUN_COLORS[i % len(RUN_COLORS)], ms=4,
+                lw=1.5 if side == "strata" else 1,
+                label=name + (f" [{run_label(run)}]" if several else ""))
     if xlabel == "size":
         ax.set_xscale("log")
     else:
-        ax.set_xticks(sorted({x for pts in series.values() for x, _ in pts}))
+        ax.set_xticks(sorted({x for x in xs if x is not None}))
     ax.set_xlabel(xlabel)
     if with_limit:
         bounds = [r["size"] / r["strata_s"] / r["limit"] * scale for r in recs if r.get("limit")]
@@ -252,7 +257,7 @@ def scaling_panel(ax, series, xlabel, recs, run_label, several_runs):
     else:
         ax.set_yscale("log")
         ax.set_ylabel("seconds as reported")
-    ax.set_title("scaling: solid Strata, dashed peer (best runs)", fontsize=8)
+    ax.set_title("scaling: solid Strata, dashed peer (best run at each x)", fontsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, loc="best")
 
@@ -260,9 +265,8 @@ def scaling_panel(ax, series, xlabel, recs, run_label, several_runs):
 def figure_for(bench, rows, run_label):
     keys = row_keys(rows)
     runs_in_bench = sorted({run for run, _ in rows})
-    recs = [r for _, r in rows]
-    series, xlabel = scaling_series(rows)
-    panels = 3 if series else 2
+    xs, xlabel, prefix = scaling_axis(rows)
+    panels = 3 if xs else 2
     height = max(2.8, 0.32 * len(keys) * max(1, len(runs_in_bench) ** 0.5) + 1.5)
     fig = plt.figure(figsize=(5.2 * panels + 1.5, height), layout="constrained")
     grid = fig.add_gridspec(1, panels, width_ratios=[1.25, 1, 1.1][:panels])
@@ -270,15 +274,15 @@ def figure_for(bench, rows, run_label):
     ax_abs = fig.add_subplot(grid[1], sharey=ax_ratio)
     ratio_panel(ax_ratio, keys, rows, runs_in_bench, run_label)
     absolute_panel(ax_abs, keys, rows, runs_in_bench)
-    if series:
-        scaling_panel(fig.add_subplot(grid[2]), series, xlabel, recs, run_label,
-                      len(runs_in_bench) > 1)
+    if xs:
+        scaling_panel(fig.add_subplot(grid[2]), rows, xs, xlabel, prefix, runs_in_bench,
+                      run_label)
     fig.suptitle(bench, fontsize=11, fontweight="bold")
     png = io.BytesIO()
     # No software/date metadata in the PNG: the same data gives the same bytes.
     fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
     plt.close(fig)
-    return png.getvalue(), bool(series)
+    return png.getvalue(), bool(xs)
 
 
 def fmt_s(v):
