@@ -267,11 +267,13 @@ void add_report_command(CLI::App& app) {
       "report", "Make DIR/index.html with plots from `strata bench --json` output");
   cmd->add_option("files", o->files, "JSON-lines files of `strata bench all --json`");
   cmd->add_option("-o,--output", o->out, "Folder for index.html (made if missing)")->required();
-  cmd->add_flag("--run", o->run, "Run `strata bench all --json` first (into DIR/bench.jsonl)");
-  cmd->add_flag("--quick", o->quick, "With --run: small problems (a smoke test)");
+  auto* run =
+      cmd->add_flag("--run", o->run, "Run `strata bench all --json` first (into DIR/bench.jsonl)");
+  cmd->add_flag("--quick", o->quick, "With --run: small problems (a smoke test)")->needs(run);
   cmd->add_option("--repeats", o->repeats, "With --run: timed runs per side")
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--bench", o->bench, "With --run: one benchmark instead of all");
+      ->check(CLI::Range(1, 1000))
+      ->needs(run);
+  cmd->add_option("--bench", o->bench, "With --run: one benchmark instead of all")->needs(run);
   cmd->callback([o] { run_report(*o); });
 }
 

@@ -39,7 +39,7 @@ STRATA_COLOR, PEER_COLOR, BOUND_COLOR = "#1f77b4", "#ff7f0e", "#222222"
 RUN_COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 # Fields that say how many of something a variant ran on, in the order they are
 # preferred as the x axis of a scaling curve.
-SCALING_FIELDS = [("threads", "threads"), ("devices", "sim devices"),
+SCALING_FIELDS = [("threads", "threads"), ("devices", "devices"),
                   ("sim_devices", "sim devices"), ("ranks", "ranks")]
 
 
@@ -61,13 +61,15 @@ def five(rec, side):
     return None
 
 
-def throughput_unit(recs):
-    """Scale and unit for size / seconds: the benchmark's own unit where its lines say."""
-    if any("strata_gbps" in r for r in recs):
-        return 1e-9, "GB/s"
-    if any("strata_gflops" in r for r in recs):
-        return 1e-9, "GFLOP/s"
-    return 1.0, "size units/s"
+def rate_of(recs):
+    """(rate(rec, seconds), unit): a comparison's work per second in the benchmark's own
+    unit. Both sides do the same work, so a run of t seconds reaches the Strata side's
+    reported rate times strata_s / t; the bound is that rate over `limit` (the fraction of
+    the bound reached), in the same unit."""
+    for field, unit in (("strata_gbps", "GB/s"), ("strata_gflops", "GFLOP/s")):
+        if all(field in r for r in recs):
+            return (lambda rec, t, f=field: rec[f] * rec["strata_s"] / t), unit
+    return (lambda rec, t: rec["size"] / t), "size units/s"
 
 
 def row_keys(rows):
@@ -150,7 +152,7 @@ SIDES = (("strata", "Strata", STRATA_COLOR, "o", 0.12), ("peer", "peer", PEER_CO
 def absolute_panel(ax, keys, rows, runs_in_bench):
     recs = [r for _, r in rows]
     with_limit = any(r.get("limit") is not None for r in recs)
-    scale, unit = throughput_unit(recs)
+    rate, unit = rate_of(recs)
     label = labels_once()
     for run, rec in rows:
         y0 = y_of(keys, runs_in_bench, run, rec["_key"])
@@ -159,9 +161,9 @@ def absolute_panel(ax, keys, rows, runs_in_bench):
             y = y0 + offset / len(runs_in_bench)
             s = five(rec, f"{side}_s")
             if with_limit:  # throughput: slower runs give less, so the order flips
-                x = rec["size"] / rec[f"{side}_s"] * scale
+                x = rate(rec, rec[f"{side}_s"])
                 if s:
-                    s = tuple(rec["size"] / t * scale for t in reversed(s))
+                    s = tuple(rate(rec, t) for t in reversed(s))
             else:
                 x = rec[f"{side}_s"]
             if s:
@@ -170,7 +172,7 @@ def absolute_panel(ax, keys, rows, runs_in_bench):
             ax.plot(x, y, marker, color=color, ms=5, zorder=3,
                     label=label(name if len(runs_in_bench) == 1 else f"{marker}: {name}"))
         if with_limit and rec.get("limit"):
-            bound = rec["size"] / rec["strata_s"] / rec["limit"] * scale
+            bound = rate(rec, rec["strata_s"]) / rec["limit"]
             ax.plot(bound, y0, "|", color=BOUND_COLOR, ms=16, mew=2.5, zorder=4,
                     label=label("hardware bound"))
     if with_limit:
@@ -190,12 +192,16 @@ def strip_count(name):
     return re.sub(r"/\d+$", "", name)
 
 
+def mask_numbers(name):
+    return re.sub(r"\d+", "N", name)
+
+
 def strip_size(name):
     return re.sub(r"/[0-9.]+\s*[KMGT]?i?B$", "", name)
 
 
 def scaling_axis(rows):
-    """The x of every row ({id(rec): x}) and the axis name, or ({}, None) if none scales."""
+    """(x of each row or None, axis name, variant prefix function), or Nones if none scales."""
     def varies(xs, prefix):
         by_series = {}
         for (run, rec), x in zip(rows, xs):
@@ -205,8 +211,10 @@ def scaling_axis(rows):
 
     for field, name in SCALING_FIELDS:
         xs = [rec.get(field) for _, rec in rows]
-        if varies(xs, strip_count):
-            return xs, name, strip_count
+        # The count may sit inside the name too ("host+2sim"): then every number is masked.
+        for prefix in (strip_count, mask_numbers):
+            if varies(xs, prefix):
+                return xs, name, prefix
     # A trailing /N in the variant: a count the line has no field for.
     xs = [float(m.group(1)) if (m := re.search(r"/(\d+)$", rec["variant"])) else None
           for _, rec in rows]
@@ -222,23 +230,26 @@ def scaling_panel(ax, rows, xs, xlabel, prefix, runs_in_bench, run_label):
     """Best run of each Strata variant and of each peer at every x."""
     recs = [r for _, r in rows]
     with_limit = any(r.get("limit") is not None for r in recs)
-    scale, unit = throughput_unit(recs)
-    best = {}  # (run, side, name) -> {x: (time, size)}
+    rate, unit = rate_of(recs)
+    # A Strata variant's best over the peers it met; a peer per Strata variant, as the
+    # variant names the problem too (spmv: the matrix).
+    best = {}  # (run, side, name) -> {x: (seconds, y)}
     for (run, rec), x in zip(rows, xs):
         if x is None:
             continue
-        for side, name in (("strata", "Strata " + prefix(rec["variant"])),
-                           ("peer", prefix(rec["peer"]))):
+        vprefix = prefix(rec["variant"])
+        for side, name in (("strata", "Strata " + vprefix),
+                           ("peer", f"{prefix(rec['peer'])} (vs {vprefix})")):
             points = best.setdefault((run, side, name), {})
             t = rec[f"{side}_s"]
             if x not in points or t < points[x][0]:
-                points[x] = (t, rec["size"])
+                points[x] = (t, rate(rec, t) if with_limit else t)
     several = len(runs_in_bench) > 1
     for i, ((run, side, name), points) in enumerate(sorted(best.items(), key=str)):
         if len(points) < 2:
             continue
         px = sorted(points)
-        py = [points[x][1] / points[x][0] * scale if with_limit else points[x][0] for x in px]
+        py = [points[x][1] for x in px]
         style = "o-" if side == "strata" else "s--"
         ax.plot(px, py, style, color=RUN_COLORS[i % len(RUN_COLORS)], ms=4,
                 lw=1.5 if side == "strata" else 1,
@@ -249,7 +260,7 @@ def scaling_panel(ax, rows, xs, xlabel, prefix, runs_in_bench, run_label):
         ax.set_xticks(sorted({x for x in xs if x is not None}))
     ax.set_xlabel(xlabel)
     if with_limit:
-        bounds = [r["size"] / r["strata_s"] / r["limit"] * scale for r in recs if r.get("limit")]
+        bounds = [rate(r, r["strata_s"]) / r["limit"] for r in recs if r.get("limit")]
         if bounds:
             ax.axhline(max(bounds), color=BOUND_COLOR, lw=1, ls=":", label="hardware bound")
         ax.set_ylabel(f"throughput ({unit})")
