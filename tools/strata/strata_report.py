@@ -233,25 +233,28 @@ def scaling_panel(ax, rows, xs, xlabel, prefix, runs_in_bench, run_label):
     rate, unit = rate_of(recs)
     # A Strata variant's best over the peers it met; a peer per Strata variant, as the
     # variant names the problem too (spmv: the matrix).
-    best = {}  # (run, side, name) -> {x: (seconds, y)}
+    best = {}  # (run, variant, side, name) -> {x: (seconds, y)}
     for (run, rec), x in zip(rows, xs):
         if x is None:
             continue
         vprefix = prefix(rec["variant"])
         for side, name in (("strata", "Strata " + vprefix),
                            ("peer", f"{prefix(rec['peer'])} (vs {vprefix})")):
-            points = best.setdefault((run, side, name), {})
+            points = best.setdefault((run, vprefix, side, name), {})
             t = rec[f"{side}_s"]
             if x not in points or t < points[x][0]:
                 points[x] = (t, rate(rec, t) if with_limit else t)
     several = len(runs_in_bench) > 1
-    for i, ((run, side, name), points) in enumerate(sorted(best.items(), key=str)):
+    drawn = 0
+    for (run, vprefix, side, name), points in sorted(best.items(), key=str):
         if len(points) < 2:
             continue
+        color = RUN_COLORS[drawn % len(RUN_COLORS)]
+        drawn += 1
         px = sorted(points)
         py = [points[x][1] for x in px]
         style = "o-" if side == "strata" else "s--"
-        ax.plot(px, py, style, color=RUN_COLORS[i % len(RUN_COLORS)], ms=4,
+        ax.plot(px, py, style, color=color, ms=4,
                 lw=1.5 if side == "strata" else 1,
                 label=name + (f" [{run_label(run)}]" if several else ""))
     if xlabel == "size":
@@ -428,8 +431,8 @@ of the runs, the median ratio of runs taken side by side and its quartiles are s
 <th>max</th><th>bound</th><th>scaling</th></tr>{"".join(summary)}</table>
 {"<h2>Skipped</h2><ul>" + skipped_html + "</ul>" if skipped else ""}
 {"".join(sections)}
-<h2>Machine</h2>{"".join(machines) or "<p>No machine description.</p>"}
-<h2>Software</h2>{software}
+<h2 id=machine>Machine</h2>{"".join(machines) or "<p>No machine description.</p>"}
+<h2 id=software>Software</h2>{software}
 <script>
 // A marker for tests/tools/report: how many of the plots the browser decoded.
 window.addEventListener("load", function () {{

@@ -57,7 +57,8 @@ def check_files(out, plots):
     files = sorted(os.listdir(os.path.join(out, "plots")))
     if len(files) != plots or not all(f.endswith(".png") for f in files):
         fail(f"plots/ holds {files}, expected {plots} PNG files")
-    for section in ("<h2>Machine</h2>", "<h2>Software</h2>", "<h2>Summary</h2>"):
+    for section in ("<h2 id=machine>Machine</h2>", "<h2 id=software>Software</h2>",
+                    "<h2>Summary</h2>"):
         if section not in page:
             fail(f"index.html lacks {section}")
     return page
