@@ -12,6 +12,8 @@ packages=(
   libtbb-dev
   libtrilinos-kokkos-dev
   libeigen3-dev libboost-graph-dev
+  python3-matplotlib  # `strata report` draws its plots with it
+  chromium            # the report's test opens the page in a headless browser
 )
 
 missing=()
