@@ -12,6 +12,7 @@ packages=(
   libtbb-dev
   libtrilinos-kokkos-dev
   libeigen3-dev libboost-graph-dev
+  libpng-dev
 )
 
 missing=()
