@@ -34,6 +34,9 @@ TEST(HybridRebalance, CutsFollowMeasuredSpeedsAndStayWhenTimesAgree) {
   // quarter of the rows.
   EXPECT_EQ(rebalanced_cuts(cuts, {1.0, 3.0}, 0.1), (std::vector<index_t>{0, 75, 100}));
   EXPECT_EQ(rebalanced_cuts(cuts, {3.0, 1.0}, 0.1), (std::vector<index_t>{0, 25, 100}));
+  // Damped: half of the way (50 -> 75 becomes 50 -> 63), none of it at 0.
+  EXPECT_EQ(rebalanced_cuts(cuts, {1.0, 3.0}, 0.1, 0.5), (std::vector<index_t>{0, 63, 100}));
+  EXPECT_EQ(rebalanced_cuts(cuts, {1.0, 3.0}, 0.1, 0.0), cuts);
   // Three strips: the middle one slows down; both cut lines move towards it.
   auto three = rebalanced_cuts({0, 30, 60, 90}, {1.0, 2.0, 1.0}, 0.1);
   EXPECT_EQ(three, (std::vector<index_t>{0, 36, 54, 90}));

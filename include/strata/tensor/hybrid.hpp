@@ -62,6 +62,9 @@ struct hybrid_options {
   bool rebalance = false;
   long rebalance_every = 8;
   double rebalance_threshold = 0.15;
+  /// How far the lines move towards the measured optimum per re-partition (0..1); moves
+  /// of less than rows / 256 (at least one row) are not made, each one copying the field.
+  double rebalance_damping = 0.5;
   /// Called after every iteration, from the graph's last node (a place to watch the cuts,
   /// or to change a sim device's speed mid-run). An exception from it ends the solve.
   std::function<void(hybrid_progress const&)> on_iteration;
@@ -83,10 +86,12 @@ struct hybrid_result {
 /// The cut lines (strips + 1 values, 0 .. rows) after a dynamic re-partition
 /// (hybrid-2d-stencil-scheme §9): `cuts` itself while the strips' `seconds` stay within
 /// `threshold` of each other (slowest <= (1 + threshold) * fastest), or when a time is not
-/// a positive finite number; else lines that give each strip rows in proportion to its
-/// measured speed, rows / seconds (every strip keeps a row at least).
+/// a positive finite number; else lines moved `damping` of the way (1: all the way) to
+/// those that give each strip rows in proportion to its measured speed, rows / seconds
+/// (every strip keeps a row at least).
 inline std::vector<index_t> rebalanced_cuts(std::vector<index_t> const& cuts,
-                                            std::vector<double> const& seconds, double threshold) {
+                                            std::vector<double> const& seconds, double threshold,
+                                            double damping = 1.0) {
   if (cuts.size() < 3 || seconds.size() + 1 != cuts.size()) return cuts;
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (auto t : seconds) {
@@ -98,7 +103,17 @@ inline std::vector<index_t> rebalanced_cuts(std::vector<index_t> const& cuts,
   std::vector<double> speeds;
   for (std::size_t s = 0; s < seconds.size(); ++s)
     speeds.push_back(static_cast<double>(cuts[s + 1] - cuts[s]) / seconds[s]);
-  return tensor_detail::weighted_cuts(cuts.back(), speeds, 0);
+  auto target = tensor_detail::weighted_cuts(cuts.back(), speeds, 0);
+  // Strip times are not quite proportional to rows (launches and flag read-backs cost
+  // the same for any height): moving part of the way keeps small grids from oscillating.
+  damping = std::clamp(damping, 0.0, 1.0);
+  auto const n = cuts.size() - 1;
+  for (std::size_t k = 1; k < n; ++k) {
+    auto c = cuts[k] +
+             static_cast<index_t>(std::llround(damping * static_cast<double>(target[k] - cuts[k])));
+    target[k] = std::clamp(c, target[k - 1] + 1, cuts.back() - static_cast<index_t>(n - k));
+  }
+  return target;
 }
 
 namespace tensor_detail {
@@ -225,12 +240,17 @@ class hybrid_stencil {
     // stencil's strips (after a re-partition, or when made with another spec).
     auto held = std::make_tuple(hold_extra(extra)...);
     hybrid_result total;
+    // The first iteration after a re-partition is timed from the end of the one before,
+    // so on_iteration's seconds include the move.
+    auto iteration_start = std::chrono::steady_clock::now();
     for (;;) {
       auto st = std::apply(
           [&](auto const&... a) {
-            return run_pass(iterations - total.iterations, total.iterations, update, a...);
+            return run_pass(iterations - total.iterations, total.iterations, iteration_start,
+                            update, a...);
           },
           held);
+      iteration_start = st->iteration_start;
       auto const& r = st->result;
       total.iterations += r.iterations;
       total.converged = r.converged;
@@ -381,7 +401,8 @@ class hybrid_stencil {
   /// Sweeps until convergence, `limit` sweeps, or (with rebalance) a re-partition is due
   /// (then next_cuts holds the new lines). One graph pass per sweep (Fig. 2).
   template <class F, class... A>
-  std::shared_ptr<shared> run_pass(long limit, long done_before, F const& update,
+  std::shared_ptr<shared> run_pass(long limit, long done_before,
+                                   std::chrono::steady_clock::time_point start, F const& update,
                                    A const&... extra) {
     auto const strips = o_.devices.size();
     auto st = std::make_shared<shared>(strips);
@@ -443,8 +464,13 @@ class hybrid_stencil {
       if (o_.rebalance && n > 1 && r.iterations > 1) {
         for (std::size_t s = 0; s < n; ++s) st->window[s] += times[s];
         if (++st->measured >= std::max(1L, o_.rebalance_every)) {
-          auto next = rebalanced_cuts(cuts(), st->window, o_.rebalance_threshold);
-          if (next != cuts()) st->next_cuts = std::move(next);
+          auto const& now = cuts();
+          auto next =
+              rebalanced_cuts(now, st->window, o_.rebalance_threshold, o_.rebalance_damping);
+          index_t moved = 0;
+          for (std::size_t k = 0; k < now.size(); ++k)
+            moved = std::max<index_t>(moved, std::abs(next[k] - now[k]));
+          if (moved >= std::max<index_t>(1, extent_[0] / 256)) st->next_cuts = std::move(next);
           st->window.assign(n, 0.0);
           st->measured = 0;
         }
@@ -457,7 +483,7 @@ class hybrid_stencil {
     g.conditional([st, limit] {
       return !st->result.converged && st->result.iterations < limit && st->next_cuts.empty();
     });
-    st->iteration_start = std::chrono::steady_clock::now();
+    st->iteration_start = start;
     run(g).wait();
     return st;
   }
