@@ -37,7 +37,7 @@ std::vector<place> sims(context& ctx) {
 void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<double> alone,
                    index_t n, view<double, 2> const& iv) {
   bool const quick = ctx.opts().quick;
-  long const change = quick ? 6 : 30, after_change = 50, window = quick ? 10 : 20;
+  long const change = quick ? 10 : 30, after_change = 50, window = quick ? 5 : 20;
   long const total = change + after_change;
   auto const slowed = all.back();
   double const speed0 = sim::speed(slowed);
@@ -69,6 +69,13 @@ void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<doub
                                       .weights = std::move(weights),
                                       .boundary = 0.0,
                                       .rebalance = rebalance,
+                                      // At 2048^2 a strip's time is nearly proportional to
+                                      // its rows: move all the way, but only past a 25% gap
+                                      // (the host and the sim devices share 2 cores, so
+                                      // the times are noisy) and every 10 iterations.
+                                      .rebalance_every = 10,
+                                      .rebalance_threshold = 0.25,
+                                      .rebalance_damping = 1.0,
                                       .on_iteration = [&](hybrid_progress const& p) {
                                         secs.push_back(p.seconds);
                                         if (p.iteration == change)
