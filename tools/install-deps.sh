@@ -14,6 +14,7 @@ packages=(
   libeigen3-dev libboost-graph-dev
   python3-matplotlib  # `strata report` draws its plots with it
   chromium            # the report's test opens the page in a headless browser
+  libpng-dev          # the hybrid apps write PNG images
 )
 
 missing=()
