@@ -109,9 +109,9 @@ struct push_k {
 };
 
 // An array type in device code (PARRAY §2): offsets of a transposed type. The type is
-// read through a pointer: an array_type taken by value (8 KiB of dimension tree) through a
-// domain kernel's element loop costs cicc more than 20 minutes per architecture (nvcc 13),
-// which a compact kernel-side form of array types is to remove (docs/cuda.md).
+// read through a pointer: taken by value it is 8 KiB of dimension tree, over CUDA's
+// classic 4 KiB kernel-parameter limit. (Its offset walk is recursive; it compiles in
+// seconds since the recursive functions are not inlined on the device: STRATA_RECURSIVE_FN.)
 struct layout_k {
   template <class Self>
   STRATA_FN void operator()(Self const& self, strata::array_type<int> const* t, int* out) const {

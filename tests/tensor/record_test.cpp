@@ -152,7 +152,9 @@ TYPED_TEST(RecordTensor, PeriodicStencilGraphOverManyRunsEqualsTheReference) {
     for (int run = 0; run < 30; ++run) {
       strata::run(g).wait();
       ref = step_ref(step_ref(ref, rows, cols), rows, cols);
-      if (run % 10 == 9) ASSERT_EQ(get(a), ref) << where << " run " << run;
+      if (run % 10 == 9) {
+        ASSERT_EQ(get(a), ref) << where << " run " << run;
+      }
     }
   }
 }
