@@ -1,7 +1,8 @@
 // The benchmark harness behind `strata bench` (DESIGN.md, "Benchmarks and their
 // contract"): each benchmark compares Strata with the peer a user would otherwise pick,
-// both sides in one process, interleaved, keeping the minimum of repeated runs, and
-// reports one JSON object per comparison.
+// both sides in one process, interleaved, keeping the minimum of repeated runs (and their
+// spread), and reports one JSON object per comparison after a first line of run metadata
+// (docs/bench.md).
 #pragma once
 
 #include <strata/strata.hpp>
@@ -15,6 +16,14 @@
 
 namespace strata::bench {
 
+/// How repeated timings spread: min, quartiles, median, max over `n` runs.
+struct spread {
+  double min = 0, q1 = 0, median = 0, q3 = 0, max = 0;
+  int n = 0;
+  static spread of(std::vector<double> samples);
+  spread scaled(double k) const { return {min * k, q1 * k, median * k, q3 * k, max * k, n}; }
+};
+
 /// One comparison: {"bench", "size", "strata_s", "peer", "peer_s", "ratio", "limit", ...}.
 struct result {
   std::string bench;
@@ -26,13 +35,19 @@ struct result {
   std::optional<double> limit;  // fraction of the hardware bound reached, where one applies
   std::vector<std::pair<std::string, double>> extra;
   std::string note;  // what a reader must know to compare the sides (e.g. not bit-identical)
+  // Spread of each side's timed runs and of the ratio of the runs taken side by side.
+  // `context::report` fills them from the `compare` whose minima these figures are, so
+  // that benchmarks need not pass them; one left empty is left out of the JSON.
+  std::optional<spread> strata_spread, peer_spread, ratio_spread;
   double ratio() const { return peer_s / strata_s; }
 };
 
 struct options {
   int repeats = 20;
   bool json = false;
-  bool quick = false;  // smaller problems, for smoke tests
+  bool quick = false;     // smaller problems, for smoke tests
+  bool progress = true;   // "[k/n] name" lines on stderr (never on stdout: it may be JSON)
+  std::string argv_text;  // the command line, for the metadata line
 };
 
 class context {
@@ -56,7 +71,8 @@ class context {
 };
 
 /// Times `strata_side` and `peer_side` alternately `repeats` times after one warm-up run
-/// each; returns the minimum seconds of each.
+/// each; returns the minimum seconds of each. Every run's time is kept too (per thread,
+/// for the benchmark in progress): `context::report` finds its spread from them.
 std::pair<double, double> compare(int repeats, std::function<void()> const& strata_side,
                                   std::function<void()> const& peer_side);
 
@@ -73,6 +89,11 @@ struct registrar {
     registry().push_back({std::move(name), std::move(description), std::move(run)});
   }
 };
+
+/// The run's metadata as the first JSON line carries it: {"meta": {"strata_version",
+/// "commit", "compiler", "flags", "build_type", "date", "host", "libraries", "machine",
+/// ...}} (docs/bench.md). `machine` is `strata info`'s text of `rt`'s machine.
+std::string metadata_json(runtime& rt, options const& o);
 
 /// Runs benchmark `name` (or every one for "all"); returns false if none matched.
 bool run(std::string const& name, options const& o);

@@ -17,6 +17,9 @@ if(TARGET strata_dist)
 endif()
 if(TARGET strata_cli)
   install(TARGETS strata_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  # `strata report` looks for its plotting script in ../share/strata from the program.
+  install(FILES ${PROJECT_SOURCE_DIR}/tools/strata/strata_report.py
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/strata)
 endif()
 
 set(STRATA_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/strata)

@@ -4,6 +4,9 @@ include(CheckLanguage)
 include(GNUInstallDirs)
 
 option(STRATA_BUILD_TESTS "Build the test suite (top-level builds only)" ON)
+# The sanitizer presets turn it off: benchmarks do not run under sanitizers (bench.smoke is
+# a default-build test), and building them there only costs CI time.
+option(STRATA_BUILD_BENCH "Build the benchmarks and `strata bench` (top-level builds only)" ON)
 option(STRATA_TEST_PACKAGING "Test find_package/add_subdirectory consumers in ctest" ON)
 option(BUILD_SHARED_LIBS "Build libstrata as a shared library" ON)
 set(STRATA_SANITIZE "" CACHE STRING "Sanitizers for Strata's own targets, e.g. address,undefined")

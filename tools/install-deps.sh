@@ -12,7 +12,10 @@ packages=(
   libtbb-dev
   libtrilinos-kokkos-dev
   libeigen3-dev libboost-graph-dev
-  libopenblas-dev
+  python3-matplotlib  # `strata report` draws its plots with it
+  chromium            # the report's test opens the page in a headless browser
+  libpng-dev          # the hybrid apps write PNG images
+  libopenblas-dev     # `strata bench gemm` compares with cblas_dgemm/sgemm
 )
 
 missing=()

@@ -6,6 +6,7 @@
 //   OpenMP Jacobi; over 1, 2, 4 sim devices the graph with concurrent_padded_access
 //   (each block's kernel starts when its own halo is in) against the same sweeps with the
 //   halo exchange finished before any compute starts (the overlap gain).
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -229,6 +230,57 @@ void run_tensor_stencil(context& ctx) {
   }
 }
 
+// tensor-halo: the time of one halo exchange (load_padding) of a 2-D tensor split in rows
+// over k sim devices, against what the devices' link model says it must take. Each device
+// sends its first and last rows to its neighbours; a sim->sim copy is charged on the
+// source's copy engine (the larger latency, the smaller bandwidth of the two), and the
+// engines work in parallel: the model is the busiest engine's sum of lat + bytes / bw.
+void run_tensor_halo(context& ctx) {
+  index_t const n = ctx.opts().quick ? 512 : 4096;
+  int const exchanges = ctx.opts().quick ? 4 : 20;
+  for (std::size_t k : {2, 4}) {
+    auto devs = sim_devices(ctx, k);
+    if (devs.empty()) {
+      ctx.skip("tensor-halo", "sim" + std::to_string(k) + ": fewer sim devices");
+      continue;
+    }
+    tensor_spec<2> spec{.extent = {n, n}, .partitions = {k, 1}, .padding = 1};
+    tensor<double, 2> t(devs, spec);
+    fill(t, 1.0).wait();
+    double model = 0;
+    for (std::size_t d = 0; d < k; ++d) {
+      double engine = 0;  // device d's outgoing rows
+      for (std::size_t to : {d - 1, d + 1}) {
+        if (to >= k) continue;  // d - 1 wraps to a huge value at d == 0
+        auto const& a = devs[d].info().link;
+        auto const& b = devs[to].info().link;
+        engine += std::max(a.latency, b.latency) +
+                  double(n) * sizeof(double) / std::min(a.bandwidth, b.bandwidth);
+      }
+      model = std::max(model, engine);
+    }
+    auto [ts, unused] = compare(
+        ctx.opts().repeats,
+        [&] {
+          for (int e = 0; e < exchanges; ++e) load_padding(t).wait();
+        },
+        [] {});
+    (void)unused;
+    result r{"tensor-halo",
+             "sim" + std::to_string(k) + "/rows",
+             double(n) * sizeof(double) * 2 * double(k - 1) * exchanges,
+             ts / exchanges,
+             "link-model",
+             model};
+    r.extra = {{"devices", double(k)},
+               {"halo_bytes", double(n) * sizeof(double) * 2 * double(k - 1)},
+               {"bandwidth_gbps", devs[0].info().link.bandwidth / 1e9},
+               {"latency_us", devs[0].info().link.latency * 1e6}};
+    r.note = "ratio = modelled / measured time of one exchange (1.0: no cost beyond the link)";
+    ctx.report(r);
+  }
+}
+
 registrar tensor_saxpy_r("tensor-saxpy",
                          "saxpy over a tensor's cells (iterators, one launch per block) vs an "
                          "OpenMP loop (host) and the raw kernel on 1/2/4 sim devices",
@@ -237,6 +289,10 @@ registrar tensor_stencil_r("tensor-stencil",
                            "2-D 5-point Jacobi on a padded tensor vs hand-written OpenMP (host); "
                            "overlapped vs serialized halo loads on 1/2/4 sim devices",
                            run_tensor_stencil);
+registrar tensor_halo_r("tensor-halo",
+                        "one halo exchange of a row-split 2-D tensor over 2/4 sim devices vs "
+                        "the devices' link model",
+                        run_tensor_halo);
 
 }  // namespace
 }  // namespace strata::bench

@@ -8,9 +8,17 @@
 #if defined(__CUDACC__)
 #define STRATA_FN __host__ __device__
 #define STRATA_DEVICE_COMPILER 1
+// Recursive device functions stay calls: nvcc otherwise inlines recursion level after
+// level (the array type's offset walk made ptxas spend minutes and gigabytes per kernel).
+#if defined(__CUDA_ARCH__)  // the device pass only: a host compiler warns on inline+noinline
+#define STRATA_RECURSIVE_FN __host__ __device__ __noinline__
+#else
+#define STRATA_RECURSIVE_FN __host__ __device__
+#endif
 #else
 #define STRATA_FN
 #define STRATA_DEVICE_COMPILER 0
+#define STRATA_RECURSIVE_FN
 #endif
 
 // True while compiling the device side of a CUDA translation unit.

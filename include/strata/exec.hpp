@@ -13,6 +13,7 @@
 #include <strata/exec/queue.hpp>
 #include <strata/exec/random.hpp>
 #include <strata/exec/shape.hpp>
+#include <strata/exec/sim/speed.hpp>
 #include <strata/exec/trace.hpp>
 #include <strata/exec/work_division.hpp>
 #include <strata/vec.hpp>

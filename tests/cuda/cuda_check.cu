@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 
 static_assert(STRATA_DEVICE_COMPILER == 1, "nvcc must see STRATA_FN as __host__ __device__");
 
@@ -107,11 +108,14 @@ struct push_k {
   }
 };
 
-// An array type in device code (PARRAY §2): offsets of a transposed type.
+// An array type in device code (PARRAY §2): offsets of a transposed type. The type is
+// read through a pointer: taken by value it is 8 KiB of dimension tree, over CUDA's
+// classic 4 KiB kernel-parameter limit. (Its offset walk is recursive; it compiles in
+// seconds since the recursive functions are not inlined on the device: STRATA_RECURSIVE_FN.)
 struct layout_k {
   template <class Self>
-  STRATA_FN void operator()(Self const& self, strata::array_type<int> t, int* out) const {
-    for (auto i : self.elements(t.size())) out[t(i)] = static_cast<int>(i);
+  STRATA_FN void operator()(Self const& self, strata::array_type<int> const* t, int* out) const {
+    for (auto i : self.elements(t->size())) out[(*t)(i)] = static_cast<int>(i);
   }
 };
 
@@ -192,9 +196,13 @@ int main() {
   strata::array_type<int> const a{16, 8};
   strata::array_type<int> const t{a[1], a[0]};
   int* lay = nullptr;
+  strata::array_type<int>* tm = nullptr;
   cudaMallocManaged(&lay, 128 * sizeof(int));
-  run_domain<strata::streaming_group><<<1, 128>>>(
-      layout_k{}, strata::vec<1>{1}, strata::vec<1>{128}, strata::vec<1>{1}, 0, t, lay);
+  cudaMallocManaged(&tm, sizeof t);
+  std::memcpy(static_cast<void*>(tm), &t, sizeof t);
+  run_domain<strata::streaming_group>
+      <<<1, 128>>>(layout_k{}, strata::vec<1>{1}, strata::vec<1>{128}, strata::vec<1>{1}, 0,
+                   static_cast<strata::array_type<int> const*>(tm), lay);
   if (auto e = cudaDeviceSynchronize(); e != cudaSuccess) {
     std::printf("CUDA error: %s\n", cudaGetErrorString(e));
     return 1;
@@ -202,6 +210,7 @@ int main() {
   bool ok = total[0] == 1024 && total[1] == 256 && y[0] == 6.0f && y[n - 1] == 5.0f;
   for (int i = 0; i < 128; ++i) ok = ok && lay[t(i)] == i;
   cudaFree(lay);
+  cudaFree(tm);
   cudaFree(x);
   cudaFree(y);
   cudaFree(in);

@@ -1,13 +1,14 @@
 // The hybrid 2-D stencil scheme (hybrid-2d-stencil-scheme §2, §4): Jacobi bitwise equal to
 // a sequential sweep and the 8-neighbour shortest path equal to Dijkstra, for every device
 // mix and cut; frontier skipping; bad input; a throwing kernel.
+#include "stencil_kernels.hpp"
 #include "support.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
-#include <queue>
+#include <utility>
 #include <vector>
 
 using namespace strata;
@@ -25,28 +26,14 @@ std::vector<place> mix(std::string const& name) {
   return {sims[0], host[0], sims[1], sims[2]};  // "4 strips"
 }
 
-struct jacobi {
-  template <class It>
-  STRATA_FN double operator()(It& in) const {
-    return 0.25 * (*in.offset(0, -1) + *in.offset(0, 1) + *in.offset(1, -1) + *in.offset(1, 1));
-  }
-};
+// The cell updates and references shared with the apps and benchmarks (apps/common).
+using jacobi = apps::jacobi_update;
+using path_step = apps::path_update;
+using apps::dijkstra;
 
 std::vector<double> jacobi_ref(std::vector<double> a, index_t rows, index_t cols, double edge,
                                long iterations) {
-  std::vector<double> b(a.size());
-  auto at = [&](std::vector<double> const& v, index_t i, index_t j) {
-    if (i < 0 || j < 0 || i >= rows || j >= cols) return edge;
-    return v[static_cast<std::size_t>(i * cols + j)];
-  };
-  for (long it = 0; it < iterations; ++it) {
-    for (index_t i = 0; i < rows; ++i)
-      for (index_t j = 0; j < cols; ++j)
-        b[static_cast<std::size_t>(i * cols + j)] =
-            0.25 * (at(a, i - 1, j) + at(a, i + 1, j) + at(a, i, j - 1) + at(a, i, j + 1));
-    std::swap(a, b);
-  }
-  return a;
+  return apps::jacobi_reference(std::move(a), rows, cols, edge, iterations);
 }
 
 class Hybrid : public ::testing::TestWithParam<std::string> {};
@@ -102,53 +89,6 @@ TEST_P(Hybrid, JacobiToAToleranceStopsAtTheFirstSweepBelowIt) {
   std::vector<double> out(init.size());
   h.get(view<double, 2>(ptr<double, host_space>(out.data(), 0), vec<2>{rows, cols}));
   EXPECT_EQ(out, last);
-}
-
-// The seed's shortest path (§2): cost(P) = min over the 8 neighbours Q of cost(Q) + d(P, Q),
-// d the 3-D distance over cell side h and elevations z.
-struct path_step {
-  template <class C, class Z>
-  STRATA_FN double operator()(C& c, Z& z, double h) const {
-    double best = *c;
-    for (int di = -1; di <= 1; ++di)
-      for (int dj = -1; dj <= 1; ++dj) {
-        if (di == 0 && dj == 0) continue;
-        double const dz = *z.offset(0, di).offset(1, dj) - *z;
-        double const d = std::sqrt(static_cast<double>(di * di + dj * dj) * h * h + dz * dz);
-        double const via = *c.offset(0, di).offset(1, dj) + d;
-        best = via < best ? via : best;
-      }
-    return best;
-  }
-};
-
-std::vector<double> dijkstra(std::vector<double> const& z, index_t rows, index_t cols, double h,
-                             index_t ti, index_t tj) {
-  double const inf = std::numeric_limits<double>::infinity();
-  std::vector<double> cost(z.size(), inf);
-  using item = std::pair<double, index_t>;
-  std::priority_queue<item, std::vector<item>, std::greater<>> q;
-  cost[static_cast<std::size_t>(ti * cols + tj)] = 0;
-  q.push({0.0, ti * cols + tj});
-  while (!q.empty()) {
-    auto [c, k] = q.top();
-    q.pop();
-    if (c > cost[static_cast<std::size_t>(k)]) continue;
-    index_t const i = k / cols, j = k % cols;
-    for (int di = -1; di <= 1; ++di)
-      for (int dj = -1; dj <= 1; ++dj) {
-        index_t const a = i + di, b = j + dj;
-        if ((di == 0 && dj == 0) || a < 0 || b < 0 || a >= rows || b >= cols) continue;
-        auto const nk = static_cast<std::size_t>(a * cols + b);
-        double const dz = z[static_cast<std::size_t>(k)] - z[nk];
-        double const d = std::sqrt(static_cast<double>(di * di + dj * dj) * h * h + dz * dz);
-        if (c + d < cost[nk]) {
-          cost[nk] = c + d;
-          q.push({cost[nk], a * cols + b});
-        }
-      }
-  }
-  return cost;
 }
 
 TEST_P(Hybrid, ShortestPathEqualsDijkstraAndSkipsUnchangedFrontiers) {

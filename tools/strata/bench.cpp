@@ -39,6 +39,7 @@ template <class Opts>
                                 std::to_string(o.run.repeats)};
   if (o.run.json) args.push_back("--json");
   if (o.run.quick) args.push_back("--quick");
+  if (!o.run.progress) args.push_back("--no-progress");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -61,9 +62,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("name", o->name, "Benchmark to run, or 'all'");
   cmd->add_flag("--list", o->list, "List the benchmarks");
   cmd->add_flag("--json", o->run.json, "One JSON object per comparison");
-  cmd->add_option("--repeats", o->run.repeats, "Timed runs per side (the minimum is kept)")
+  cmd->add_option("--repeats", o->run.repeats,
+                  "Timed runs per side (the minimum is the figure; the JSON has the spread too)")
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--quick", o->run.quick, "Small problems (a smoke test, not a measurement)");
+  cmd->add_flag("!--no-progress", o->run.progress,
+                "No \"[k/n] benchmark\" lines on stderr (stdout never has them)");
 #if STRATA_HAVE_DIST
   cmd->add_option("--ranks", o->ranks,
                   "Run under mpiexec with this many ranks (the dist-* benchmarks)")
@@ -78,6 +82,10 @@ void add_bench_command(CLI::App& app) {
         std::printf("%-10s %s\n", b.name.c_str(), b.description.c_str());
       return;
     }
+    // What the metadata line says ran: enough to run it again.
+    o->run.argv_text = "strata bench " + o->name + (o->run.json ? " --json" : "") +
+                       (o->run.quick ? " --quick" : "") + " --repeats " +
+                       std::to_string(o->run.repeats);
     if (!bench::run(o->name, o->run))
       throw invalid_argument("bench: no benchmark named '" + o->name +
                              "'; see `strata bench --list`");

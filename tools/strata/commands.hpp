@@ -11,4 +11,7 @@ void add_info_command(CLI::App& app);
 /// `strata bench`: side-by-side benchmarks (built with OpenMP only: the peers need it).
 void add_bench_command(CLI::App& app);
 
+/// `strata report`: DIR/index.html with plots from `strata bench --json` output.
+void add_report_command(CLI::App& app);
+
 }  // namespace strata::cli

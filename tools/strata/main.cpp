@@ -1,4 +1,4 @@
-// The `strata` command line: `strata info` today, `strata bench` as benchmarks arrive.
+// The `strata` command line: `strata info`, `strata bench`, `strata report`.
 #include "commands.hpp"
 
 #include <strata/config.hpp>
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
 #if STRATA_HAVE_BENCH
   strata::cli::add_bench_command(app);
 #endif
+  strata::cli::add_report_command(app);
   try {
     app.parse(argc, argv);
   } catch (CLI::ParseError const& e) {

@@ -93,7 +93,7 @@ STRATA_FN constexpr index_t positive_mod(index_t x, index_t m) {
   return r < 0 ? r + m : r;
 }
 
-STRATA_FN constexpr index_t node_offset(dim_tree const& t, int n, index_t i);
+STRATA_RECURSIVE_FN constexpr index_t node_offset(dim_tree const& t, int n, index_t i);
 
 /// The offset a scope node (chain or pure) gives index i.
 STRATA_FN constexpr index_t apply_chain(dim_tree const& t, dim_node const& d, index_t x) {
@@ -120,11 +120,11 @@ STRATA_FN constexpr index_t apply_chain(dim_tree const& t, dim_node const& d, in
   return x;
 }
 
-STRATA_FN constexpr index_t scope_offset(dim_tree const& t, int n, index_t i);
+STRATA_RECURSIVE_FN constexpr index_t scope_offset(dim_tree const& t, int n, index_t i);
 
 /// Adds node n's part of index i to `reg` (regular, before its scope's chain) or `fix`.
-STRATA_FN constexpr void contribute(dim_tree const& t, int n, index_t i, index_t& reg,
-                                    index_t& fix) {
+STRATA_RECURSIVE_FN constexpr void contribute(dim_tree const& t, int n, index_t i, index_t& reg,
+                                              index_t& fix) {
   dim_node const& d = t.nodes[n];
   if (d.chain_len > 0) {
     fix += scope_offset(t, n, i);
@@ -141,7 +141,7 @@ STRATA_FN constexpr void contribute(dim_tree const& t, int n, index_t i, index_t
   }
 }
 
-STRATA_FN constexpr index_t scope_offset(dim_tree const& t, int n, index_t i) {
+STRATA_RECURSIVE_FN constexpr index_t scope_offset(dim_tree const& t, int n, index_t i) {
   dim_node const& d = t.nodes[n];
   if (d.pure || d.children == 0) return apply_chain(t, d, i);
   index_t reg = 0, fix = 0;
@@ -154,7 +154,7 @@ STRATA_FN constexpr index_t scope_offset(dim_tree const& t, int n, index_t i) {
 }
 
 /// PARRAY's `T_k(i)`: the offset of dimension n at index i.
-STRATA_FN constexpr index_t node_offset(dim_tree const& t, int n, index_t i) {
+STRATA_RECURSIVE_FN constexpr index_t node_offset(dim_tree const& t, int n, index_t i) {
   dim_node const& d = t.nodes[n];
   if (d.chain_len > 0) return scope_offset(t, n, i);
   index_t reg = 0, fix = 0;

@@ -36,22 +36,6 @@ struct periodic {};
 
 namespace tensor_detail {
 
-/// Runs fn(point) for every point of a kernel thread's element range (1-D: integers).
-template <std::size_t N, class R, class Fn>
-STRATA_FN void for_each_point(R const& r, Fn&& fn) {
-  if constexpr (N == 1) {
-    for (index_t i = r.first; i < r.last; ++i) fn(vec<1>{i});
-  } else if constexpr (N == 2) {
-    for (index_t i = 0; i < r.extent[0]; ++i)
-      for (index_t j = 0; j < r.extent[1]; ++j) fn(vec<2>{r.first[0] + i, r.first[1] + j});
-  } else {
-    for (index_t i = 0; i < r.extent[0]; ++i)
-      for (index_t j = 0; j < r.extent[1]; ++j)
-        for (index_t k = 0; k < r.extent[2]; ++k)
-          fn(vec<3>{r.first[0] + i, r.first[1] + j, r.first[2] + k});
-  }
-}
-
 template <class P>
 struct is_constant : std::false_type {};
 template <class T>
@@ -71,7 +55,7 @@ struct edge_kernel {
       index_t const k = p[dim] + 1;  // distance from the edge, 1..padding
       at[dim] = side < 0 ? -k : b.extent[dim] - 1 + k;
       if constexpr (is_constant<P>::value) {
-        *b.address(at) = static_cast<T>(policy.value);
+        *b.address(at) = static_cast<typename cell_traits<T>::value_type>(policy.value);
       } else if constexpr (std::is_same_v<P, boundary::copy>) {
         vec<N> from = at;
         from[dim] = side < 0 ? 0 : b.extent[dim] - 1;

@@ -6,7 +6,9 @@
 // nothing changes (or every change is below a tolerance). Double buffered. The user gives
 // the cell update as one kernel source: `T update(in, extra...)` returns the cell's new
 // value from an iterator `in` over the current field (and iterators over extra read-only
-// tensors of the same strips, or plain values).
+// tensors of the same strips, or plain values). With `rebalance`, rows move between
+// neighbouring strips during a solve when the strips' measured times diverge (§9's future
+// work: dynamic load balancing by re-partitioning).
 #pragma once
 
 #include <strata/task/graph.hpp>
@@ -17,13 +19,24 @@
 #include <chrono>
 #include <cmath>
 #include <cstddef>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace strata {
+
+/// What the solve reports after every iteration (hybrid_options::on_iteration).
+struct hybrid_progress {
+  long iteration = 0;                 // 1 for the first sweep of the solve
+  double seconds = 0;                 // wall time of this iteration
+  std::vector<double> strip_seconds;  // per strip: its kernels, first launch to last end
+  std::vector<index_t> cuts;          // the strips' rows: strips + 1 values, 0 .. rows
+};
 
 template <class T>
 struct hybrid_options {
@@ -40,6 +53,21 @@ struct hybrid_options {
   long max_iterations = 1L << 40;
   /// Send a frontier only when it changed (the scheme's point); false sends every one.
   bool skip_unchanged_frontiers = true;
+  /// Dynamic re-partitioning (§9): every `rebalance_every` iterations the strips' times
+  /// (their kernels, averaged over those iterations, the first after a cut not counted)
+  /// are compared; when the slowest exceeds the fastest by more than `rebalance_threshold`
+  /// (a fraction), the cut lines move so that each strip's rows follow its measured speed
+  /// (rows per second), the rows going with their data to the neighbouring strip, and the
+  /// solve goes on from the same field (rebalanced_cuts gives the new lines).
+  bool rebalance = false;
+  long rebalance_every = 8;
+  double rebalance_threshold = 0.15;
+  /// How far the lines move towards the measured optimum per re-partition (0..1); moves
+  /// of less than rows / 256 (at least one row) are not made, each one copying the field.
+  double rebalance_damping = 0.5;
+  /// Called after every iteration, from the graph's last node (a place to watch the cuts,
+  /// or to change a sim device's speed mid-run). An exception from it ends the solve.
+  std::function<void(hybrid_progress const&)> on_iteration;
 };
 
 /// What a solve did.
@@ -50,8 +78,43 @@ struct hybrid_result {
   std::size_t frontiers_sent = 0;  // frontier copies between strips
   std::size_t frontiers_skipped = 0;
   std::size_t bytes_sent = 0;
+  long repartitions = 0;   // dynamic re-partitions during the solve
+  index_t rows_moved = 0;  // rows that changed strips in them
   double seconds = 0;
 };
+
+/// The cut lines (strips + 1 values, 0 .. rows) after a dynamic re-partition
+/// (hybrid-2d-stencil-scheme §9): `cuts` itself while the strips' `seconds` stay within
+/// `threshold` of each other (slowest <= (1 + threshold) * fastest), or when a time is not
+/// a positive finite number; else lines moved `damping` of the way (1: all the way) to
+/// those that give each strip rows in proportion to its measured speed, rows / seconds
+/// (every strip keeps a row at least).
+inline std::vector<index_t> rebalanced_cuts(std::vector<index_t> const& cuts,
+                                            std::vector<double> const& seconds, double threshold,
+                                            double damping = 1.0) {
+  if (cuts.size() < 3 || seconds.size() + 1 != cuts.size()) return cuts;
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  for (auto t : seconds) {
+    if (!(t > 0) || !std::isfinite(t)) return cuts;
+    lo = std::min(lo, t);
+    hi = std::max(hi, t);
+  }
+  if (hi <= (1 + threshold) * lo) return cuts;
+  std::vector<double> speeds;
+  for (std::size_t s = 0; s < seconds.size(); ++s)
+    speeds.push_back(static_cast<double>(cuts[s + 1] - cuts[s]) / seconds[s]);
+  auto target = tensor_detail::weighted_cuts(cuts.back(), speeds, 0);
+  // Strip times are not quite proportional to rows (launches and flag read-backs cost
+  // the same for any height): moving part of the way keeps small grids from oscillating.
+  damping = std::clamp(damping, 0.0, 1.0);
+  auto const n = cuts.size() - 1;
+  for (std::size_t k = 1; k < n; ++k) {
+    auto c = cuts[k] +
+             static_cast<index_t>(std::llround(damping * static_cast<double>(target[k] - cuts[k])));
+    target[k] = std::clamp(c, target[k - 1] + 1, cuts.back() - static_cast<index_t>(n - k));
+  }
+  return target;
+}
 
 namespace tensor_detail {
 
@@ -171,66 +234,42 @@ class hybrid_stencil {
   /// At most `iterations` sweeps (fewer if it converges first).
   template <class F, class... A>
   hybrid_result iterate(long iterations, F update, A const&... extra) {
-    auto const strips = o_.devices.size();
     (check_extra(extra), ...);
-    (load_extra(extra), ...);
-    auto st = std::make_shared<shared>();
-    st->host_flags.assign(flags_per_strip * strips, 0.0);
-    // The first iteration sends every frontier: the buffer it writes may hold padding from
-    // an older iteration (an earlier solve, or the other buffer's history).
-    st->changed_last.assign(2 * strips, 1);
-    for (std::size_t s = 0; s < strips; ++s) fill_flags(s, 0.0).wait();
-
-    graph g;
-    std::vector<node_ref> last;
-    for (std::size_t s = 0; s < strips; ++s) {
-      index_t const h = field().block(s).extent[0];
-      auto front = g.add("frontier[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
-        event top = launch_rows(s, update, 0, 1, flag_top, extra...);
-        event bottom = h > 1 ? launch_rows(s, update, h - 1, 1, flag_bottom, extra...) : event();
-        return read_flags(after(top, bottom), s, flag_top, 3, st->host_flags);
-      });
-      auto exchange = g.add("exchange[" + std::to_string(s) + "]",
-                            [this, s, st] { return send_frontiers(s, *st); });
-      front.precede(exchange);
-      last.push_back(exchange);
-      if (h > 2) {
-        auto corpus =
-            g.add("corpus[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
-              event e = launch_rows(s, update, 1, h - 2, flag_corpus, extra...);
-              return read_flags(after(e), s, flag_corpus, 2, st->host_flags);
-            });
-        last.push_back(corpus);
-      }
-    }
-    auto end = g.add("iteration", [this, st] {
-      double delta = 0;
-      bool changed = false;
-      for (std::size_t s = 0; s < o_.devices.size(); ++s) {
-        auto const* f = &st->host_flags[flags_per_strip * s];
-        changed = changed || f[flag_top] > 0 || f[flag_bottom] > 0 || f[flag_corpus] > 0;
-        delta = std::max({delta, f[flag_top + 2], f[flag_corpus + 1]});
-      }
-      parity_ = 1 - parity_;
-      auto& r = st->result;
-      ++r.iterations;
-      r.max_change = delta;
-      r.converged = o_.tolerance > 0 ? delta <= o_.tolerance : !changed;
-      std::vector<event> zero;
-      for (std::size_t s = 0; s < o_.devices.size(); ++s) zero.push_back(fill_flags(s, 0.0));
-      return when_all(after(zero));
-    });
-    for (auto& n : last) n.precede(end);
-    g.conditional(
-        [st, iterations] { return !st->result.converged && st->result.iterations < iterations; });
     auto t0 = std::chrono::steady_clock::now();
-    run(g).wait();
-    auto& r = st->result;
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    r.frontiers_sent = st->sent;
-    r.frontiers_skipped = st->skipped;
-    r.bytes_sent = st->bytes;
-    return r;
+    // The extra tensors as held for this solve: the caller's, or copies cut into the
+    // stencil's strips (after a re-partition, or when made with another spec).
+    auto held = std::make_tuple(hold_extra(extra)...);
+    hybrid_result total;
+    // The first iteration after a re-partition is timed from the end of the one before,
+    // so on_iteration's seconds include the move.
+    auto iteration_start = std::chrono::steady_clock::now();
+    for (;;) {
+      auto st = std::apply(
+          [&](auto const&... a) {
+            return run_pass(iterations - total.iterations, total.iterations, iteration_start,
+                            update, a...);
+          },
+          held);
+      iteration_start = st->iteration_start;
+      auto const& r = st->result;
+      total.iterations += r.iterations;
+      total.converged = r.converged;
+      total.max_change = r.max_change;
+      total.frontiers_sent += st->sent;
+      total.frontiers_skipped += st->skipped;
+      total.bytes_sent += st->bytes;
+      if (r.converged || total.iterations >= iterations || st->next_cuts.empty()) break;
+      // §9: the strips' times diverged; move rows to the neighbouring strips, with their
+      // data, and go on from the same field.
+      auto const& old = cuts();
+      for (std::size_t k = 1; k + 1 < old.size(); ++k)
+        total.rows_moved += std::abs(st->next_cuts[k] - old[k]);
+      recut({st->next_cuts.begin() + 1, st->next_cuts.end() - 1});
+      std::apply([&](auto&... a) { (recut_extra(a), ...); }, held);
+      ++total.repartitions;
+    }
+    total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return total;
   }
 
   /// Measures each device alone on its own strip for `iterations` sweeps and returns
@@ -238,14 +277,19 @@ class hybrid_stencil {
   template <class F, class... A>
   std::vector<double> measure_speeds(int iterations, F update, A const&... extra) {
     (check_extra(extra), ...);
+    auto held = std::make_tuple(hold_extra(extra)...);
     std::vector<double> speeds;
     for (std::size_t s = 0; s < o_.devices.size(); ++s) {
       auto const& blk = field().block(s);
       auto h = blk.extent[0];
-      launch_rows(s, update, 0, h, flag_corpus, extra...).wait();  // warm-up
+      auto sweep = [&] {
+        std::apply(
+            [&](auto const&... a) { return launch_rows(s, update, 0, h, flag_corpus, a...); }, held)
+            .wait();
+      };
+      sweep();  // warm-up
       auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < iterations; ++i)
-        launch_rows(s, update, 0, h, flag_corpus, extra...).wait();
+      for (int i = 0; i < iterations; ++i) sweep();
       double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       speeds.push_back(static_cast<double>(h * blk.extent[1]) * iterations / t);
     }
@@ -291,27 +335,206 @@ class hybrid_stencil {
   void check_extra(A const& a) const {
     if constexpr (tensor_detail::arg_traits<std::remove_cvref_t<A>>::is_tensor) {
       auto const& t = tensor_detail::arg_traits<std::remove_cvref_t<A>>::get(a);
-      if (!t.same_cells(field()))
-        throw invalid_argument("hybrid_stencil: an extra tensor of extent " +
-                               detail::shape_text(t.extent()) +
-                               " is not cut into the stencil's strips; create it with "
-                               "spec() and devices()");
+      if (!(t.extent() == extent_) || t.padding() < spec_.padding)
+        throw invalid_argument(
+            "hybrid_stencil: an extra tensor of extent " + detail::shape_text(t.extent()) +
+            " and padding " + std::to_string(t.padding()) + " for a grid of " +
+            detail::shape_text(extent_) +
+            "; expected the grid's extent and "
+            "padding >= " +
+            std::to_string(spec_.padding) + " (create it with spec() and devices())");
     }
   }
 
   event fill_flags(std::size_t s, double v) { return fill(flags_[s], v); }
 
   struct shared {
+    explicit shared(std::size_t strips)
+        : host_flags(flags_per_strip * strips, 0.0),
+          changed_last(2 * strips, 1),
+          first_launch(new std::atomic<long long>[strips]),
+          last_end(new std::atomic<long long>[strips]),
+          window(strips, 0.0) {
+      for (std::size_t s = 0; s < strips; ++s) reset_times(s);
+    }
+    void reset_times(std::size_t s) {
+      first_launch[s].store(std::numeric_limits<long long>::max(), std::memory_order_relaxed);
+      last_end[s].store(0, std::memory_order_relaxed);
+    }
     std::vector<double> host_flags;  // flags_per_strip per strip, as on the devices
     std::vector<char> changed_last;  // 2 per strip: the frontier changed last iteration
     hybrid_result result;
     std::atomic<std::size_t> sent{0}, skipped{0}, bytes{0};
+    // Per strip, this iteration: its first kernel launch and its last kernel's end (ns on
+    // the steady clock), the real execution's times the dynamic re-partition compares.
+    std::unique_ptr<std::atomic<long long>[]> first_launch, last_end;
+    std::vector<double> window;  // strip seconds summed over the measured iterations
+    long measured = 0;
+    std::chrono::steady_clock::time_point iteration_start = std::chrono::steady_clock::now();
+    std::vector<index_t> next_cuts;  // set when the pass stopped to re-partition
   };
 
+  static long long now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+  static void record_min(std::atomic<long long>& a, long long v) {
+    for (long long cur = a.load(std::memory_order_relaxed);
+         v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed);) {
+    }
+  }
+  static void record_max(std::atomic<long long>& a, long long v) {
+    for (long long cur = a.load(std::memory_order_relaxed);
+         v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed);) {
+    }
+  }
+  /// Strip s's kernel `e` launched at `launched`: its end is stamped when it completes
+  /// (continuations run in order, so before the flag read-back that follows it).
+  static event timed(event e, std::shared_ptr<shared> const& st, std::size_t s,
+                     long long launched) {
+    record_min(st->first_launch[s], launched);
+    e.then([st, s] { record_max(st->last_end[s], now_ns()); });
+    return e;
+  }
+
+  /// Sweeps until convergence, `limit` sweeps, or (with rebalance) a re-partition is due
+  /// (then next_cuts holds the new lines). One graph pass per sweep (Fig. 2).
+  template <class F, class... A>
+  std::shared_ptr<shared> run_pass(long limit, long done_before,
+                                   std::chrono::steady_clock::time_point start, F const& update,
+                                   A const&... extra) {
+    auto const strips = o_.devices.size();
+    auto st = std::make_shared<shared>(strips);
+    // The first iteration sends every frontier (changed_last starts at 1): the buffer it
+    // writes may hold padding from an older iteration (an earlier solve or pass, or the
+    // other buffer's history).
+    for (std::size_t s = 0; s < strips; ++s) fill_flags(s, 0.0).wait();
+
+    graph g;
+    std::vector<node_ref> last;
+    for (std::size_t s = 0; s < strips; ++s) {
+      index_t const h = field().block(s).extent[0];
+      auto front = g.add("frontier[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
+        auto const t = now_ns();
+        event top = timed(launch_rows(s, update, 0, 1, flag_top, extra...), st, s, t);
+        event bottom =
+            h > 1 ? timed(launch_rows(s, update, h - 1, 1, flag_bottom, extra...), st, s, t)
+                  : event();
+        return read_flags(after(top, bottom), s, flag_top, 3, st->host_flags);
+      });
+      auto exchange = g.add("exchange[" + std::to_string(s) + "]",
+                            [this, s, st] { return send_frontiers(s, *st); });
+      front.precede(exchange);
+      last.push_back(exchange);
+      if (h > 2) {
+        auto corpus =
+            g.add("corpus[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
+              event e =
+                  timed(launch_rows(s, update, 1, h - 2, flag_corpus, extra...), st, s, now_ns());
+              return read_flags(after(e), s, flag_corpus, 2, st->host_flags);
+            });
+        last.push_back(corpus);
+      }
+    }
+    auto end = g.add("iteration", [this, st, done_before] {
+      double delta = 0;
+      bool changed = false;
+      auto const n = o_.devices.size();
+      std::vector<double> times(n);
+      for (std::size_t s = 0; s < n; ++s) {
+        auto const* f = &st->host_flags[flags_per_strip * s];
+        changed = changed || f[flag_top] > 0 || f[flag_bottom] > 0 || f[flag_corpus] > 0;
+        delta = std::max({delta, f[flag_top + 2], f[flag_corpus + 1]});
+        times[s] = 1e-9 * static_cast<double>(st->last_end[s].load(std::memory_order_relaxed) -
+                                              st->first_launch[s].load(std::memory_order_relaxed));
+        st->reset_times(s);
+      }
+      parity_ = 1 - parity_;
+      auto& r = st->result;
+      ++r.iterations;
+      r.max_change = delta;
+      r.converged = o_.tolerance > 0 ? delta <= o_.tolerance : !changed;
+      auto const stamp = std::chrono::steady_clock::now();
+      double const seconds = std::chrono::duration<double>(stamp - st->iteration_start).count();
+      st->iteration_start = stamp;
+      if (o_.on_iteration)
+        o_.on_iteration(hybrid_progress{done_before + r.iterations, seconds, times, cuts()});
+      // §9: the first iteration of a pass (cold caches, every frontier sent) is not measured.
+      if (o_.rebalance && n > 1 && r.iterations > 1) {
+        for (std::size_t s = 0; s < n; ++s) st->window[s] += times[s];
+        if (++st->measured >= std::max(1L, o_.rebalance_every)) {
+          auto const& now = cuts();
+          auto next =
+              rebalanced_cuts(now, st->window, o_.rebalance_threshold, o_.rebalance_damping);
+          index_t moved = 0;
+          for (std::size_t k = 0; k < now.size(); ++k)
+            moved = std::max<index_t>(moved, std::abs(next[k] - now[k]));
+          if (moved >= std::max<index_t>(1, extent_[0] / 256)) st->next_cuts = std::move(next);
+          st->window.assign(n, 0.0);
+          st->measured = 0;
+        }
+      }
+      std::vector<event> zero;
+      for (std::size_t s = 0; s < n; ++s) zero.push_back(fill_flags(s, 0.0));
+      return when_all(after(zero));
+    });
+    for (auto& n : last) n.precede(end);
+    g.conditional([st, limit] {
+      return !st->result.converged && st->result.iterations < limit && st->next_cuts.empty();
+    });
+    st->iteration_start = start;
+    run(g).wait();
+    return st;
+  }
+
+  /// An extra argument as a solve holds it: a tensor cut into the stencil's strips (the
+  /// caller's, padding loaded, or a copy of it), or the plain value.
   template <class A>
-  void load_extra(A const& a) const {
-    if constexpr (tensor_detail::arg_traits<std::remove_cvref_t<A>>::is_tensor)
-      load_padding(tensor_detail::arg_traits<std::remove_cvref_t<A>>::get(a)).wait();
+  auto hold_extra(A const& a) const {
+    using D = std::remove_cvref_t<A>;
+    if constexpr (tensor_detail::arg_traits<D>::is_tensor) {
+      auto t = tensor_detail::arg_traits<D>::get(a);
+      load_padding(t).wait();
+      if (!t.same_cells(field())) t = recut_copy(t);
+      return t;
+    } else {
+      return a;
+    }
+  }
+  template <class A>
+  void recut_extra(A& a) const {
+    if constexpr (tensor_detail::arg_traits<A>::is_tensor)
+      if (!a.same_cells(field())) a = recut_copy(a);
+  }
+  /// `t` (padding loaded) copied into the stencil's strips, padding included: every new
+  /// block takes, from each old block, the cells the old block owns — its interior, and
+  /// its padding on the sides where the grid ends (the edge values) — that fall in the new
+  /// block's padded box.
+  template <class U>
+  tensor<U, 2> recut_copy(tensor<U, 2> const& t) const {
+    tensor<U, 2> out(o_.devices, spec_);
+    index_t const pad = spec_.padding;
+    std::vector<event> done;
+    for (std::size_t db = 0; db < out.blocks(); ++db)
+      for (std::size_t sb = 0; sb < t.blocks(); ++sb) {
+        auto const& d = out.block(db);
+        auto const& src = t.block(sb);
+        vec<2> own_lo = src.origin, own_ext = src.extent;
+        for (std::size_t k = 0; k < 2; ++k) {
+          if (own_lo[k] == 0) own_lo[k] -= pad, own_ext[k] += pad;
+          if (own_lo[k] + own_ext[k] == extent_[k]) own_ext[k] += pad;
+        }
+        vec<2> lo{}, ext{};
+        if (!tensor_detail::intersect(d.origin - vec<2>{pad, pad},
+                                      d.extent + vec<2>{2 * pad, 2 * pad}, own_lo, own_ext, lo,
+                                      ext))
+          continue;
+        done.push_back(
+            tensor_detail::copy_box(after{}, out, db, lo - d.origin, t, sb, lo - src.origin, ext));
+      }
+    when_all(after(done)).wait();
+    return out;
   }
 
   /// Launches update over `rows` rows of strip s from `row0`, raising flag `slot`.

@@ -6,9 +6,11 @@
 
 #include <strata/config.hpp>
 #include <strata/error.hpp>
+#include <strata/tensor/cells.hpp>
 #include <strata/vec.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -18,18 +20,20 @@ namespace strata {
 /// One block of a tensor as kernels see it: the padded box's first element, the interior
 /// extent, where the interior starts in the global index space, the element stride of
 /// each dimension (dimension N-1 is contiguous) and the padding width. Trivially copyable:
-/// it is passed to kernels by value.
+/// it is passed to kernels by value. For record cells (cells.hpp) `base` is a record_ptr
+/// that carries the store's pitch; the padded box is linearized row-major either way.
 template <class T, std::size_t N>
 struct tensor_block {
-  T* base = nullptr;  // cell (-padding, ..., -padding) of the block
-  vec<N> extent{};    // interior cells
-  vec<N> origin{};    // global index of interior cell (0, ..., 0)
-  vec<N> stride{};    // elements between neighbours in each dimension
+  using pointer = typename cell_traits<T>::pointer;
+  pointer base{};   // cell (-padding, ..., -padding) of the block
+  vec<N> extent{};  // interior cells
+  vec<N> origin{};  // global index of interior cell (0, ..., 0)
+  vec<N> stride{};  // elements between neighbours in each dimension
   vec<N> global_extent{};
   index_t padding = 0;
 
   /// The address of local cell `i` (interior cells are [0, extent); padding is outside).
-  STRATA_FN T* address(vec<N> const& i) const noexcept {
+  STRATA_FN pointer address(vec<N> const& i) const noexcept {
     index_t off = i[N - 1] + padding;  // dimension N-1 is contiguous: stride 1
     for (std::size_t d = 0; d + 1 < N; ++d) off += (i[d] + padding) * stride[d];
     return base + off;
@@ -43,6 +47,23 @@ struct tensor_block {
 };
 
 namespace tensor_detail {
+
+/// Runs fn(point) for every point of a kernel thread's element range (1-D: integers).
+template <std::size_t N, class R, class Fn>
+STRATA_FN void for_each_point(R const& r, Fn&& fn) {
+  if constexpr (N == 1) {
+    for (index_t i = r.first; i < r.last; ++i) fn(vec<1>{i});
+  } else if constexpr (N == 2) {
+    for (index_t i = 0; i < r.extent[0]; ++i)
+      for (index_t j = 0; j < r.extent[1]; ++j) fn(vec<2>{r.first[0] + i, r.first[1] + j});
+  } else {
+    for (index_t i = 0; i < r.extent[0]; ++i)
+      for (index_t j = 0; j < r.extent[1]; ++j)
+        for (index_t k = 0; k < r.extent[2]; ++k)
+          fn(vec<3>{r.first[0] + i, r.first[1] + j, r.first[2] + k});
+  }
+}
+
 [[noreturn]] inline void offset_out_of_padding(std::size_t dim, index_t to, index_t extent,
                                                index_t padding) {
   throw out_of_range("tensor iterator: offset to local index " + std::to_string(to) +
@@ -59,14 +80,21 @@ template <class T, std::size_t N>
 class tensor_iterator {
  public:
   static constexpr std::size_t dims = N;
-  using value_type = std::remove_const_t<T>;
+  using value_type = typename cell_traits<T>::value_type;
+  using pointer = typename cell_traits<T>::pointer;
 
   STRATA_FN tensor_iterator(tensor_block<T, N> const& b, vec<N> const& local) noexcept
       : block_(&b), p_(b.address(local)), local_(local) {}
 
-  STRATA_FN T& operator*() const noexcept { return *p_; }
-  STRATA_FN T* operator->() const noexcept { return p_; }
-  STRATA_FN T* get() const noexcept { return p_; }
+  /// The cell: T& for plain cells, a record proxy (record_ref) for records.
+  STRATA_FN decltype(auto) operator*() const noexcept { return *p_; }
+  STRATA_FN decltype(auto) operator->() const noexcept {
+    if constexpr (cell_traits<T>::is_record)
+      return p_.operator->();
+    else
+      return p_;
+  }
+  STRATA_FN pointer get() const noexcept { return p_; }
 
   /// The iterator `k` cells away in dimension `dim`, into the padding at most (checked in
   /// builds without NDEBUG: a step past the padding is strata::out_of_range).
@@ -130,8 +158,72 @@ class tensor_iterator {
 
  private:
   tensor_block<T, N> const* block_;
-  T* p_;
+  pointer p_;
   vec<N> local_;
+};
+
+/// Ripple's BlockIterator (§5.2.2): a lighter iterator for performance-critical kernels.
+/// It knows the cell, the strides of its block's store and its index inside the block,
+/// but nothing of the global space: a pointer, N strides and N indices, against the
+/// indexed iterator's block reference plus indices. Kernels receive it for tensors passed
+/// as `block_access(t)` (split.hpp). Offsets into the padding are checked as the indexed
+/// iterator's are, against the padding recorded with it.
+template <class T, std::size_t N>
+class block_iterator {
+ public:
+  static constexpr std::size_t dims = N;
+  using value_type = typename cell_traits<T>::value_type;
+  using pointer = typename cell_traits<T>::pointer;
+
+  STRATA_FN block_iterator(tensor_block<T, N> const& b, vec<N> const& local) noexcept
+      : p_(b.address(local)), local_(local) {
+    for (std::size_t d = 0; d < N; ++d) {
+      stride_[d] = static_cast<std::int32_t>(b.stride[d]);
+      size_[d] = static_cast<std::int32_t>(b.extent[d]);
+    }
+    pad_ = static_cast<std::int32_t>(b.padding);
+  }
+
+  STRATA_FN decltype(auto) operator*() const noexcept { return *p_; }
+  STRATA_FN decltype(auto) operator->() const noexcept {
+    if constexpr (cell_traits<T>::is_record)
+      return p_.operator->();
+    else
+      return p_;
+  }
+  STRATA_FN pointer get() const noexcept { return p_; }
+
+  STRATA_FN block_iterator offset(std::size_t dim, index_t k) const {
+    block_iterator r = *this;
+    r.local_[dim] += k;
+#if !defined(NDEBUG) && !defined(__CUDA_ARCH__)
+    if (r.local_[dim] < -pad_ || r.local_[dim] >= size_[dim] + pad_)
+      tensor_detail::offset_out_of_padding(dim, r.local_[dim], size_[dim], pad_);
+#endif
+    r.p_ += dim == N - 1 ? k : k * stride_[dim];
+    return r;
+  }
+  STRATA_FN void next_in_row() noexcept {
+    ++p_;
+    ++local_[N - 1];
+  }
+  /// The cell's index inside its block, and the block's size.
+  STRATA_FN index_t index(std::size_t dim) const noexcept {
+    return local_[dim];
+  }
+  STRATA_FN index_t size(std::size_t dim) const noexcept {
+    return size_[dim];
+  }
+  STRATA_FN index_t padding() const noexcept {
+    return pad_;
+  }
+
+ private:
+  pointer p_;
+  vec<N> local_;
+  std::int32_t stride_[N];
+  std::int32_t size_[N];
+  std::int32_t pad_;
 };
 
 /// Calls `f(std::integral_constant<std::size_t, d>{})` for d = 0 .. N-1, unrolled at

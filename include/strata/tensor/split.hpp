@@ -7,6 +7,7 @@
 // the loads that read this block's cells (Figure 9), because the kernel writes them.
 #pragma once
 
+#include <strata/exec/phases.hpp>
 #include <strata/task/graph.hpp>
 #include <strata/tensor/boundary.hpp>
 
@@ -24,7 +25,8 @@ namespace strata {
 enum class padded_access_mode {
   concurrent,  // load the padding; the kernel reads it (Figure 7)
   exclusive,   // load the padding; the kernel also writes cells its neighbours read (Fig. 9)
-  expanded     // no load: the kernel runs into padding it (or an earlier step) filled
+  expanded,    // no load: the kernel runs into padding it (or an earlier step) filled
+  unpadded     // the padding is not used (in_shared without padding)
 };
 
 /// A tensor argument whose padding the kernel reads (Ripple §5.4), and how many cells
@@ -35,6 +37,7 @@ struct padded_access {
   tensor<T, N> t;
   padded_access_mode mode;
   index_t expand = 0;
+  bool shared = false;  // staged in block scratch memory (Ripple §5.4.3)
 };
 
 template <class T, std::size_t N>
@@ -63,6 +66,36 @@ padded_access<T, N> overlapped(tensor<T, N> const& t, index_t n) {
   return {t, padded_access_mode::concurrent, n};
 }
 
+// Shared access (Ripple §5.4.3): the kernel's block of the tensor, with its padding for
+// the padded variants, is copied into the block scratch memory (shared memory on a GPU)
+// before the kernel runs over it, and its interior copied back after. A kernel over such
+// arguments runs as one parallel block per tensor block, so the tensor's blocks must fit
+// the scratch memory (choose sub_partitions accordingly).
+template <class T, std::size_t N>
+padded_access<T, N> in_shared(tensor<T, N> const& t) {
+  return {t, padded_access_mode::unpadded, 0, true};
+}
+template <class T, std::size_t N>
+padded_access<T, N> concurrent_padded_access_in_shared(tensor<T, N> const& t) {
+  return {t, padded_access_mode::concurrent, 0, true};
+}
+template <class T, std::size_t N>
+padded_access<T, N> exclusive_padded_access_in_shared(tensor<T, N> const& t) {
+  return {t, padded_access_mode::exclusive, 0, true};
+}
+
+/// A tensor argument whose kernel iterator is a block_iterator (Ripple §5.2.2): the cell
+/// and its index in the block, without the global space.
+template <class T, std::size_t N>
+struct block_access_arg {
+  using tensor_split_tag = void;
+  tensor<T, N> t;
+};
+template <class T, std::size_t N>
+block_access_arg<T, N> block_access(tensor<T, N> const& t) {
+  return {t};
+}
+
 namespace tensor_detail {
 
 template <class A>
@@ -84,6 +117,19 @@ struct arg_traits<padded_access<T, N>> {
 };
 
 template <class T, std::size_t N>
+struct arg_traits<block_access_arg<T, N>> {
+  static constexpr bool is_tensor = true;
+  static constexpr bool padded = false;
+  static tensor<T, N> const& get(block_access_arg<T, N> const& a) { return a.t; }
+};
+
+template <class T, std::size_t N>
+struct block_cell_arg {
+  tensor_block<T, N> b;
+  STRATA_FN block_iterator<T, N> at(vec<N> const& p) const { return {b, p}; }
+};
+
+template <class T, std::size_t N>
 struct cell_arg {
   tensor_block<T, N> b;
   STRATA_FN tensor_iterator<T, N> at(vec<N> const& p) const { return {b, p}; }
@@ -98,10 +144,48 @@ struct value_arg {
 };
 
 /// Block b's kernel argument for `a`: the block of a tensor, or the value itself.
+/// A tensor block staged in block scratch: `pad` cells of padding staged with it.
+template <class T, std::size_t N>
+struct shared_cell_arg {
+  tensor_block<T, N> b;
+  bool staged;  // false: an argument of the same kernel read in place
+  index_t pad;
+  STRATA_FN vec<N> staged_extent() const {
+    vec<N> e = b.extent;
+    for (std::size_t d = 0; d < N; ++d) e[d] += 2 * pad;
+    return e;
+  }
+  /// Bytes of the staged copy (cells.hpp: records take their layout's bytes).
+  STRATA_FN std::size_t staged_bytes() const {
+    return cell_traits<T>::bytes(staged_extent().product());
+  }
+  /// The staged copy as a block whose cells have the original's local indices.
+  STRATA_FN tensor_block<T, N> in(void* scratch) const {
+    tensor_block<T, N> s = b;
+    auto const e = staged_extent();
+    s.base = cell_traits<T>::at(scratch, e.product());
+    s.padding = pad;
+    index_t step = 1;
+    for (std::size_t d = N; d-- > 0;) {
+      s.stride[d] = step;
+      step *= e[d];
+    }
+    return s;
+  }
+};
+
 template <class A>
 auto bind(A const& a, std::size_t b) {
   using D = std::remove_cvref_t<A>;
-  if constexpr (arg_traits<D>::is_tensor) {
+  if constexpr (requires { block_cell_arg{a.t.block(b)}; } && !arg_traits<D>::padded) {
+    auto const blk = a.t.block(b);
+    if (blk.padded_extent().product() > index_t{0x7fffffff})
+      throw invalid_argument("block_access: block " + std::to_string(b) + " has " +
+                             std::to_string(blk.padded_extent().product()) +
+                             " cells with its padding; expected fewer than 2^31 (the block " +
+                             "iterator keeps 32-bit strides): use more sub-partitions");
+    return block_cell_arg{blk};
+  } else if constexpr (arg_traits<D>::is_tensor) {
     auto const& t = arg_traits<D>::get(a);
     using TT = std::remove_cvref_t<decltype(t)>;
     return cell_arg<typename TT::value_type, TT::rank>{t.block(b)};
@@ -119,6 +203,10 @@ STRATA_FN void call_lvalues(F const& f, A... a) {
 /// Moves a kernel argument to the next cell of its row (values stay as they are).
 template <class T, std::size_t N>
 STRATA_FN void next_in_row(tensor_iterator<T, N>& it) {
+  it.next_in_row();
+}
+template <class T, std::size_t N>
+STRATA_FN void next_in_row(block_iterator<T, N>& it) {
   it.next_in_row();
 }
 template <class V>
@@ -155,6 +243,114 @@ struct cell_kernel {
   }
 };
 
+/// Block b's argument for a kernel with staged (in_shared) tensors.
+template <class A>
+auto bind_shared(A const& a, std::size_t b) {
+  using D = std::remove_cvref_t<A>;
+  if constexpr (arg_traits<D>::padded) {
+    using TT = std::remove_cvref_t<decltype(a.t)>;
+    bool const padded = a.mode != padded_access_mode::unpadded;
+    return shared_cell_arg<typename TT::value_type, TT::rank>{
+        a.t.block(b), a.shared, a.shared && padded ? a.t.padding() : 0};
+  } else {
+    return bind(a, b);
+  }
+}
+
+/// The scratch piece of a staged argument: every phase takes the pieces in argument order,
+/// so the k-th call returns the same storage in each (docs/exec.md).
+template <class Self, class T, std::size_t N>
+STRATA_FN void* scratch_of(Self const& self, shared_cell_arg<T, N> const& a) {
+  // Cache-line units: a record store's arrays start on lines (cells.hpp).
+  struct alignas(cell_traits<T>::alignment) unit {
+    unsigned char bytes[cell_traits<T>::alignment];
+  };
+  auto const n = (a.staged_bytes() + sizeof(unit) - 1) / sizeof(unit);
+  return self.block().template scratchpad<unit>(n);
+}
+template <class Self, class T, std::size_t N>
+STRATA_FN cell_arg<T, N> rebind(Self const& self, shared_cell_arg<T, N> const& a) {
+  if (!a.staged) return {a.b};
+  return {a.in(scratch_of(self, a))};
+}
+template <class Self, class V>
+STRATA_FN V const& rebind(Self const&, V const& v) {
+  return v;
+}
+
+struct no_state {};
+
+// The three phases of a kernel over staged blocks (one parallel block per tensor block;
+// thread t takes every nt-th cell): copy in, compute, copy the interior back.
+struct stage_phase {
+  template <class Self, std::size_t N, class... A>
+  STRATA_FN void operator()(Self const& self, no_state&, vec<N> const&, A const&... a) const {
+    (stage(self, a), ...);
+  }
+  template <class Self, class T, std::size_t N>
+  STRATA_FN static void stage(Self const& self, shared_cell_arg<T, N> const& a) {
+    if (!a.staged) return;
+    auto const s = cell_traits<T>::at(scratch_of(self, a), a.staged_extent().product());
+    auto const e = a.staged_extent();
+    index_t const count = e.product();
+    auto const blk = self.block();
+    for (index_t k = blk.linear_index(); k < count; k += blk.linear_size()) {
+      auto q = delinearize(k, e);
+      for (std::size_t d = 0; d < N; ++d) q[d] -= a.pad;
+      *(s + k) = *a.b.address(q);
+    }
+  }
+  template <class Self, class V>
+  STRATA_FN static void stage(Self const&, V const&) {}
+};
+
+template <std::size_t N, class F>
+struct shared_compute_phase {
+  F f;
+  template <class Self, class... A>
+  STRATA_FN void operator()(Self const& self, no_state&, vec<N> const& extent,
+                            A const&... a) const {
+    // Braces: the arguments' scratch pieces are taken left to right, as in the other phases.
+    std::tuple<std::remove_cvref_t<decltype(rebind(self, a))>...> bound{rebind(self, a)...};
+    index_t const count = extent.product();
+    auto const blk = self.block();
+    for (index_t k = blk.linear_index(); k < count; k += blk.linear_size()) {
+      auto const p = delinearize(k, extent);
+      std::apply([&](auto const&... x) { call_lvalues(f, x.at(p)...); }, bound);
+    }
+  }
+};
+
+struct write_back_phase {
+  template <class Self, std::size_t N, class... A>
+  STRATA_FN void operator()(Self const& self, no_state&, vec<N> const& extent,
+                            A const&... a) const {
+    (back(self, extent, a), ...);
+  }
+  template <class Self, class T, std::size_t N>
+  STRATA_FN static void back(Self const& self, vec<N> const& extent,
+                             shared_cell_arg<T, N> const& a) {
+    if (!a.staged) return;
+    auto const staged = a.in(scratch_of(self, a));
+    index_t const count = extent.product();
+    auto const blk = self.block();
+    for (index_t k = blk.linear_index(); k < count; k += blk.linear_size()) {
+      auto const p = delinearize(k, extent);
+      *a.b.address(p) = *staged.address(p);
+    }
+  }
+  template <class Self, std::size_t N, class V>
+  STRATA_FN static void back(Self const&, vec<N> const&, V const&) {}
+};
+
+template <class A>
+bool staged_in_shared(A const& a) {
+  if constexpr (arg_traits<std::remove_cvref_t<A>>::padded)
+    return a.shared;
+  else
+    return false;
+}
+
 /// The first tensor among the arguments: it decides the block grid and the places.
 template <class A, class... R>
 auto const& first_tensor(A const& a, R const&... r) {
@@ -172,7 +368,7 @@ void check_split(tensor<T0, N0> const& t0, A const&... args) {
     using D = std::remove_cvref_t<decltype(a)>;
     ++k;
     if constexpr (arg_traits<D>::padded) {
-      if (a.t.padding() == 0)
+      if (a.t.padding() == 0 && a.mode != padded_access_mode::unpadded)
         throw invalid_argument("split: tensor argument " + std::to_string(k) +
                                " has a padded access specifier but no padding; expected a " +
                                "tensor created with padding > 0");
@@ -241,6 +437,9 @@ index_t expansion(A const&... args) {
   };
   (widest(args), ...);
   if (n == 0) return 0;
+  if ((staged_in_shared(args) || ...))
+    throw invalid_argument("split: a kernel with in_shared arguments runs " + std::to_string(n) +
+                           " cells into the padding; expected no expansion with shared access");
   std::size_t k = 0;
   auto check = [&](auto const& a) {
     using D = std::remove_cvref_t<decltype(a)>;
@@ -266,6 +465,24 @@ event launch_block(after const& deps, F const& kernel, std::size_t b, index_t n,
   using TT = std::remove_cvref_t<decltype(t0)>;
   constexpr std::size_t N = TT::rank;
   auto const& where = t0.place_of(b);
+  if ((staged_in_shared(args) || ...)) {
+    // One parallel block per tensor block, its staged blocks in the block's scratch.
+    std::size_t bytes = 0;
+    auto add = [&](auto const& a) {
+      auto const x = bind_shared(a, b);
+      if constexpr (requires { x.staged; })
+        if (x.staged)  // each piece aligned and rounded to whole units: two lines of slack
+          bytes += x.staged_bytes() + 128;
+    };
+    (add(args), ...);
+    auto const cells = t0.block(b).extent.product();
+    index_t const want = where.isa() == isa::host ? 64 : 256;
+    auto const shape = grid(1).block(parallel, want < cells ? want : cells).scratchpad(bytes);
+    return launch(
+        deps, where, shape,
+        phases<no_state>(stage_phase{}, shared_compute_phase<N, F>{kernel}, write_back_phase{}),
+        t0.block(b).extent, bind_shared(args, b)...);
+  }
   auto extent = t0.block(b).extent;
   for (std::size_t d = 0; d < N; ++d) extent[d] += 2 * n;
   return launch(deps, where, divide_work(where, extent), cell_kernel<N, F>{kernel}, extent, -n,
@@ -276,7 +493,7 @@ event launch_block(after const& deps, F const& kernel, std::size_t b, index_t n,
 template <class A>
 bool loads_padding(A const& a) {
   if constexpr (arg_traits<std::remove_cvref_t<A>>::padded)
-    return a.mode != padded_access_mode::expanded;
+    return a.mode == padded_access_mode::concurrent || a.mode == padded_access_mode::exclusive;
   else
     return false;
 }

@@ -12,7 +12,9 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -64,6 +66,9 @@ struct tensor_state {
   std::vector<tensor_block<T, N>> blocks;
   bool periodic = false;
   edge_loader edges;  // empty: the domain edges' padding is left alone
+  // Staging stores of record box copies (record_tensor.hpp), made on first use.
+  std::mutex staging_mutex;
+  std::map<std::vector<index_t>, void*> staging;
   std::vector<std::function<void()>> release;
 
   tensor_state() = default;
@@ -128,18 +133,22 @@ class tensor {
         blk.stride[d] = step;
         step *= padded[d];
       }
-      auto const count = static_cast<std::size_t>(padded.product());
+      auto const count = padded.product();
       tensor_detail::visit_space(h.space, [&](auto sp) {
         using S = decltype(sp);
         if constexpr (S::id == space_id::host || S::id == space_id::sim ||
                       S::id == space_id::cuda) {
-          auto p = allocate<T, S>(h.where, count);
+          // Record cells: one store of the layout's bytes (cells.hpp), else an array of T.
+          using unit = std::conditional_t<cell_traits<T>::is_record, std::byte, T>;
+          auto const n = cell_traits<T>::is_record ? cell_traits<T>::bytes(count)
+                                                   : static_cast<std::size_t>(count);
+          auto p = allocate<unit, S>(h.where, n);
           h.data = p.get();
           h.memory = p.place_id();
           s_->release.push_back([p] { deallocate(p); });
         }
       });
-      blk.base = static_cast<T*>(h.data);
+      blk.base = cell_traits<T>::at(h.data, count);
     }
   }
   /// One block on `where`.
@@ -168,8 +177,10 @@ class tensor {
   bool periodic() const { return state().periodic; }
 
   /// A view of block b's whole padded box in space S (which must be the block's space).
+  /// Plain cells only: record tensors have no single element type (record_tensor.hpp).
   template <memory_space S>
-  view<T, N, S> padded_view(std::size_t b) const {
+  requires(!cell_traits<T>::is_record) view<T, N, S> padded_view(std::size_t b)
+  const {
     auto const& h = state().homes.at(b);
     if (h.space != S::id)
       throw invalid_argument("tensor::padded_view: block " + std::to_string(b) + " is in " +
@@ -184,7 +195,9 @@ class tensor {
   /// A view of the box [lo, lo + ext) of block b, in local indices (the interior starts at
   /// 0; the padding is at negative indices and past the extent).
   template <memory_space S>
-  view<T, N, S> local_view(std::size_t b, vec<N> lo, vec<N> const& ext) const {
+  requires(!cell_traits<T>::is_record) view<T, N, S> local_view(std::size_t b, vec<N> lo,
+                                                                vec<N> const& ext)
+  const {
     for (std::size_t d = 0; d < N; ++d) lo[d] += padding();
     return padded_view<S>(b).window(lo, ext);
   }
@@ -204,19 +217,27 @@ class tensor {
 
 namespace tensor_detail {
 
+template <class DD, class LD, class DS, class LS, std::size_t N>
+event record_copy_box(after const& deps, tensor<records<DD, LD>, N> const& dst, std::size_t db,
+                      vec<N> dlo, tensor<records<DS, LS>, N> const& src, std::size_t sb, vec<N> slo,
+                      vec<N> const& ext);  // record_tensor.hpp
+
 /// Copies the local box [dlo, dlo+ext) of dst's block db from the local box [slo, ...) of
 /// src's block sb, in whatever memories they are.
 template <class T, std::size_t N>
 event copy_box(after const& deps, tensor<T, N> const& dst, std::size_t db, vec<N> dlo,
                tensor<T, N> const& src, std::size_t sb, vec<N> slo, vec<N> const& ext) {
-  return visit_space(dst.space_of(db), [&](auto ds) {
-    return visit_space(src.space_of(sb), [&](auto ss) {
-      using DS = decltype(ds);
-      using SS = decltype(ss);
-      return copy(deps, dst.template local_view<DS>(db, dlo, ext),
-                  src.template local_view<SS>(sb, slo, ext));
+  if constexpr (cell_traits<T>::is_record)
+    return record_copy_box(deps, dst, db, dlo, src, sb, slo, ext);
+  else
+    return visit_space(dst.space_of(db), [&](auto ds) {
+      return visit_space(src.space_of(sb), [&](auto ss) {
+        using DS = decltype(ds);
+        using SS = decltype(ss);
+        return copy(deps, dst.template local_view<DS>(db, dlo, ext),
+                    src.template local_view<SS>(sb, slo, ext));
+      });
     });
-  });
 }
 
 /// The intersection of two global boxes; false if empty.
@@ -238,7 +259,8 @@ bool intersect(vec<N> alo, vec<N> const& aext, vec<N> const& blo, vec<N> const& 
 
 /// Sets every cell (padding included) of every block to `value`.
 template <class T, std::size_t N>
-event fill(after const& deps, tensor<T, N> const& t, T const& value) {
+requires(!is_record_cell_v<T>) event
+    fill(after const& deps, tensor<T, N> const& t, T const& value) {
   std::vector<event> done;
   for (std::size_t b = 0; b < t.blocks(); ++b)
     done.push_back(tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
@@ -247,14 +269,15 @@ event fill(after const& deps, tensor<T, N> const& t, T const& value) {
   return when_all(after(done));
 }
 template <class T, std::size_t N>
-event fill(tensor<T, N> const& t, T const& value) {
+requires(!is_record_cell_v<T>) event fill(tensor<T, N> const& t, T const& value) {
   return fill(after{}, t, value);
 }
 
-/// Copies the cells of `src` into `dst` (same extent; any partitioning, places, padding):
-/// every pair of overlapping blocks copies its intersection.
-template <class T, std::size_t N>
-event copy(after const& deps, tensor<T, N> const& dst, tensor<T, N> const& src) {
+/// Copies the cells of `src` into `dst` (same extent; any partitioning, places, padding;
+/// for records any layouts): every pair of overlapping blocks copies its intersection.
+template <class TD, class TS, std::size_t N>
+requires(std::is_same_v<TD, TS> || (is_record_cell_v<TD> && is_record_cell_v<TS>)) event
+    copy(after const& deps, tensor<TD, N> const& dst, tensor<TS, N> const& src) {
   if (!(dst.extent() == src.extent()))
     throw invalid_argument("copy: tensors of extents " + detail::shape_text(dst.extent()) +
                            " and " + detail::shape_text(src.extent()) + "; expected equal extents");
@@ -265,19 +288,25 @@ event copy(after const& deps, tensor<T, N> const& dst, tensor<T, N> const& src) 
       auto const& s = src.block(sb);
       vec<N> lo{}, ext{};
       if (!tensor_detail::intersect(d.origin, d.extent, s.origin, s.extent, lo, ext)) continue;
-      done.push_back(
-          tensor_detail::copy_box(deps, dst, db, lo - d.origin, src, sb, lo - s.origin, ext));
+      if constexpr (std::is_same_v<TD, TS>)
+        done.push_back(
+            tensor_detail::copy_box(deps, dst, db, lo - d.origin, src, sb, lo - s.origin, ext));
+      else
+        done.push_back(tensor_detail::record_copy_box(deps, dst, db, lo - d.origin, src, sb,
+                                                      lo - s.origin, ext));
     }
   return when_all(after(done));
 }
-template <class T, std::size_t N>
-event copy(tensor<T, N> const& dst, tensor<T, N> const& src) {
+template <class TD, class TS, std::size_t N>
+requires(std::is_same_v<TD, TS> || (is_record_cell_v<TD> && is_record_cell_v<TS>)) event
+    copy(tensor<TD, N> const& dst, tensor<TS, N> const& src) {
   return copy(after{}, dst, src);
 }
 
 /// Gathers every cell of `t` into `out` (a view of the tensor's extent in any space).
 template <class T, std::size_t N, memory_space S>
-event copy(after const& deps, view<T, N, S> const& out, tensor<T, N> const& t) {
+requires(!is_record_cell_v<T>) event
+    copy(after const& deps, view<T, N, S> const& out, tensor<T, N> const& t) {
   if (!(out.extent() == t.extent()))
     throw invalid_argument("copy: a view of " + detail::shape_text(out.extent()) +
                            " and a tensor of " + detail::shape_text(t.extent()) +
@@ -294,7 +323,8 @@ event copy(after const& deps, view<T, N, S> const& out, tensor<T, N> const& t) {
 }
 /// Scatters `in` (a view of the tensor's extent) into the blocks of `t`.
 template <class T, std::size_t N, memory_space S>
-event copy(after const& deps, tensor<T, N> const& t, view<T, N, S> const& in) {
+requires(!is_record_cell_v<T>) event
+    copy(after const& deps, tensor<T, N> const& t, view<T, N, S> const& in) {
   if (!(in.extent() == t.extent()))
     throw invalid_argument("copy: a tensor of " + detail::shape_text(t.extent()) +
                            " and a view of " + detail::shape_text(in.extent()) +
@@ -319,3 +349,5 @@ event copy(tensor<T, N> const& t, view<T, N, S> const& in) {
 }
 
 }  // namespace strata
+
+#include <strata/tensor/record_tensor.hpp>  // tensors of records (cells.hpp)

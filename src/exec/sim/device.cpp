@@ -31,7 +31,7 @@ void wait_until(sim_device::clock::time_point deadline) {
   }
 }
 
-sim_device::sim_device(sim_params params) : params_(std::move(params)) {
+sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(params_.speed) {
   try {
     for (int u = 0; u < params_.units; ++u)
       units_.emplace_back([this, u] {
@@ -167,9 +167,11 @@ void sim_device::unit_main() {
 void sim_device::finish(std::shared_ptr<kernel_op> const& op) {
   // speed < 1: the device is slower than the host core it runs on, so the kernel takes
   // elapsed / speed. (A faster device cannot be emulated: speed > 1 takes real time.)
-  if (params_.speed < 1.0) {
+  // The speed is read once per kernel, when it finishes: sim::set_speed takes effect from
+  // the next kernel to end.
+  if (double const speed = speed_.load(std::memory_order_relaxed); speed < 1.0) {
     auto elapsed = clock::now() - op->start;
-    wait_until(op->start + std::chrono::duration_cast<clock::duration>(elapsed / params_.speed));
+    wait_until(op->start + std::chrono::duration_cast<clock::duration>(elapsed / speed));
   }
   {
     std::lock_guard lock(mutex_);

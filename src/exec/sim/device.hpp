@@ -49,6 +49,10 @@ class sim_device {
     return params_.latency + static_cast<double>(bytes) / params_.bandwidth;
   }
   sim_params const& params() const noexcept { return params_; }
+  /// The compute speed factor now (params().speed until set_speed changes it).
+  double speed() const noexcept { return speed_.load(std::memory_order_relaxed); }
+  /// Changes the speed factor; kernels that finish after the call are timed with it.
+  void set_speed(double speed) noexcept { speed_.store(speed, std::memory_order_relaxed); }
   /// Waits until every queued kernel and copy has completed (continuations included).
   /// Returns whether there was anything to wait for.
   bool wait_idle();
@@ -87,6 +91,7 @@ class sim_device {
   void done_one();
 
   sim_params params_;
+  std::atomic<double> speed_;  // params_.speed, changed at run time by sim::set_speed
   // Under mutex_; completed and abandoned ones are dropped as it grows. Weak: an operation
   // whose dependency was dropped before completing can never run, and a free must not
   // wait for it forever.

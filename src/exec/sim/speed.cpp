@@ -1,0 +1,35 @@
+#include <strata/exec/sim/speed.hpp>
+
+#include <strata/error.hpp>
+
+#include "exec/exec_state.hpp"
+#include "exec/sim/device.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace strata::sim {
+
+namespace {
+detail::sim_device& device_of(place const& p, char const* what) {
+  auto& exec = detail::current_exec();
+  int const index = exec.sim_of_place(p);
+  if (index < 0)
+    throw invalid_argument(std::string(what) + ": place " + p.name() +
+                           " is not in a sim device; expected a sim device or a place inside one");
+  return exec.sim(index);
+}
+}  // namespace
+
+double speed(place const& device) {
+  return device_of(device, "sim::speed").speed();
+}
+
+void set_speed(place const& device, double speed) {
+  if (!(speed > 0) || !std::isfinite(speed))
+    throw invalid_argument("sim::set_speed: speed " + std::to_string(speed) +
+                           "; expected a positive finite factor");
+  device_of(device, "sim::set_speed").set_speed(speed);
+}
+
+}  // namespace strata::sim

@@ -1,0 +1,280 @@
+// `strata report`: `strata bench --json` output (files, or a run it starts) made into
+// DIR/index.html with one plot per benchmark (docs/bench.md). This side checks the input
+// line by line and gathers what the page shows besides the numbers (place tree, software);
+// tools/strata/strata_report.py draws the plots with matplotlib and writes the page.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include <strata/error.hpp>
+#include <strata/machine.hpp>
+#include <strata/runtime.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "build_info.hpp"
+#include "commands.hpp"
+
+extern char** environ;
+
+namespace strata::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+
+struct report_options {
+  std::vector<std::string> files;
+  std::string out;
+  bool run = false;
+  bool quick = false;
+  int repeats = 0;  // 0: bench's own default
+  std::string bench = "all";
+};
+
+fs::path self_path() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw error("report: cannot find this program's path (/proc/self/exe): " + ec.message());
+  return p;
+}
+
+// Runs `args` (args[0] a path) with stdout to `stdout_file` if given; returns its status.
+int spawn_and_wait(std::vector<std::string> args, std::string const& stdout_file = {}) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!stdout_file.empty())
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int const rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) throw error(fmt::format("report: cannot start {}: {}", args[0], std::strerror(rc)));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR)
+      throw error(fmt::format("report: waiting for {}: {}", args[0], std::strerror(errno)));
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// "[json.exception.parse_error.101] parse error at line 1, column 5: syntax error ..."
+// becomes "column 5: syntax error ..." (the file's line number is given separately).
+std::string json_reason(std::string const& what) {
+  auto col = what.find("column ");
+  if (col != std::string::npos) return what.substr(col);
+  auto close = what.find("] ");
+  return close == std::string::npos ? what : what.substr(close + 2);
+}
+
+void need_string(json const& j, char const* key, std::string const& where) {
+  if (!j.contains(key) || !j[key].is_string())
+    throw parse_error(
+        fmt::format("{}: \"{}\" is missing or not a string; expected a line of "
+                    "`strata bench --json`",
+                    where, key));
+}
+
+void need_number(json const& j, char const* key, std::string const& where, bool positive) {
+  if (!j.contains(key) || !j[key].is_number())
+    throw parse_error(fmt::format("{}: \"{}\" is missing or not a number", where, key));
+  double const v = j[key].get<double>();
+  if (!std::isfinite(v) || (positive && v <= 0))
+    throw parse_error(fmt::format("{}: \"{}\" is {}; expected a {} number", where, key, v,
+                                  positive ? "positive" : "finite"));
+}
+
+// One file: runs separated by metadata lines (a file may hold several runs appended).
+std::vector<json> read_runs(std::string const& path) {
+  std::ifstream in(path);
+  if (!in)
+    throw invalid_argument(fmt::format("report: cannot read {}: {}", path, std::strerror(errno)));
+  std::vector<json> runs;
+  auto fresh = [&] {
+    json r;
+    r["source"] = path;
+    r["meta"] = nullptr;
+    r["records"] = json::array();
+    r["skipped"] = json::array();
+    return r;
+  };
+  json run = fresh();
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto const where = fmt::format("{}:{}", path, n);
+    json j;
+    try {
+      j = json::parse(line);
+    } catch (json::parse_error const& e) {
+      throw parse_error(fmt::format("{}: not valid JSON at {}", where, json_reason(e.what())));
+    }
+    if (!j.is_object())
+      throw parse_error(
+          fmt::format("{}: a JSON {} where a JSON object was expected", where, j.type_name()));
+    if (j.contains("meta")) {
+      if (!j["meta"].is_object())
+        throw parse_error(fmt::format("{}: \"meta\" is not an object", where));
+      if (!run["records"].empty() || !run["skipped"].empty())
+        runs.push_back(std::exchange(run, fresh()));
+      run["meta"] = j["meta"];
+      continue;
+    }
+    need_string(j, "bench", where);
+    if (j.contains("skipped")) {
+      run["skipped"].push_back({{"bench", j["bench"]}, {"reason", j["skipped"]}});
+      continue;
+    }
+    need_string(j, "variant", where);
+    need_string(j, "peer", where);
+    need_number(j, "size", where, false);
+    need_number(j, "strata_s", where, true);
+    need_number(j, "peer_s", where, true);
+    if (j.contains("limit") && !j["limit"].is_null()) need_number(j, "limit", where, true);
+    if (!j.contains("ratio")) j["ratio"] = j["peer_s"].get<double>() / j["strata_s"].get<double>();
+    need_number(j, "ratio", where, true);
+    j["line"] = n;
+    run["records"].push_back(std::move(j));
+  }
+  if (in.bad()) throw error(fmt::format("report: reading {} failed", path));
+  if (!run["records"].empty() || !run["skipped"].empty() || !run["meta"].is_null())
+    runs.push_back(std::move(run));
+  if (runs.empty() || std::all_of(runs.begin(), runs.end(), [](json const& r) {
+        return r["records"].empty() && r["skipped"].empty();
+      }))
+    throw parse_error(
+        fmt::format("{}: no benchmark lines (expected the output of `strata bench "
+                    "all --json`)",
+                    path));
+  return runs;
+}
+
+// The plotting script: next to this program in the build tree, under share/strata in an
+// install; STRATA_REPORT_SCRIPT names another.
+fs::path find_script() {
+  if (char const* env = std::getenv("STRATA_REPORT_SCRIPT")) return env;
+  auto const dir = self_path().parent_path();
+  std::vector<fs::path> tried = {dir / "strata_report.py",
+                                 dir / ".." / "share" / "strata" / "strata_report.py"};
+  for (auto const& p : tried)
+    if (fs::exists(p)) return fs::weakly_canonical(p);
+  throw config_error(
+      fmt::format("report: the plotting script is in neither {} nor {} (set "
+                  "STRATA_REPORT_SCRIPT to its path)",
+                  tried[0].string(), tried[1].string()));
+}
+
+std::string utc_now() {
+  std::time_t const t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+void run_report(report_options const& o) {
+  if (o.run == !o.files.empty())
+    throw invalid_argument(
+        "report: give either --run or FILE.jsonl... (the output of `strata "
+        "bench all --json`)");
+  fs::path const out = o.out;
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec || !fs::is_directory(out))
+    throw invalid_argument(fmt::format("report: cannot make the output folder {}: {}", out.string(),
+                                       ec ? ec.message() : "not a folder"));
+  auto const script = find_script();  // before a long bench run, not after
+
+  std::vector<std::string> inputs = o.files;
+  if (o.run) {
+#if STRATA_HAVE_BENCH
+    auto const jsonl = (out / "bench.jsonl").string();
+    std::vector<std::string> args{self_path().string(), "bench", o.bench, "--json"};
+    if (o.quick) args.push_back("--quick");
+    if (o.repeats > 0) args.insert(args.end(), {"--repeats", std::to_string(o.repeats)});
+    std::fprintf(stderr, "strata report: running `strata bench %s --json%s` into %s\n",
+                 o.bench.c_str(), o.quick ? " --quick" : "", jsonl.c_str());
+    if (int rc = spawn_and_wait(args, jsonl); rc != 0)
+      throw error(
+          fmt::format("report: `strata bench {}` failed (exit {}); its output so far is "
+                      "in {}",
+                      o.bench, rc, jsonl));
+    inputs = {jsonl};
+#else
+    throw not_supported("report --run: this strata was built without benchmarks (no OpenMP)");
+#endif
+  }
+
+  json data;
+  data["runs"] = json::array();
+  bool all_have_meta = true;
+  for (auto const& f : inputs)
+    for (auto& r : read_runs(f)) {
+      all_have_meta = all_have_meta && !r["meta"].is_null();
+      data["runs"].push_back(std::move(r));
+    }
+  auto& made = data["report"];
+  made["strata_version"] = build_info::strata_version();
+  made["commit"] = build_info::commit();
+  made["compiler"] = build_info::compiler();
+  made["build_type"] = build_info::build_type();
+  made["date"] = utc_now();
+  // Files written before the metadata line existed say nothing of their machine: the
+  // page then shows the one the report is made on, saying so.
+  if (!all_have_meta) {
+    runtime rt;
+    made["machine"] = to_text(rt.machine());
+  }
+  auto const data_path = out / "report-data.json";
+  {
+    std::ofstream f(data_path);
+    f << data.dump(1) << '\n';
+    if (!f) throw error("report: cannot write " + data_path.string());
+  }
+
+  std::string python = STRATA_PYTHON3;
+  if (char const* env = std::getenv("STRATA_PYTHON")) python = env;
+  int const rc = spawn_and_wait({python, script.string(), data_path.string(), out.string()});
+  if (rc != 0)
+    throw error(
+        fmt::format("report: the plotting script ({} {}) failed with exit {}; its "
+                    "messages are above",
+                    python, script.string(), rc));
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app) {
+  auto o = std::make_shared<report_options>();
+  auto* cmd = app.add_subcommand(
+      "report", "Make DIR/index.html with plots from `strata bench --json` output");
+  cmd->add_option("files", o->files, "JSON-lines files of `strata bench all --json`");
+  cmd->add_option("-o,--output", o->out, "Folder for index.html (made if missing)")->required();
+  auto* run =
+      cmd->add_flag("--run", o->run, "Run `strata bench all --json` first (into DIR/bench.jsonl)");
+  cmd->add_flag("--quick", o->quick, "With --run: small problems (a smoke test)")->needs(run);
+  cmd->add_option("--repeats", o->repeats, "With --run: timed runs per side")
+      ->check(CLI::Range(1, 1000))
+      ->needs(run);
+  cmd->add_option("--bench", o->bench, "With --run: one benchmark instead of all")->needs(run);
+  cmd->callback([o] { run_report(*o); });
+}
+
+}  // namespace strata::cli
