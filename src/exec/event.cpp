@@ -69,6 +69,10 @@ event when_all(after const& deps) {
     auto err = deps.error();
     return err ? event::failed(err) : event::completed();
   }
+  // One event still pending and no failure among the others: that event is the result
+  // (the same completion and error), without a new event and continuation per call —
+  // halo exchanges and graph passes join single events often.
+  if (waiting.size() == 1 && !deps.error()) return deps.events[waiting.front()];
   auto result = event::pending();
   // The first failure in the order of `deps`: each event's error lands in its slot. The
   // continuations hold no event (a continuation that owned its own event would keep it,
