@@ -172,7 +172,7 @@ void kokkos_force<T>::get(std::ptrdiff_t i, std::ptrdiff_t j, T (&u)[4]) const {
 }
 
 template <class T>
-void kokkos_force<T>::step(T dt_dx, T dt_dy, T gamma) {
+void kokkos_force<T>::step(T dt_dx, T dt_dy, T gamma, bool rows_policy) {
   auto in = impl_->in;
   auto out = impl_->out;
   std::ptrdiff_t const rows = impl_->rows, cols = impl_->cols;
@@ -189,22 +189,33 @@ void kokkos_force<T>::step(T dt_dx, T dt_dy, T gamma) {
         in(i, 0) = in(i, 1);
         in(i, cols + 1) = in(i, cols);
       });
-  using policy = Kokkos::MDRangePolicy<Kokkos::Serial, Kokkos::Rank<2>>;
-  Kokkos::parallel_for(
-      "ripple_force", policy({1, 1}, {rows + 1, cols + 1}),
-      KOKKOS_LAMBDA(std::ptrdiff_t i, std::ptrdiff_t j) {
-        state<T> const c = in(i, j);
-        auto const fw = force<0>(in(i, j - 1), c, dt_dx, gamma);
-        auto const fe = force<0>(c, in(i, j + 1), dt_dx, gamma);
-        auto const gs = force<1>(in(i - 1, j), c, dt_dy, gamma);
-        auto const gn = force<1>(c, in(i + 1, j), dt_dy, gamma);
-        state<T> u;
-        u.rho = c.rho - dt_dx * (fe.rho - fw.rho) - dt_dy * (gn.rho - gs.rho);
-        u.mx = c.mx - dt_dx * (fe.mx - fw.mx) - dt_dy * (gn.mx - gs.mx);
-        u.my = c.my - dt_dx * (fe.my - fw.my) - dt_dy * (gn.my - gs.my);
-        u.e = c.e - dt_dx * (fe.e - fw.e) - dt_dy * (gn.e - gs.e);
-        out(i, j) = u;
-      });
+  auto cell = [=](std::ptrdiff_t i, std::ptrdiff_t j) {
+    state<T> const c = in(i, j);
+    auto const fw = force<0>(in(i, j - 1), c, dt_dx, gamma);
+    auto const fe = force<0>(c, in(i, j + 1), dt_dx, gamma);
+    auto const gs = force<1>(in(i - 1, j), c, dt_dy, gamma);
+    auto const gn = force<1>(c, in(i + 1, j), dt_dy, gamma);
+    state<T> u;
+    u.rho = c.rho - dt_dx * (fe.rho - fw.rho) - dt_dy * (gn.rho - gs.rho);
+    u.mx = c.mx - dt_dx * (fe.mx - fw.mx) - dt_dy * (gn.mx - gs.mx);
+    u.my = c.my - dt_dx * (fe.my - fw.my) - dt_dy * (gn.my - gs.my);
+    u.e = c.e - dt_dx * (fe.e - fw.e) - dt_dy * (gn.e - gs.e);
+    out(i, j) = u;
+  };
+  if (rows_policy) {
+    // Rows over a RangePolicy, each row a plain inner loop (what a user writes to let the
+    // compiler vectorize along a row; TeamPolicy + ThreadVectorRange is the same on Serial).
+    Kokkos::parallel_for(
+        "ripple_force_rows", Kokkos::RangePolicy<Kokkos::Serial>(1, rows + 1),
+        KOKKOS_LAMBDA(std::ptrdiff_t i) {
+          for (std::ptrdiff_t j = 1; j <= cols; ++j) cell(i, j);
+        });
+  } else {
+    using policy = Kokkos::MDRangePolicy<Kokkos::Serial, Kokkos::Rank<2>>;
+    Kokkos::parallel_for(
+        "ripple_force", policy({1, 1}, {rows + 1, cols + 1}),
+        KOKKOS_LAMBDA(std::ptrdiff_t i, std::ptrdiff_t j) { cell(i, j); });
+  }
   std::swap(impl_->in, impl_->out);
 }
 

@@ -36,7 +36,7 @@ kokkos_force<T>::~kokkos_force() = default;
 template <class T>
 void kokkos_force<T>::set(std::ptrdiff_t, std::ptrdiff_t, T const (&)[4]) {}
 template <class T>
-void kokkos_force<T>::step(T, T, T) {}
+void kokkos_force<T>::step(T, T, T, bool) {}
 template <class T>
 void kokkos_force<T>::get(std::ptrdiff_t, std::ptrdiff_t, T (&)[4]) const {}
 template class kokkos_force<float>;

@@ -34,7 +34,8 @@ class kokkos_particles {
 /// A rows x cols field of 2-D Euler states (density, x/y momentum, energy) in one
 /// `View<state**>` (LayoutRight, a struct per cell: Ripple's Kokkos State) with one cell
 /// of padding; a step fills the padding by copying the edge cells (transmissive), then
-/// computes the FORCE flux on the four faces of every cell over an MDRangePolicy<Rank<2>>.
+/// computes the FORCE flux on the four faces of every cell over an MDRangePolicy<Rank<2>>
+/// (or over rows, see step).
 template <class T>
 class kokkos_force {
  public:
@@ -43,7 +44,9 @@ class kokkos_force {
   kokkos_force(kokkos_force const&) = delete;
   kokkos_force& operator=(kokkos_force const&) = delete;
   void set(std::ptrdiff_t i, std::ptrdiff_t j, T const (&u)[4]);  // rho, mx, my, e
-  void step(T dt_dx, T dt_dy, T gamma);                           // in -> out, then swap
+  /// One step, in -> out, then the buffers swap; `rows_policy`: a RangePolicy over rows
+  /// with a plain loop along each row instead of the MDRangePolicy.
+  void step(T dt_dx, T dt_dy, T gamma, bool rows_policy = false);
   void get(std::ptrdiff_t i, std::ptrdiff_t j, T (&u)[4]) const;
 
  private:
