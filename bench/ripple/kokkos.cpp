@@ -104,7 +104,7 @@ struct state {
 
 // The Euler flux along x (A = 0) or y (A = 1), as the Strata kernel computes it.
 template <int A, class T>
-KOKKOS_INLINE_FUNCTION state<T> flux(state<T> const& u, T gamma) {
+KOKKOS_FORCEINLINE_FUNCTION state<T> flux(state<T> const& u, T gamma) {
   T const mn = A == 0 ? u.mx : u.my;
   T const un = mn / u.rho;
   T const p = (gamma - T(1)) * (u.e - T(0.5) * (u.mx * u.mx + u.my * u.my) / u.rho);
@@ -118,7 +118,7 @@ KOKKOS_INLINE_FUNCTION state<T> flux(state<T> const& u, T gamma) {
 
 // Toro's FORCE flux: (F_LF + F(U_RI)) / 2.
 template <int A, class T>
-KOKKOS_INLINE_FUNCTION state<T> force(state<T> const& l, state<T> const& r, T dt_dh, T gamma) {
+KOKKOS_FORCEINLINE_FUNCTION state<T> force(state<T> const& l, state<T> const& r, T dt_dh, T gamma) {
   auto const fl = flux<A>(l, gamma);
   auto const fr = flux<A>(r, gamma);
   T const half = T(0.5), lf_k = T(0.5) / dt_dh, ri_k = T(0.5) * dt_dh;
@@ -189,22 +189,32 @@ void kokkos_force<T>::step(T dt_dx, T dt_dy, T gamma, bool rows_policy) {
         in(i, 0) = in(i, 1);
         in(i, cols + 1) = in(i, cols);
       });
-  auto cell = [=](std::ptrdiff_t i, std::ptrdiff_t j) {
-    state<T> const c = in(i, j);
-    auto const fw = force<0>(in(i, j - 1), c, dt_dx, gamma);
-    auto const fe = force<0>(c, in(i, j + 1), dt_dx, gamma);
-    auto const gs = force<1>(in(i - 1, j), c, dt_dy, gamma);
-    auto const gn = force<1>(c, in(i + 1, j), dt_dy, gamma);
+  // The cell's update, forced inline into both loops below (as Strata's row loop inlines
+  // its kernel: without it GCC 12 keeps a call per cell and nothing vectorizes).
+  auto cell = [=](std::ptrdiff_t i, std::ptrdiff_t j) __attribute__((always_inline)) {
+    // Member by member: GCC does not vectorize a whole-struct copy out of a View.
+    auto at = [&](std::ptrdiff_t a, std::ptrdiff_t b) __attribute__((always_inline)) {
+      return state<T>{in(a, b).rho, in(a, b).mx, in(a, b).my, in(a, b).e};
+    };
+    state<T> const c = at(i, j);
+    auto const fw = force<0>(at(i, j - 1), c, dt_dx, gamma);
+    auto const fe = force<0>(c, at(i, j + 1), dt_dx, gamma);
+    auto const gs = force<1>(at(i - 1, j), c, dt_dy, gamma);
+    auto const gn = force<1>(c, at(i + 1, j), dt_dy, gamma);
     state<T> u;
     u.rho = c.rho - dt_dx * (fe.rho - fw.rho) - dt_dy * (gn.rho - gs.rho);
     u.mx = c.mx - dt_dx * (fe.mx - fw.mx) - dt_dy * (gn.mx - gs.mx);
     u.my = c.my - dt_dx * (fe.my - fw.my) - dt_dy * (gn.my - gs.my);
     u.e = c.e - dt_dx * (fe.e - fw.e) - dt_dy * (gn.e - gs.e);
-    out(i, j) = u;
+    out(i, j).rho = u.rho;
+    out(i, j).mx = u.mx;
+    out(i, j).my = u.my;
+    out(i, j).e = u.e;
   };
   if (rows_policy) {
-    // Rows over a RangePolicy, each row a plain inner loop (what a user writes to let the
-    // compiler vectorize along a row; TeamPolicy + ThreadVectorRange is the same on Serial).
+    // Rows over a RangePolicy, each row a plain inner loop over the inlined cell update
+    // (what a user tuning for the CPU writes to let the compiler vectorize along a row;
+    // TeamPolicy + ThreadVectorRange is the same on Serial). GCC 12 vectorizes it.
     Kokkos::parallel_for(
         "ripple_force_rows", Kokkos::RangePolicy<Kokkos::Serial>(1, rows + 1),
         KOKKOS_LAMBDA(std::ptrdiff_t i) {

@@ -174,7 +174,8 @@ void force_layout(context& ctx, index_t n, ripple::kokkos_force<T>& kk, T dt_h,
     auto [ts, tp] = compare(
         ctx.opts().repeats, [&] { f.step(dt, h); },
         [&] { kk.step(dt_h, dt_h, T(apps::euler_gamma), rows); });
-    std::string const peer = rows ? "kokkos-serial-rows-aos-struct-" : "kokkos-serial-aos-struct-";
+    std::string const peer =
+        rows ? "kokkos-serial-rows-inlined-aos-struct-" : "kokkos-serial-aos-struct-";
     result r{"ripple-force",
              "strata-" + layout_name<L>() + "-" + prec + "/1pu",
              static_cast<double>(n * n),
