@@ -86,8 +86,9 @@ void particles_layout(context& ctx, index_t n, ripple::kokkos_particles* kk, lon
 }
 
 void run_particles(context& ctx) {
-  std::vector<index_t> const sizes = ctx.opts().quick ? std::vector<index_t>{100'000}
-                                                      : std::vector<index_t>{1'000'000, 10'000'000};
+  std::vector<index_t> const sizes = ctx.opts().quick
+                                         ? std::vector<index_t>{100'000}
+                                         : std::vector<index_t>{100'000, 1'000'000, 10'000'000};
   for (index_t n : sizes) {
     std::vector<float> x0(3 * static_cast<std::size_t>(n)), v0(x0.size());
     for (index_t i = 0; i < n; ++i)
