@@ -286,3 +286,25 @@ TEST(BlockIterator, StencilEqualsTheIndexedIterator) {
 }
 
 }  // namespace
+
+namespace {
+
+// A kernel over a record tensor and a plain tensor of the same blocks (Ripple's Listing 12,
+// `set_wavespeeds(in, wavespeeds)`): the split check once required one cell type.
+TYPED_TEST(RecordTensor, KernelOverRecordsAndPlainCellsTogether) {
+  for (auto where : {"host", "sim2"}) {
+    tensor_spec<2> s{.extent = {13, 21}, .partitions = {2, 2}, .padding = 1};
+    tensor<records<cell, TypeParam>, 2> a(places(where), s);
+    tensor<double, 2> d(places(where), s);
+    auto p = start(13 * 21);
+    put(a, p);
+    for_each_cell(
+        [] STRATA_FN(auto& r, auto& x) { *x = (*r)[cell::rho{}] * 2 + (*r)[cell::vel{}][1]; }, a, d)
+        .wait();
+    auto got = tensor_test::gather(d);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], p.rho[i] * 2 + p.v1[i]) << where << " cell " << i;
+  }
+}
+
+}  // namespace

@@ -263,12 +263,30 @@ struct record_map<aosoa<N>, D> {
   STRATA_FN static constexpr std::size_t component_stride(std::size_t, index_t) { return N; }
 };
 
+/// Elements' bytes before field K's arrays in an SoA of pitch 1, no alignment gaps.
+template <class D, std::size_t K>
+inline constexpr std::size_t soa_units_v = [] {
+  using info = typename record_traits<D>::info;
+  std::size_t at = 0;
+  for (std::size_t j = 0; j < K; ++j) at += info::size(j) * info::extent(j);
+  return at;
+}();
+
 /// The byte offset of component d of field K of element i.
 template <class L, class D, std::size_t K>
 STRATA_FN constexpr std::size_t record_offset(index_t i, std::size_t d, index_t pitch) {
   using M = record_map<L, D>;
   auto const u = static_cast<std::size_t>(i);
-  if constexpr (M::block != 0)
+  using info = typename record_traits<D>::info;
+  if constexpr (std::is_same_v<L, soa> && info::max_align <= 64) {
+    // pitch_for makes every SoA pitch a multiple of 64 elements, so each component array
+    // is whole 64-byte lines and the arrays follow one another without alignment gaps:
+    // field K starts at the pitch times a constant. soa_offset's walk over the fields,
+    // with the run-time pitch inside, stayed a loop per access in kernels over record
+    // iterators and kept them from vectorizing (apps/force, docs/apps.md).
+    auto const p = static_cast<std::size_t>(pitch);
+    return (soa_units_v<D, K> + d * info::size(K)) * p + u * info::size(K);
+  } else if constexpr (M::block != 0)
     return M::start(K, d, pitch) + u / M::block * M::block_bytes +
            u % M::block * M::element_stride(K);
   else

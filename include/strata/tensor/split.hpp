@@ -212,6 +212,12 @@ STRATA_FN void next_in_row(block_iterator<T, N>& it) {
 template <class V>
 STRATA_FN void next_in_row(V&) {}
 
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#define STRATA_CELL_FLATTEN [[gnu::flatten]]
+#else
+#define STRATA_CELL_FLATTEN
+#endif
+
 template <std::size_t N, class F>
 struct cell_kernel {
   F f;
@@ -234,8 +240,13 @@ struct cell_kernel {
               a.at(vec<3>{lo + r.first[0] + i, lo + r.first[1] + j, lo + r.first[2]})...);
     }
   }
+  // Flattened: the kernel is inlined into the row loop whatever the inliner's budget (as
+  // for_each_record's loops are, docs/records.md). A large kernel (the FORCE flux: four
+  // face fluxes of three Euler fluxes each) otherwise stays a call per cell, and its
+  // record addresses (an SoA's array starts, from the pitch) are recomputed in every call
+  // instead of once per row: 2-6x slower (docs/apps.md, "Ripple's benchmarks").
   template <class... I>
-  STRATA_FN void row(index_t len, I... it) const {
+  STRATA_CELL_FLATTEN STRATA_FN void row(index_t len, I... it) const {
     for (index_t k = 0; k < len; ++k) {
       call_lvalues(f, it...);  // copies: a kernel that moves its iterator moves its own
       (next_in_row(it), ...);

@@ -171,7 +171,12 @@ class tensor {
   std::vector<index_t> const& cuts(std::size_t d) const { return state().geo.cuts.at(d); }
   /// The graph's identity of the block grid (task/partitioned.hpp).
   partition_key partitioning() const { return state().geo.key(); }
-  bool same_cells(tensor const& o) const { return state().geo.same_cells(o.state().geo); }
+  /// Same extent and blocks; cell types may differ (a kernel over records and a plain
+  /// tensor of per-cell values, Ripple's Listing 12 `set_wavespeeds(in, wavespeeds)`).
+  template <class U>
+  bool same_cells(tensor<U, N> const& o) const {
+    return state().geo.same_cells(o.state().geo);
+  }
   /// Whether the padding at the domain's edges wraps around (periodic boundaries): halo
   /// exchanges then treat the first and last blocks of each dimension as neighbours.
   bool periodic() const { return state().periodic; }
