@@ -13,6 +13,9 @@ execute_process(COMMAND ${CMAKE_COMMAND} --build ${build} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "layout fuzz: building with ${CLANG} failed")
 endif()
+# A fresh corpus each run: the test's result must not depend on what earlier runs in this
+# build tree found (a grown corpus reaches inputs a fresh run at this seed does not).
+file(REMOVE_RECURSE ${WORK}/corpus)
 file(MAKE_DIRECTORY ${WORK}/corpus)
 execute_process(COMMAND ${build}/fuzz_layout -runs=${RUNS} -max_len=256 -seed=1
                         -artifact_prefix=${WORK}/ ${WORK}/corpus
