@@ -148,8 +148,11 @@ event record_copy_box(after const& deps, tensor<records<DD, LD>, N> const& dst, 
     if (one_memory)
       return launch(deps, dh.where, divide_work(dh.where, ext), box_kernel{}, dblk, dlo, sblk, slo,
                     ext);
+    // The source's identity includes where its block lives: a later tensor at a freed
+    // state's address must not inherit staging made in another memory.
     std::vector<index_t> key{static_cast<index_t>(reinterpret_cast<std::uintptr_t>(&ss)),
-                             static_cast<index_t>(sb), static_cast<index_t>(db)};
+                             static_cast<index_t>(sb), static_cast<index_t>(db),
+                             static_cast<index_t>(sh.space), static_cast<index_t>(sh.memory)};
     for (std::size_t d = 0; d < N; ++d) key.insert(key.end(), {dlo[d], ext[d]});
     std::size_t const bytes = detail::record_map<aos, D>::bytes_for(ext.product());
     auto dkey = key;
