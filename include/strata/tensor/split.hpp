@@ -332,6 +332,21 @@ struct shared_compute_phase {
   }
 };
 
+/// Stores `from` into `to` only if their bytes differ. Write-back must not write cells the
+/// kernel left alone: a staged tensor the kernel only reads (a concurrent padded access)
+/// is read meanwhile by its neighbours' padding loads, which a rewrite of the same values
+/// would race with.
+template <class V>
+STRATA_FN void store_if_changed(V* to, V const* from) {
+  auto const* f = reinterpret_cast<unsigned char const*>(from);
+  auto const* t = reinterpret_cast<unsigned char const*>(to);
+  for (std::size_t i = 0; i < sizeof(V); ++i)
+    if (f[i] != t[i]) {
+      *to = *from;
+      return;
+    }
+}
+
 struct write_back_phase {
   template <class Self, std::size_t N, class... A>
   STRATA_FN void operator()(Self const& self, no_state&, vec<N> const& extent,
@@ -347,7 +362,14 @@ struct write_back_phase {
     auto const blk = self.block();
     for (index_t k = blk.linear_index(); k < count; k += blk.linear_size()) {
       auto const p = delinearize(k, extent);
-      *a.b.address(p) = *staged.address(p);
+      if constexpr (cell_traits<T>::is_record) {
+        auto to = *a.b.address(p);
+        auto from = *staged.address(p);
+        decltype(to)::each_component(to, from,
+                                     [](auto* t, auto const* f) { store_if_changed(t, f); });
+      } else {
+        store_if_changed(a.b.address(p), staged.address(p));
+      }
     }
   }
   template <class Self, std::size_t N, class V>
