@@ -92,11 +92,6 @@ std::byte* staging(tensor_state<T, N>& keeper, std::vector<index_t> key, place c
   return static_cast<std::byte*>(it->second);
 }
 
-template <class T, std::size_t N>
-ptr<std::byte, host_space> host_ptr(std::byte* p) {
-  return ptr<std::byte, host_space>(p, 0);
-}
-
 /// Copies the local box [dlo, dlo+ext) of dst's block db from [slo, ...) of src's block sb
 /// for record cells (see the header's comment for the forms).
 template <class DD, class LD, class DS, class LS, std::size_t N>
