@@ -10,6 +10,8 @@
 namespace strata::detail {
 
 namespace {
+// How long an idle copy engine looks for the next transfer before it parks.
+constexpr auto engine_spin = std::chrono::microseconds(50);
 thread_local sim_device const* own_device = nullptr;
 // The device whose kernel body this thread is running (not set in continuations that
 // run on a device thread after a kernel or copy completes).
@@ -24,11 +26,11 @@ void wait_until(sim_device::clock::time_point deadline) {
   constexpr auto spin_margin = std::chrono::microseconds(200);
   if (sim_device::clock::now() + spin_margin < deadline)
     std::this_thread::sleep_until(deadline - spin_margin);
-  while (sim_device::clock::now() < deadline) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-  }
+  // Yield, not pause: the emulated devices' threads outnumber the cores (four copy
+  // engines and their units on a 2-core machine), and a thread that spins without
+  // yielding keeps a core from another device's engine whose transfer is due, which then
+  // ends a time slice late. Yielding, every due engine gets the core within microseconds.
+  while (sim_device::clock::now() < deadline) std::this_thread::yield();
 }
 
 sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(params_.speed) {
@@ -203,6 +205,7 @@ event sim_device::enqueue_copy(copy_desc const& d, double modeled) {
     std::lock_guard lock(mutex_);
     auto now = clock::now();
     copies_.push_back({d, modeled, done, now, flow});
+    copies_queued_.fetch_add(1, std::memory_order_release);
     // Queued behind earlier transfers, it ends about their end plus its own model.
     auto model =
         std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(modeled));
@@ -217,12 +220,20 @@ event sim_device::enqueue_copy(copy_desc const& d, double modeled) {
 void sim_device::copy_main() {
   for (;;) {
     copy_op op;
+    // A DMA engine starts a queued transfer at once; a parked thread would need a futex
+    // wake-up from every issuing thread (a system call per halo copy, several times the
+    // issue cost). The engine looks for more work for a short while before parking, as
+    // the pool's idle workers do; it yields, so it never holds a core others need.
+    for (auto until = clock::now() + engine_spin;
+         copies_queued_.load(std::memory_order_acquire) == 0 && clock::now() < until;)
+      std::this_thread::yield();
     {
       std::unique_lock lock(mutex_);
       copies_ready_.wait(lock, [&] { return stop_ || !copies_.empty(); });
       if (copies_.empty()) return;
       op = std::move(copies_.front());
       copies_.pop_front();
+      copies_queued_.fetch_sub(1, std::memory_order_relaxed);
     }
     // The modeled transfer starts when it was queued or when the link became free, not
     // when this thread woke up: the emulated link does not pay the host's wake-up time.
@@ -233,10 +244,15 @@ void sim_device::copy_main() {
                                         : std::string());
     traced.link_from(op.flow);
     copy_part(op.desc, 0, copy_units(op.desc));
-    wait_until(start + std::chrono::duration_cast<clock::duration>(
-                           std::chrono::duration<double>(op.modeled)));
-    link_free_ = std::max(clock::now(), start + std::chrono::duration_cast<clock::duration>(
-                                                    std::chrono::duration<double>(op.modeled)));
+    auto const copy_end = clock::now();
+    auto const end = start + std::chrono::duration_cast<clock::duration>(
+                                 std::chrono::duration<double>(op.modeled));
+    wait_until(end);
+    // The emulated link is free at the modeled end, not when this thread saw it pass: the
+    // next queued transfer must not inherit the host's scheduling delay (it would add up
+    // over a queue of small copies). If the host copy itself overran the model, the link
+    // was busy until now.
+    link_free_ = std::max(end, copy_end);
     op.done.complete();
     done_one();
   }

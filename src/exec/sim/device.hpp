@@ -102,6 +102,7 @@ class sim_device {
   std::condition_variable copies_ready_;
   std::deque<std::shared_ptr<kernel_op>> kernels_;
   std::deque<copy_op> copies_;
+  std::atomic<long> copies_queued_{0};  // copies_.size(), read by the engine without the lock
   bool stop_ = false;
   long busy_ = 0;  // queued or running operations, until their completion has run
   std::condition_variable idle_;
