@@ -74,6 +74,18 @@ event when_all(after const& deps) {
   // halo exchanges and graph passes join single events often.
   if (waiting.size() == 1 && !deps.error()) return deps.events[waiting.front()];
   auto result = event::pending();
+  // Expected to end when the last of its parts is (if each says when): a waiter on the
+  // join of emulated transfers spins for their end instead of parking.
+  std::chrono::steady_clock::time_point due{};
+  for (auto i : waiting) {
+    auto const when = deps.events[i].state()->expected();
+    if (when.time_since_epoch().count() == 0) {
+      due = {};
+      break;
+    }
+    due = std::max(due, when);
+  }
+  if (due.time_since_epoch().count() != 0) result.expect(due);
   // The first failure in the order of `deps`: each event's error lands in its slot. The
   // continuations hold no event (a continuation that owned its own event would keep it,
   // and whatever waits on it, alive forever if it never completes); each reads its

@@ -37,10 +37,16 @@ inline void cpu_relax() noexcept {
 // A thread that is not a worker yields instead of pausing: it is not pinned, and may sit
 // on the very PU whose worker it waits for (a spinning waiter there would delay that
 // worker by the whole spin).
+// `due`, when known, is when the awaited work is expected to end (an emulated transfer):
+// the spin lasts until shortly after it instead of parking before it, and yields even
+// on a worker: the thread that will complete the work may be waiting for this very core
+// (the sim devices' threads outnumber the cores), and a yield hands the core over.
 template <class Found>
-bool spin(Found&& found) {
-  auto deadline = std::chrono::steady_clock::now() + spin_time;
-  bool const worker = is_worker;
+bool spin(Found&& found, std::chrono::steady_clock::time_point due = {}) {
+  auto const start = std::chrono::steady_clock::now();
+  bool const timed = due.time_since_epoch().count() != 0;
+  auto const deadline = timed ? std::max(start + spin_time, due + spin_time) : start + spin_time;
+  bool const worker = is_worker && !timed;
   for (int n = 1;; ++n) {
     if (found()) return true;
     if (worker)
@@ -278,13 +284,16 @@ void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
     };
     // Work with a known end (an emulated transfer) is parked through until shortly
     // before it; any notification wakes the thread earlier.
-    std::chrono::steady_clock::time_point deadline{};
+    std::chrono::steady_clock::time_point deadline{}, due{};
     if (auto when = s.expected(); when.time_since_epoch().count() != 0) {
       auto wake = when - expected_margin;
-      if (std::chrono::steady_clock::now() < wake) deadline = wake;
+      if (std::chrono::steady_clock::now() < wake)
+        deadline = wake;
+      else
+        due = when;
     }
     if (timed && (deadline.time_since_epoch().count() == 0 || until < deadline)) deadline = until;
-    if ((timed || deadline.time_since_epoch().count() == 0) && spin(work)) continue;
+    if ((timed || deadline.time_since_epoch().count() == 0) && spin(work, due)) continue;
     bool const claimed = park(
         slot, &s, [&] { return s.ready() || has_job(slot) || (worker && tasks.available(slot)); },
         deadline);
