@@ -5,6 +5,7 @@
 
 #include <strata/dist/async.hpp>
 #include <strata/dist/collectives.hpp>
+#include <strata/dist/tensor.hpp>
 #include <strata/dist/global_ptr.hpp>
 #include <strata/dist/runtime.hpp>
 #include <strata/dist/serialize.hpp>

@@ -115,6 +115,10 @@ class engine {
   event atomic(int rank, std::uintptr_t address, atomic_kind kind, scalar type,
                std::uint64_t operand, std::uint64_t expected, std::shared_ptr<bytes> old);
   event collective(std::shared_ptr<team_state> const& t, collective_args const& a);
+  /// A non-blocking send (or receive) of `n` bytes to (from) team rank `peer` with `tag`
+  /// on the team's communicator (MPI_Isend / MPI_Irecv on the MPI thread).
+  event point_to_point(std::shared_ptr<team_state> const& t, bool send, int peer, int tag,
+                       void* buffer, std::size_t n);
   std::shared_ptr<team_state> make_team(std::vector<int> ranks);
   std::shared_ptr<team_state> const& world() const noexcept { return world_; }
   /// Origin operations not yet complete.

@@ -109,6 +109,23 @@ event start_collective(team const& t, collective_args const& a) {
   return current_engine().collective(t.state(), a);
 }
 
+event start_point_to_point(team const& t, bool send, int peer, int tag, void* buffer, std::size_t n,
+                           char const* operation) {
+  check_member(t, operation);
+  if (peer < 0 || peer >= t.size())
+    throw invalid_argument(std::string(operation) + ": team rank " + std::to_string(peer) +
+                           " is out of range; expected 0.." + std::to_string(t.size() - 1));
+  if (t.state()->owner != &current_engine())
+    throw error(std::string(operation) + ": the team belongs to an earlier dist::runtime");
+  if (tag < 0 || tag > 32767)
+    throw invalid_argument(std::string(operation) + ": tag " + std::to_string(tag) +
+                           " is out of range; expected 0..32767");
+  if (n > static_cast<std::size_t>(INT_MAX))
+    throw invalid_argument(std::string(operation) + ": " + std::to_string(n) +
+                           " bytes in one message; expected at most " + std::to_string(INT_MAX));
+  return current_engine().point_to_point(t.state(), send, peer, tag, buffer, n);
+}
+
 }  // namespace detail
 
 // --- team -------------------------------------------------------------------------------

@@ -191,4 +191,29 @@ strata::event all_to_all(team const& t, std::span<T const> in, std::span<T> out)
                                       .elem_size = sizeof(T)});
 }
 
+// Point-to-point messages on a team (PARRAY §4.12's sendrecv as two halves): what a halo
+// exchange between ranks is made of. Non-blocking; the buffer stays valid (and, for a
+// send, unchanged) until the event completes. Messages between two members with the same
+// tag arrive in the order they were sent; tags are 0..32767.
+namespace detail {
+event start_point_to_point(team const& t, bool send, int peer, int tag, void* buffer,
+                           std::size_t bytes, char const* operation);
+}  // namespace detail
+
+/// Sends `data` to team rank `to` with `tag`.
+template <class T>
+strata::event send(team const& t, int to, int tag, std::span<T const> data) {
+  detail::check_element<T>();
+  return detail::start_point_to_point(t, true, to, tag, const_cast<T*>(data.data()),
+                                      data.size_bytes(), "dist::send");
+}
+/// Receives into `data` the message from team rank `from` with `tag`; it must have exactly
+/// data.size() elements (anything else fails the event with invalid_argument).
+template <class T>
+strata::event recv(team const& t, int from, int tag, std::span<T> data) {
+  detail::check_element<T>();
+  return detail::start_point_to_point(t, false, from, tag, data.data(), data.size_bytes(),
+                                      "dist::recv");
+}
+
 }  // namespace strata::dist

@@ -11,6 +11,7 @@
 // work: dynamic load balancing by re-partitioning).
 #pragma once
 
+#include <strata/exec/atomic.hpp>
 #include <strata/task/graph.hpp>
 #include <strata/tensor/split.hpp>
 

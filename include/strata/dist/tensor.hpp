@@ -1,0 +1,311 @@
+// Distributed tensors (issue 18 item 6; Ripple §4.1's partitions, one level up): a global
+// N-D grid split along dimension 0 over the ranks of a team, each rank's rows a
+// strata::tensor over that rank's own places (host PUs, sim or CUDA devices) with its own
+// partitions and padding. The halo exchange between ranks is the local tensor's edge
+// loader: wherever the tensor layer fills a block's padding (`load_padding`,
+// `concurrent_padded_access` / `exclusive_padded_access` in a graph or `for_each_cell`),
+// a block on a face shared with another rank sends its first (last) `padding` rows to that
+// rank and receives the rank's last (first) rows into its padding. So one kernel source and
+// one access specifier serve devices and ranks alike, and a block whose faces are all local
+// computes while the rows of the others are in flight (Phalanx §IV-C: communication as
+// events in the same dependency graph).
+//
+//   dist::tensor<double, 2> a(rt.world(), {4096, 4096}, {host},
+//                             {.partitions = {1, 1}, .sub_partitions = {4, 1}, .padding = 1});
+//   dist::set_boundary(a, boundary::constant<double>{0.0});
+//   for_each_cell(jacobi, concurrent_padded_access(a.local()), b.local()).wait();
+//
+// Collective rules (as MPI's): every member constructs the tensor with the same global
+// extent, padding and column partitions, and fills its padding the same number of times
+// in the same order (each block face keeps an exchange count; the k-th exchanges of two
+// neighbours match). Rows are exchanged with their padding columns, so corners are right
+// after one exchange. Plain cells (records: not yet, docs/dist.md).
+#pragma once
+
+#include <strata/dist/collectives.hpp>
+#include <strata/dist/runtime.hpp>
+#include <strata/tensor.hpp>
+
+#include <array>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace strata::dist {
+
+template <class T, std::size_t N>
+class tensor;
+
+namespace detail {
+
+/// Runs `start()` (which returns an event) once `dep` has completed, and completes the
+/// returned event with the started one's outcome; a failed `dep` fails it without
+/// starting anything.
+template <class F>
+strata::event start_after_event(strata::event const& dep, F start) {
+  if (dep.ready()) {
+    if (auto err = dep.error()) return strata::event::failed(err);
+    return start();
+  }
+  auto out = strata::event::pending();
+  dep.then([dep, out, start = std::move(start)]() mutable {
+    if (auto err = dep.error()) return out.complete(err);
+    try {
+      auto started = start();
+      started.then([started, out] { out.complete(started.error()); });
+    } catch (...) {
+      out.complete(std::current_exception());
+    }
+  });
+  return out;
+}
+
+/// The rows a block exchanges across one face: host staging for what it sends and what it
+/// receives, and the previous exchange of this face (the next one reuses the buffers).
+template <class T>
+struct face_link {
+  int peer = -1;  // team rank on the other side; -1: no rank there (a domain edge)
+  std::vector<T> out, in;
+  std::atomic<std::uint32_t> count{0};
+  std::mutex mutex;
+  strata::event last = strata::event::completed();
+};
+
+template <class T, std::size_t N>
+struct dist_tensor_state {
+  team members;                   // the tensor's own communicator (tags are per tensor)
+  vec<N> extent{};                // global
+  std::vector<index_t> row_cuts;  // team size + 1: rank r holds rows [cuts[r], cuts[r+1])
+  strata::tensor<T, N> local;
+  tensor_detail::edge_loader policy;  // the user's boundary policy at the global edges
+  // Per local block: [0] the face below row 0 (towards rank r - 1), [1] past the last row.
+  std::vector<std::array<std::unique_ptr<face_link<T>>, 2>> faces;
+  std::size_t column_blocks = 1;  // blocks per row of blocks (tags name the column)
+};
+
+/// Tags: direction (rows travelling up or down), column block and exchange count, within
+/// MPI's guaranteed 32767. Messages with equal (source, tag) match in order, so counts
+/// that wrap around still pair up.
+inline int face_tag(std::uint32_t count, std::size_t column, std::size_t columns, int down) {
+  auto const window = static_cast<std::uint32_t>(16384 / columns);
+  return static_cast<int>(((count % window) * columns + column) * 2 + down);
+}
+
+// `keep` holds the state alive until the transfers it starts have completed.
+template <class T, std::size_t N>
+strata::event exchange_face(std::shared_ptr<dist_tensor_state<T, N>> const& keep, std::size_t b,
+                            int side, strata::event const& ready) {
+  auto& s = *keep;
+  auto& f = *s.faces[b][static_cast<std::size_t>(side)];
+  auto const& t = s.local;
+  auto const& blk = t.block(b);
+  index_t const p = t.padding();
+  // The box sent: the block's first (side 0) or last (side 1) p rows, with their padding
+  // columns; the box received: the p padding rows on that side.
+  vec<N> lo{}, ext{}, in_lo{};
+  for (std::size_t d = 1; d < N; ++d) {
+    lo[d] = in_lo[d] = -p;
+    ext[d] = blk.extent[d] + 2 * p;
+  }
+  ext[0] = p;
+  lo[0] = side == 0 ? 0 : blk.extent[0] - p;
+  in_lo[0] = side == 0 ? -p : blk.extent[0];
+  auto const cells = static_cast<std::size_t>(ext.product());
+  auto const coord = t.state().geo.coord(b);
+  std::size_t column = 0;
+  for (std::size_t d = 1; d < N; ++d)
+    column = column * static_cast<std::size_t>(t.state().geo.blocks[d]) +
+             static_cast<std::size_t>(coord[d]);
+  auto const k = f.count.fetch_add(1, std::memory_order_relaxed);
+  // Rows sent from side 0 travel up (to rank r - 1, which receives them past its last row).
+  int const send_tag = face_tag(k, column, s.column_blocks, side == 0 ? 0 : 1);
+  int const recv_tag = face_tag(k, column, s.column_blocks, side == 0 ? 1 : 0);
+  std::lock_guard lock(f.mutex);
+  if (f.out.size() != cells) {
+    f.out.resize(cells);
+    f.in.resize(cells);
+  }
+  auto const prev = f.last;
+  auto host_view = [&](std::vector<T>& v) {
+    return view<T, N, host_space>(ptr<T, host_space>(v.data(), 0), ext);
+  };
+  auto packed = tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
+    using S = decltype(sp);
+    return strata::copy(after(ready, prev), host_view(f.out), t.template local_view<S>(b, lo, ext));
+  });
+  auto sent = start_after_event(packed, [keep, &f, send_tag] {
+    return send(keep->members, f.peer, send_tag, std::span<T const>(f.out));
+  });
+  auto received = start_after_event(prev, [keep, &f, recv_tag] {
+    return recv(keep->members, f.peer, recv_tag, std::span<T>(f.in));
+  });
+  auto unpacked = tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
+    using S = decltype(sp);
+    return strata::copy(after(received, ready), t.template local_view<S>(b, in_lo, ext),
+                        host_view(f.in));
+  });
+  f.last = when_all(after(sent, unpacked));
+  return f.last;
+}
+
+}  // namespace detail
+
+/// A tensor whose rows (dimension 0) are split over the ranks of a team.
+template <class T, std::size_t N>
+class tensor {
+  static_assert(!cell_traits<T>::is_record,
+                "dist::tensor: plain cells only (records across ranks are not supported yet)");
+
+ public:
+  using value_type = T;
+  static constexpr std::size_t rank = N;
+
+  /// Collective over `members`: the global `extent` split along dimension 0 (the first
+  /// extent[0] % size ranks get one more row); this rank's rows are a strata::tensor over
+  /// `places` made with `local_spec`'s partitions, sub-partitions and padding (its extent
+  /// and weights are ignored). Every rank must pass the same extent, padding and
+  /// partitions of dimensions 1.. (checked: invalid_argument names the difference).
+  tensor(team const& members, vec<N> extent, std::vector<place> const& places,
+         tensor_spec<N> local_spec)
+      : s_(std::make_shared<detail::dist_tensor_state<T, N>>()) {
+    if (!members.valid() || members.rank() < 0)
+      throw invalid_argument(
+          "dist::tensor: this rank is not a member of the team; expected every member (and "
+          "only members) to construct it");
+    int const size = members.size(), me = members.rank();
+    if (extent[0] < size * std::max<index_t>(local_spec.padding, 1))
+      throw invalid_argument("dist::tensor: " + std::to_string(extent[0]) + " rows over " +
+                             std::to_string(size) + " ranks with padding " +
+                             std::to_string(local_spec.padding) +
+                             "; expected at least max(padding, 1) rows per rank");
+    // Every rank must agree on the global shape: compare what each passed.
+    std::vector<index_t> mine;
+    for (std::size_t d = 0; d < N; ++d) mine.push_back(extent[d]);
+    mine.push_back(local_spec.padding);
+    for (std::size_t d = 1; d < N; ++d)
+      mine.push_back(static_cast<index_t>(local_spec.partitions[d] * local_spec.sub_partitions[d]));
+    std::vector<index_t> all(mine.size() * static_cast<std::size_t>(size));
+    all_gather(members, std::span<index_t const>(mine), std::span<index_t>(all)).wait();
+    for (int r = 0; r < size; ++r)
+      for (std::size_t i = 0; i < mine.size(); ++i)
+        if (all[static_cast<std::size_t>(r) * mine.size() + i] != mine[i])
+          throw invalid_argument(
+              "dist::tensor: team rank " + std::to_string(r) +
+              " passed a different global shape (extent, padding or partitions of dimensions "
+              "1..; value " +
+              std::to_string(i) + ": " +
+              std::to_string(all[static_cast<std::size_t>(r) * mine.size() + i]) + " there, " +
+              std::to_string(mine[i]) + " here); expected the same on every rank");
+    auto& s = *s_;
+    s.members = runtime::current().make_team(members.ranks());
+    s.extent = extent;
+    s.row_cuts.resize(static_cast<std::size_t>(size) + 1);
+    for (int r = 0; r <= size; ++r)
+      s.row_cuts[static_cast<std::size_t>(r)] =
+          extent[0] / size * r + std::min<index_t>(r, extent[0] % size);
+    vec<N> local_extent = extent;
+    local_extent[0] =
+        s.row_cuts[static_cast<std::size_t>(me) + 1] - s.row_cuts[static_cast<std::size_t>(me)];
+    local_spec.extent = local_extent;
+    local_spec.weights = {};
+    s.local = strata::tensor<T, N>(places, local_spec);
+    auto& st = s.local.state();
+    auto const& g = st.geo;
+    s.column_blocks =
+        static_cast<std::size_t>(g.block_count()) / static_cast<std::size_t>(g.blocks[0]);
+    s.faces.resize(s.local.blocks());
+    for (std::size_t b = 0; b < s.local.blocks(); ++b) {
+      auto const c = g.coord(b);
+      for (int side = 0; side < 2; ++side) {
+        auto f = std::make_unique<detail::face_link<T>>();
+        bool const outer = side == 0 ? c[0] == 0 : c[0] == g.blocks[0] - 1;
+        int const peer = side == 0 ? me - 1 : me + 1;
+        if (outer && s.local.padding() > 0 && size > 1) {
+          if (peer >= 0 && peer < size)
+            f->peer = peer;
+          else if (st.periodic)
+            f->peer = (peer + size) % size;
+        }
+        s.faces[b][static_cast<std::size_t>(side)] = std::move(f);
+      }
+    }
+    install();
+  }
+
+  /// This rank's rows: a tensor like any other (kernels, graphs, access specifiers).
+  strata::tensor<T, N> const& local() const { return s_->local; }
+  team const& members() const { return s_->members; }
+  vec<N> extent() const { return s_->extent; }
+  /// The global index of this rank's first cell, and the rows of team rank r.
+  vec<N> origin() const {
+    vec<N> o{};
+    o[0] = s_->row_cuts[static_cast<std::size_t>(s_->members.rank())];
+    return o;
+  }
+  index_t first_row(int r) const { return s_->row_cuts.at(static_cast<std::size_t>(r)); }
+  index_t rows(int r) const {
+    return s_->row_cuts.at(static_cast<std::size_t>(r) + 1) - first_row(r);
+  }
+
+  detail::dist_tensor_state<T, N>& state() const { return *s_; }
+
+ private:
+  template <class U, std::size_t M, class B>
+  friend void set_boundary(tensor<U, M>& t, B policy);
+
+  /// The local tensor's edge loader: the user's policy at every local edge, then the rows
+  /// of faces shared with other ranks over it (the exchange overwrites what the policy
+  /// put there; it runs after, so rows and corners end up as on one big tensor).
+  void install() {
+    // Weak: the local tensor's state is owned by this state (a strong reference would be
+    // a cycle); a copy of local() that outlives the distributed tensor gets an error.
+    std::weak_ptr<detail::dist_tensor_state<T, N>> weak = s_;
+    s_->local.state().edges = [weak](after const& deps, std::size_t b) {
+      auto s = weak.lock();
+      if (!s)
+        throw invalid_argument(
+            "dist::tensor: the padding of a local tensor whose distributed tensor was "
+            "destroyed; expected the dist::tensor to outlive the use of local()");
+      strata::event ready = s->policy ? s->policy(deps, b) : when_all(deps);
+      std::vector<strata::event> done{ready};
+      for (int side = 0; side < 2; ++side)
+        if (s->faces[b][static_cast<std::size_t>(side)]->peer >= 0)
+          done.push_back(detail::exchange_face(s, b, side, ready));
+      return when_all(after(done));
+    };
+  }
+
+  std::shared_ptr<detail::dist_tensor_state<T, N>> s_;
+};
+
+/// The policy at the global domain's edges (any strata::boundary policy or user loader,
+/// as set_boundary on a tensor). Periodic wraps around the ranks in dimension 0 and
+/// around each rank's rows in the others.
+template <class T, std::size_t N, class B>
+void set_boundary(tensor<T, N>& t, B policy) {
+  auto& s = *t.s_;
+  strata::tensor<T, N> local = s.local;
+  strata::set_boundary(local, policy);  // periodic flag and the policy's loader
+  auto& st = s.local.state();
+  s.policy = std::move(st.edges);
+  int const size = s.members.size(), me = s.members.rank();
+  auto const& g = st.geo;
+  for (std::size_t b = 0; b < s.faces.size(); ++b) {
+    auto const c = g.coord(b);
+    for (int side = 0; side < 2; ++side) {
+      bool const outer = side == 0 ? c[0] == 0 : c[0] == g.blocks[0] - 1;
+      int const peer = side == 0 ? me - 1 : me + 1;
+      auto& f = *s.faces[b][static_cast<std::size_t>(side)];
+      if (!outer || st.geo.padding == 0 || size == 1) continue;
+      if (peer >= 0 && peer < size)
+        f.peer = peer;
+      else
+        f.peer = st.periodic ? (peer + size) % size : -1;
+    }
+  }
+  t.install();
+}
+
+}  // namespace strata::dist
