@@ -123,11 +123,28 @@ strata::event exchange_face(std::shared_ptr<dist_tensor_state<T, N>> const& keep
   int const send_tag = face_tag(k, column, s.column_blocks, side == 0 ? 0 : 1);
   int const recv_tag = face_tag(k, column, s.column_blocks, side == 0 ? 1 : 0);
   std::lock_guard lock(f.mutex);
+  auto const prev = f.last;
+  if (t.space_of(b) == space_id::host) {
+    // Rows with their padding columns are one contiguous run of the block's padded box:
+    // MPI sends from and receives into the tensor itself, as a hand-written exchange
+    // would. The receive starts once the policy has written that padding (it overwrites).
+    auto out = t.template local_view<host_space>(b, lo, ext);
+    auto in = t.template local_view<host_space>(b, in_lo, ext);
+    auto const start = when_all(after(ready, prev));
+    auto sent = start_after_event(start, [keep, &f, send_tag, p = out.data().get(), cells] {
+      return send(keep->members, f.peer, send_tag, std::span<T const>(p, cells));
+    });
+    auto received = start_after_event(start, [keep, &f, recv_tag, p = in.data().get(), cells] {
+      return recv(keep->members, f.peer, recv_tag, std::span<T>(p, cells));
+    });
+    f.last = when_all(after(sent, received));
+    return f.last;
+  }
+  // Device memory: staged through host buffers (no device memory in MPI here).
   if (f.out.size() != cells) {
     f.out.resize(cells);
     f.in.resize(cells);
   }
-  auto const prev = f.last;
   auto host_view = [&](std::vector<T>& v) {
     return view<T, N, host_space>(ptr<T, host_space>(v.data(), 0), ext);
   };
