@@ -998,12 +998,18 @@ event engine::collective(std::shared_ptr<team_state> const& t, collective_args c
         case collective::all_to_all:
           rc = MPI_Ialltoall(a.in, n, type, a.out, n, type, c, &r);
           break;
+        case collective::all_to_all_v: {
+          auto const k = a.counts->size() / 4;
+          int const* v = a.counts->data();
+          rc = MPI_Ialltoallv(a.in, v, v + k, type, a.out, v + 2 * k, v + 3 * k, type, c, &r);
+          break;
+        }
       }
       if (rc != MPI_SUCCESS) {
         if (made) MPI_Type_free(&type);
         throw error("dist collective failed to start: " + mpi_error_text(rc));
       }
-      track(r, [this, ev, type, made, t](MPI_Status const& st) mutable {
+      track(r, [this, ev, type, made, t, keep = a.counts](MPI_Status const& st) mutable {
         if (made) MPI_Type_free(&type);
         outstanding_.fetch_sub(1, std::memory_order_acq_rel);
         if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING)

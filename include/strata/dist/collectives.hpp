@@ -18,9 +18,13 @@
 #include <strata/dist/runtime.hpp>
 #include <strata/exec/event.hpp>
 
+#include <climits>
 #include <cstddef>
+#include <memory>
 #include <span>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 namespace strata::dist {
 
@@ -36,7 +40,8 @@ enum class collective : std::uint8_t {
   gather,
   scatter,
   all_gather,
-  all_to_all
+  all_to_all,
+  all_to_all_v
 };
 
 /// One collective on the team: `count` elements of `type` (bytes for `scalar` = none);
@@ -51,6 +56,10 @@ struct collective_args {
   scalar type = scalar::i32;
   reduce_op op = reduce_op::sum;
   int root = 0;
+  // all_to_all_v: send counts, send displacements, receive counts, receive displacements
+  // (team size each, in elements), kept alive until the operation completes (MPI reads
+  // them until then).
+  std::shared_ptr<std::vector<int> const> counts;
 };
 event start_collective(team const& t, collective_args const& a);
 void check_member(team const& t, char const* operation);
@@ -189,6 +198,58 @@ strata::event all_to_all(team const& t, std::span<T const> in, std::span<T> out)
                                       .out = out.data(),
                                       .count = in.size() / n,
                                       .elem_size = sizeof(T)});
+}
+
+/// All-to-all with a size per pair: `send_counts[j]` elements from `in` at
+/// `send_displs[j]` go to member j, which receives them at `recv_displs[i]` of its `out`
+/// (`recv_counts[i]` elements from member i). Every member's send count to j must equal
+/// j's receive count from it (MPI's rule; not checkable locally). Counts and
+/// displacements are team-size vectors of elements, each within `int`.
+template <class T>
+strata::event all_to_all_v(team const& t, std::span<T const> in,
+                           std::vector<std::size_t> const& send_counts,
+                           std::vector<std::size_t> const& send_displs, std::span<T> out,
+                           std::vector<std::size_t> const& recv_counts,
+                           std::vector<std::size_t> const& recv_displs) {
+  detail::check_element<T>();
+  detail::check_member(t, "dist::all_to_all_v");
+  auto const n = static_cast<std::size_t>(t.size());
+  for (auto const* v : {&send_counts, &send_displs, &recv_counts, &recv_displs})
+    if (v->size() != n)
+      detail::size_mismatch("dist::all_to_all_v",
+                            "a count or displacement vector has " + std::to_string(v->size()) +
+                                " entries; expected the team size " + std::to_string(n));
+  auto all = std::make_shared<std::vector<int>>();
+  all->reserve(4 * n);
+  auto put = [&](std::vector<std::size_t> const& v, char const* what) {
+    for (std::size_t j = 0; j < n; ++j) {
+      if (v[j] > static_cast<std::size_t>(INT_MAX))
+        detail::size_mismatch("dist::all_to_all_v", std::string(what) + " " + std::to_string(v[j]) +
+                                                        " exceeds INT_MAX elements");
+      all->push_back(static_cast<int>(v[j]));
+    }
+  };
+  put(send_counts, "send count");
+  put(send_displs, "send displacement");
+  put(recv_counts, "receive count");
+  put(recv_displs, "receive displacement");
+  for (std::size_t j = 0; j < n; ++j) {
+    if (send_displs[j] + send_counts[j] > in.size())
+      detail::size_mismatch("dist::all_to_all_v",
+                            "the block for member " + std::to_string(j) + " ends at element " +
+                                std::to_string(send_displs[j] + send_counts[j]) + " of in's " +
+                                std::to_string(in.size()));
+    if (recv_displs[j] + recv_counts[j] > out.size())
+      detail::size_mismatch("dist::all_to_all_v",
+                            "the block from member " + std::to_string(j) + " ends at element " +
+                                std::to_string(recv_displs[j] + recv_counts[j]) + " of out's " +
+                                std::to_string(out.size()));
+  }
+  return detail::start_collective(t, {.kind = detail::collective::all_to_all_v,
+                                      .in = in.data(),
+                                      .out = out.data(),
+                                      .elem_size = sizeof(T),
+                                      .counts = std::move(all)});
 }
 
 // Point-to-point messages on a team (PARRAY §4.12's sendrecv as two halves): what a halo

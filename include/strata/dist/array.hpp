@@ -1,0 +1,430 @@
+// Distributed array types (PARRAY §4.12-4.16, §5.5, Listings 40-41; issue 18 item 5): an
+// N-D array whose dimensions are distributed over a grid of a team's ranks — each
+// dimension whole, in blocks, cyclic or block-cyclic (ScaLAPACK's 2-D block-cyclic for
+// SUMMA) — with each rank's elements stored row-major in a chosen order of the dimensions
+// (PARRAY's dimension trees: storing the dimensions swapped is how a distributed type
+// describes a transposed array). `copy` between two distributed types over the same
+// global index space is the one redistribution operation: scatter, gather, all-to-all and
+// mix-to-mix are all copies between types (§4.13-4.16), done as one all-to-all-v of the
+// per-pair element sets, packed and unpacked in tiles so that a transpose's strided side
+// stays in cache (no separate local transpose: Listing 46's "local adjustment").
+//
+//   using dist::distribution;
+//   dist::array_type<2> rows{.extent = {n, n}, .dist = {distribution::block(),
+//   distribution::whole()},
+//                            .grid = {p, 1}};
+//   auto cols = rows;  // the same elements, distributed by column and stored transposed
+//   cols.dist = {distribution::whole(), distribution::block()};
+//   cols.grid = {1, p};
+//   cols.order = {1, 0};
+//   dist::array<double, 2> a(team, rows), t(team, cols);
+//   dist::copy(t, a).wait();  // t's local memory: a's rows of the transpose
+#pragma once
+
+#include <strata/dist/collectives.hpp>
+#include <strata/dist/runtime.hpp>
+#include <strata/error.hpp>
+#include <strata/vec.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace strata::dist {
+
+/// How one dimension's indices are dealt to the processes along it.
+struct distribution {
+  enum class kind : std::uint8_t { whole, block, cyclic, block_cyclic };
+  kind how = kind::whole;
+  index_t block_size = 0;  // block_cyclic: indices per block
+
+  static distribution whole() { return {kind::whole, 0}; }
+  /// Contiguous blocks of ceil(n / P) indices (the last ones may be shorter or empty).
+  static distribution block() { return {kind::block, 0}; }
+  /// Index i on process i % P.
+  static distribution cyclic() { return {kind::cyclic, 0}; }
+  /// Blocks of b indices dealt round-robin: index i on process (i / b) % P.
+  static distribution block_cyclic(index_t b) { return {kind::block_cyclic, b}; }
+};
+
+/// A distributed array type: the global extent, each dimension's distribution over
+/// `grid[d]` processes (the team's first ranks form the grid row-major: rank = linear
+/// index of its grid coordinates; ranks past the grid hold nothing, so a grid of one
+/// process is an array on team rank 0 — what scatters start from and gathers end in),
+/// and the order in which a rank stores its elements (`order[0]` outermost; identity by
+/// default).
+template <std::size_t N>
+struct array_type {
+  vec<N> extent{};
+  std::array<distribution, N> dist{};
+  std::array<int, N> grid = ones();
+  std::array<std::size_t, N> order = identity();
+
+  static constexpr std::array<int, N> ones() {
+    std::array<int, N> a{};
+    for (auto& x : a) x = 1;
+    return a;
+  }
+  static constexpr std::array<std::size_t, N> identity() {
+    std::array<std::size_t, N> a{};
+    for (std::size_t d = 0; d < N; ++d) a[d] = d;
+    return a;
+  }
+
+  int processes() const {
+    int p = 1;
+    for (auto g : grid) p *= g;
+    return p;
+  }
+  /// Grid coordinates of team rank r.
+  std::array<int, N> coord(int r) const {
+    std::array<int, N> c{};
+    for (std::size_t d = N; d-- > 0;) {
+      c[d] = r % grid[d];
+      r /= grid[d];
+    }
+    return c;
+  }
+  /// Indices of dimension d held by grid coordinate c, ascending.
+  std::vector<index_t> owned(std::size_t d, int c) const {
+    std::vector<index_t> out;
+    index_t const n = extent[d], p = grid[d];
+    switch (dist[d].how) {
+      case distribution::kind::whole:
+        for (index_t i = 0; i < n; ++i) out.push_back(i);
+        break;
+      case distribution::kind::block: {
+        index_t const b = (n + p - 1) / p;
+        for (index_t i = c * b; i < std::min(n, (c + 1) * b); ++i) out.push_back(i);
+        break;
+      }
+      case distribution::kind::cyclic:
+        for (index_t i = c; i < n; i += p) out.push_back(i);
+        break;
+      case distribution::kind::block_cyclic: {
+        index_t const b = dist[d].block_size;
+        for (index_t s = c * b; s < n; s += b * p)
+          for (index_t i = s; i < std::min(n, s + b); ++i) out.push_back(i);
+        break;
+      }
+    }
+    return out;
+  }
+  /// The process coordinate along d that holds index i, and i's local index there.
+  int owner(std::size_t d, index_t i) const {
+    index_t const p = grid[d];
+    switch (dist[d].how) {
+      case distribution::kind::whole:
+        return 0;
+      case distribution::kind::block:
+        return static_cast<int>(i / ((extent[d] + p - 1) / p));
+      case distribution::kind::cyclic:
+        return static_cast<int>(i % p);
+      case distribution::kind::block_cyclic:
+        return static_cast<int>((i / dist[d].block_size) % p);
+    }
+    return 0;
+  }
+  index_t local_index(std::size_t d, index_t i) const {
+    index_t const p = grid[d];
+    switch (dist[d].how) {
+      case distribution::kind::whole:
+        return i;
+      case distribution::kind::block:
+        return i - static_cast<index_t>(owner(d, i)) * ((extent[d] + p - 1) / p);
+      case distribution::kind::cyclic:
+        return i / p;
+      case distribution::kind::block_cyclic: {
+        index_t const b = dist[d].block_size;
+        return i / (b * p) * b + i % b;
+      }
+    }
+    return i;
+  }
+  /// The team rank holding global element i.
+  int owner_rank(vec<N> const& i) const {
+    int r = 0;
+    for (std::size_t d = 0; d < N; ++d) r = r * grid[d] + owner(d, i[d]);
+    return r;
+  }
+  /// Whether team rank r is part of the grid (holds elements).
+  bool holds_any(int r) const { return r < processes(); }
+  /// Indices of dimension d held by team rank r (empty off the grid).
+  std::vector<index_t> owned_by_rank(std::size_t d, int r) const {
+    if (!holds_any(r)) return {};
+    return owned(d, coord(r)[d]);
+  }
+  /// Team rank r's local extent per dimension (in global dimension order).
+  vec<N> local_extent(int r) const {
+    if (!holds_any(r)) return vec<N>{};
+    auto const c = coord(r);
+    vec<N> e{};
+    for (std::size_t d = 0; d < N; ++d)
+      e[d] = static_cast<index_t>(owned(d, c[d]).size());  // small types; a count would do
+    return e;
+  }
+  /// Strides of rank r's local storage per global dimension (row-major in `order`).
+  vec<N> local_strides(int r) const {
+    auto const e = local_extent(r);
+    vec<N> s{};
+    index_t step = 1;
+    for (std::size_t k = N; k-- > 0;) {
+      s[order[k]] = step;
+      step *= e[order[k]];
+    }
+    return s;
+  }
+
+  /// Throws invalid_argument unless the type is well formed for a team of `size` ranks.
+  void check(int size, char const* operation) const {
+    auto fail = [&](std::string const& what) {
+      throw invalid_argument(std::string(operation) + ": " + what);
+    };
+    if (processes() > size)
+      fail("the process grid has " + std::to_string(processes()) + " processes; expected at " +
+           "most the team size " + std::to_string(size));
+    std::array<bool, N> seen{};
+    for (std::size_t d = 0; d < N; ++d) {
+      if (extent[d] < 1)
+        fail("extent " + std::to_string(extent[d]) + " in dimension " + std::to_string(d) +
+             "; expected at least 1");
+      if (grid[d] < 1)
+        fail("grid " + std::to_string(grid[d]) + " in dimension " + std::to_string(d));
+      if (dist[d].how == distribution::kind::whole && grid[d] != 1)
+        fail("dimension " + std::to_string(d) + " is whole but spread over " +
+             std::to_string(grid[d]) + " processes; expected grid 1 for a whole dimension");
+      if (dist[d].how == distribution::kind::block_cyclic && dist[d].block_size < 1)
+        fail("block-cyclic block of " + std::to_string(dist[d].block_size) + " in dimension " +
+             std::to_string(d) + "; expected at least 1");
+      if (order[d] >= N || seen[order[d]])
+        fail("the storage order is not a permutation of the dimensions");
+      seen[order[d]] = true;
+    }
+  }
+};
+
+template <class T, std::size_t N>
+class array;
+
+namespace detail {
+
+/// Ascending intersection of two ascending index lists.
+inline std::vector<index_t> intersect(std::vector<index_t> const& a,
+                                      std::vector<index_t> const& b) {
+  std::vector<index_t> out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+/// The elements one rank sends another in a copy: per dimension the global indices both
+/// hold, and each one's offset contribution in the rank's local storage. Both sides walk
+/// the product of the lists in the same tiled order (the last two dimensions in tiles),
+/// so what one packs the other unpacks.
+template <std::size_t N>
+struct pair_set {
+  std::array<std::vector<index_t>, N> offsets;  // local offset contribution per position
+  std::size_t count() const {
+    std::size_t c = 1;
+    for (auto const& o : offsets) c *= o.size();
+    return c;
+  }
+};
+
+template <std::size_t N>
+pair_set<N> make_pair_set(std::array<std::vector<index_t>, N> const& indices,
+                          array_type<N> const& type, int rank) {
+  pair_set<N> s;
+  auto const stride = type.local_strides(rank);
+  for (std::size_t d = 0; d < N; ++d) {
+    s.offsets[d].reserve(indices[d].size());
+    for (auto i : indices[d]) s.offsets[d].push_back(type.local_index(d, i) * stride[d]);
+  }
+  return s;
+}
+
+/// Calls f(local offset) for every element of the set, in the shared tiled order.
+template <std::size_t N, class F>
+void walk(pair_set<N> const& s, F&& f) {
+  constexpr index_t tile = 32;
+  if constexpr (N == 1) {
+    for (auto o : s.offsets[0]) f(o);
+  } else {
+    auto const& rows = s.offsets[N - 2];
+    auto const& cols = s.offsets[N - 1];
+    auto const nr = static_cast<index_t>(rows.size()), nc = static_cast<index_t>(cols.size());
+    auto plane = [&](index_t base) {
+      for (index_t r0 = 0; r0 < nr; r0 += tile)
+        for (index_t c0 = 0; c0 < nc; c0 += tile)
+          for (index_t r = r0; r < std::min(nr, r0 + tile); ++r) {
+            index_t const ro = base + rows[static_cast<std::size_t>(r)];
+            for (index_t c = c0; c < std::min(nc, c0 + tile); ++c)
+              f(ro + cols[static_cast<std::size_t>(c)]);
+          }
+    };
+    if constexpr (N == 2) {
+      plane(0);
+    } else {
+      for (auto o : s.offsets[0]) plane(o);
+    }
+  }
+}
+
+}  // namespace detail
+
+/// The local part of a distributed array on this rank (host memory), and its type.
+template <class T, std::size_t N>
+class array {
+  static_assert(std::is_trivially_copyable_v<T>, "dist::array: T must be trivially copyable");
+
+ public:
+  using value_type = T;
+  /// Collective in spirit (every member makes its part of the same type); checks the
+  /// type against the team.
+  array(team const& members, array_type<N> const& type) : team_(members), type_(type) {
+    detail::check_member(members, "dist::array");
+    type_.check(members.size(), "dist::array");
+    auto const e = type_.local_extent(members.rank());
+    data_.assign(static_cast<std::size_t>(e.product()), T{});
+  }
+
+  array_type<N> const& type() const noexcept { return type_; }
+  team const& members() const noexcept { return team_; }
+  /// This rank's elements, in its storage order.
+  std::span<T> local() noexcept { return data_; }
+  std::span<T const> local() const noexcept { return data_; }
+  /// This rank's local extent per global dimension.
+  vec<N> local_extent() const { return type_.local_extent(team_.rank()); }
+  /// Whether this rank holds global element i, and a reference to it (PARRAY's global
+  /// view of the local part; throws invalid_argument for an element held elsewhere).
+  bool holds(vec<N> const& i) const { return type_.owner_rank(i) == team_.rank(); }
+  T& at(vec<N> const& i) { return data_[offset_of(i)]; }
+  T const& at(vec<N> const& i) const { return data_[offset_of(i)]; }
+  /// Calls f(global index, element) for every element held here.
+  template <class F>
+  void for_each(F&& f) {
+    std::array<std::vector<index_t>, N> lists;
+    for (std::size_t d = 0; d < N; ++d) lists[d] = type_.owned_by_rank(d, team_.rank());
+    vec<N> i{};
+    std::array<std::size_t, N> pos{};
+    if (data_.empty()) return;
+    for (;;) {
+      for (std::size_t d = 0; d < N; ++d) i[d] = lists[d][pos[d]];
+      f(i, at(i));
+      std::size_t d = N;
+      while (d-- > 0) {
+        if (++pos[d] < lists[d].size()) break;
+        pos[d] = 0;
+        if (d == 0) return;
+      }
+    }
+  }
+
+ private:
+  std::size_t offset_of(vec<N> const& i) const {
+    for (std::size_t d = 0; d < N; ++d)
+      if (i[d] < 0 || i[d] >= type_.extent[d])
+        throw invalid_argument("dist::array::at: index " + std::to_string(i[d]) + " in dimension " +
+                               std::to_string(d) + " is outside the extent " +
+                               std::to_string(type_.extent[d]));
+    if (!holds(i))
+      throw invalid_argument("dist::array::at: the element is held by team rank " +
+                             std::to_string(type_.owner_rank(i)) + ", not this rank (" +
+                             std::to_string(team_.rank()) + ")");
+    auto const s = type_.local_strides(team_.rank());
+    index_t o = 0;
+    for (std::size_t d = 0; d < N; ++d) o += type_.local_index(d, i[d]) * s[d];
+    return static_cast<std::size_t>(o);
+  }
+
+  team team_;
+  array_type<N> type_;
+  std::vector<T> data_;
+};
+
+/// Copies every element of `src` into `dst` (same team, same global extent; any
+/// distributions and storage orders): scatter, gather, all-to-all, mix-to-mix and
+/// transposes are all this one operation (PARRAY §4.13-4.16). Collective: every member
+/// calls it with the same pair of types. The event completes when this rank's part of
+/// `dst` is written; `src` and `dst` must stay alive and untouched until then.
+template <class T, std::size_t N>
+strata::event copy(array<T, N>& dst, array<T, N> const& src) {
+  auto const& tm = src.members();
+  int const size = tm.size(), me = tm.rank();
+  if (dst.members().ranks() != tm.ranks())
+    throw invalid_argument("dist::copy: the arrays belong to different teams; expected one");
+  if (dst.type().extent != src.type().extent)
+    throw invalid_argument(
+        "dist::copy: the global extents differ; expected the same elements "
+        "distributed two ways");
+  auto const& st = src.type();
+  auto const& dt = dst.type();
+  std::array<std::vector<index_t>, N> src_mine, dst_mine;
+  for (std::size_t d = 0; d < N; ++d) {
+    src_mine[d] = st.owned_by_rank(d, me);
+    dst_mine[d] = dt.owned_by_rank(d, me);
+  }
+  // Per peer: what this rank sends (its src elements the peer holds in dst) and receives.
+  std::vector<std::size_t> scount(static_cast<std::size_t>(size)), sdispl(scount.size()),
+      rcount(scount.size()), rdispl(scount.size());
+  std::vector<detail::pair_set<N>> sends, recvs;
+  std::size_t stotal = 0, rtotal = 0;
+  for (int q = 0; q < size; ++q) {
+    std::array<std::vector<index_t>, N> out, in;
+    for (std::size_t d = 0; d < N; ++d) {
+      out[d] = detail::intersect(src_mine[d], dt.owned_by_rank(d, q));
+      in[d] = detail::intersect(st.owned_by_rank(d, q), dst_mine[d]);
+    }
+    sends.push_back(detail::make_pair_set(out, st, me));
+    recvs.push_back(detail::make_pair_set(in, dt, me));
+    auto const uq = static_cast<std::size_t>(q);
+    scount[uq] = q == me ? 0 : sends.back().count();
+    rcount[uq] = q == me ? 0 : recvs.back().count();
+    sdispl[uq] = stotal;
+    rdispl[uq] = rtotal;
+    stotal += scount[uq];
+    rtotal += rcount[uq];
+  }
+  T const* from = src.local().data();
+  T* to = dst.local().data();
+  // This rank's own elements move directly, in the same order on both sides.
+  {
+    auto const& a = sends[static_cast<std::size_t>(me)];
+    auto const& b = recvs[static_cast<std::size_t>(me)];
+    std::vector<index_t> offs;
+    offs.reserve(a.count());
+    detail::walk(a, [&](index_t o) { offs.push_back(o); });
+    std::size_t k = 0;
+    detail::walk(b, [&](index_t o) { to[o] = from[offs[k++]]; });
+  }
+  if (size == 1) return strata::event::completed();
+  auto out = std::make_shared<std::vector<T>>(stotal);
+  auto in = std::make_shared<std::vector<T>>(rtotal);
+  for (int q = 0; q < size; ++q) {
+    if (q == me) continue;
+    T* p = out->data() + sdispl[static_cast<std::size_t>(q)];
+    detail::walk(sends[static_cast<std::size_t>(q)], [&](index_t o) { *p++ = from[o]; });
+  }
+  auto moved =
+      all_to_all_v(tm, std::span<T const>(*out), scount, sdispl, std::span<T>(*in), rcount, rdispl);
+  // Unpacked where the exchange completes (no further MPI call waits on it).
+  auto done = strata::event::pending();
+  // The state, not the event: a continuation holding its own event would keep it alive.
+  auto* state = moved.state();
+  auto unpack = [state, done, out, in, to, me, size, rdispl, recvs = std::move(recvs)]() mutable {
+    if (auto err = state->error()) return done.complete(err);
+    for (int q = 0; q < size; ++q) {
+      if (q == me) continue;
+      T const* p = in->data() + rdispl[static_cast<std::size_t>(q)];
+      detail::walk(recvs[static_cast<std::size_t>(q)], [&](index_t o) { to[o] = *p++; });
+    }
+    done.complete();
+  };
+  moved.then(std::move(unpack));
+  return done;
+}
+
+}  // namespace strata::dist

@@ -1,0 +1,166 @@
+// Distributed array types (include/strata/dist/array.hpp) under mpiexec -n 1..4: copies
+// between random pairs of distributed types (whole, block, cyclic, block-cyclic over
+// random process grids, random storage orders, odd extents, grids smaller than the team)
+// put every element where the destination type says, checked against the global index;
+// transposes, scatters and gathers as copies; malformed types and mismatched copies are
+// errors. Every rank draws the same types from the same seed.
+#include <strata/dist.hpp>
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace strata;
+namespace dist = strata::dist;
+using dist::distribution;
+
+namespace {
+
+template <std::size_t N>
+double value(vec<N> const& i) {
+  double v = 0;
+  for (std::size_t d = 0; d < N; ++d) v = v * 1000.0 + static_cast<double>(i[d]);
+  return v;
+}
+
+// A random type over at most `size` processes.
+template <std::size_t N>
+dist::array_type<N> random_type(std::mt19937& rng, vec<N> const& extent, int size) {
+  dist::array_type<N> t;
+  t.extent = extent;
+  int procs = std::uniform_int_distribution<int>(0, 3)(rng) == 0
+                  ? std::uniform_int_distribution<int>(1, size)(rng)
+                  : size;
+  // Deal the factors of procs to random dimensions.
+  for (int f = 2; procs > 1;) {
+    if (procs % f) {
+      ++f;
+      continue;
+    }
+    t.grid[std::uniform_int_distribution<std::size_t>(0, N - 1)(rng)] *= f;
+    procs /= f;
+  }
+  for (std::size_t d = 0; d < N; ++d) {
+    int k = std::uniform_int_distribution<int>(t.grid[d] == 1 ? 0 : 1, 3)(rng);
+    t.dist[d] = k == 0   ? distribution::whole()
+                : k == 1 ? distribution::block()
+                : k == 2
+                    ? distribution::cyclic()
+                    : distribution::block_cyclic(std::uniform_int_distribution<index_t>(1, 5)(rng));
+  }
+  std::shuffle(t.order.begin(), t.order.end(), rng);
+  return t;
+}
+
+template <std::size_t N>
+void check_copy(dist::team const& team, dist::array_type<N> const& from,
+                dist::array_type<N> const& to, std::string const& what) {
+  dist::array<double, N> a(team, from), b(team, to);
+  a.for_each([](vec<N> const& i, double& x) { x = value(i); });
+  b.for_each([](vec<N> const&, double& x) { x = -1; });
+  dist::copy(b, a).wait();
+  int bad = 0;
+  b.for_each([&](vec<N> const& i, double const& x) {
+    if (x != value(i) && bad++ < 3)
+      ADD_FAILURE() << what << ": element " << value(i) << " holds " << x;
+  });
+  // Every element landed once: the destination parts add up to the whole.
+  long mine = static_cast<long>(b.local().size()), all = 0;
+  dist::all_reduce(team, std::span<long const>(&mine, 1), std::span<long>(&all, 1),
+                   dist::reduce_op::sum)
+      .wait();
+  EXPECT_EQ(all, from.extent.product()) << what;
+}
+
+}  // namespace
+
+TEST(DistArray, RandomRedistributionsPlaceEveryElement) {
+  dist::runtime rt;
+  std::mt19937 rng(2026);
+  int const p = rt.size();
+  for (int k = 0; k < 40; ++k) {
+    vec<2> e{std::uniform_int_distribution<index_t>(1, 37)(rng),
+             std::uniform_int_distribution<index_t>(1, 29)(rng)};
+    auto a = random_type<2>(rng, e, p), b = random_type<2>(rng, e, p);
+    check_copy(rt.world(), a, b, "2-D pair " + std::to_string(k));
+  }
+  for (int k = 0; k < 15; ++k) {
+    vec<3> e{std::uniform_int_distribution<index_t>(1, 9)(rng),
+             std::uniform_int_distribution<index_t>(1, 11)(rng),
+             std::uniform_int_distribution<index_t>(1, 7)(rng)};
+    auto a = random_type<3>(rng, e, p), b = random_type<3>(rng, e, p);
+    check_copy(rt.world(), a, b, "3-D pair " + std::to_string(k));
+  }
+}
+
+TEST(DistArray, TransposeScatterAndGatherAreCopies) {
+  dist::runtime rt;
+  int const p = rt.size();
+  index_t const n = 4 * p + 3;
+  dist::array_type<2> rows{
+      .extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
+  auto cols = rows;  // stored transposed: this rank's memory holds rows of the transpose
+  cols.dist = {distribution::whole(), distribution::block()};
+  cols.grid = {1, p};
+  cols.order = {1, 0};
+  dist::array<double, 2> a(rt.world(), rows), t(rt.world(), cols);
+  a.for_each([](vec<2> const& i, double& x) { x = value(i); });
+  dist::copy(t, a).wait();
+  auto e = t.local_extent();  // n rows of this rank's columns
+  auto const first = t.type().owned(1, rt.rank())[0];
+  for (index_t j = 0; j < e[1]; ++j)
+    for (index_t i = 0; i < n; ++i)
+      ASSERT_EQ(t.local()[static_cast<std::size_t>(j * n + i)], value(vec<2>{i, first + j}));
+  // Gather onto team rank 0 (a grid of one process), then scatter back block-cyclic.
+  dist::array_type<2> root{.extent = {n, n}};
+  dist::array<double, 2> g(rt.world(), root);
+  dist::copy(g, t).wait();
+  if (rt.rank() == 0) {
+    ASSERT_EQ(g.local().size(), static_cast<std::size_t>(n * n));
+    for (index_t i = 0; i < n; ++i)
+      for (index_t j = 0; j < n; ++j) ASSERT_EQ(g.at({i, j}), value(vec<2>{i, j}));
+  } else {
+    EXPECT_TRUE(g.local().empty());
+  }
+  check_copy(rt.world(), root,
+             dist::array_type<2>{.extent = {n, n},
+                                 .dist = {distribution::block_cyclic(2), distribution::cyclic()},
+                                 .grid = {1, p}},
+             "scatter");
+}
+
+TEST(DistArray, MistakesAreErrors) {
+  dist::runtime rt;
+  int const p = rt.size();
+  EXPECT_THROW((dist::array<double, 1>(
+                   rt.world(), {.extent = {8}, .dist = {distribution::block()}, .grid = {p + 1}})),
+               invalid_argument);
+  if (p > 1) {
+    EXPECT_THROW((dist::array<double, 1>(
+                     rt.world(), {.extent = {8}, .dist = {distribution::whole()}, .grid = {p}})),
+                 invalid_argument);
+  }
+  EXPECT_THROW((dist::array<double, 1>(rt.world(),
+                                       {.extent = {8}, .dist = {distribution::block_cyclic(0)}})),
+               invalid_argument);
+  EXPECT_THROW((dist::array<double, 2>(rt.world(), {.extent = {4, 4}, .order = {0, 0}})),
+               invalid_argument);
+  dist::array<double, 1> a(rt.world(), {.extent = {8}}), b(rt.world(), {.extent = {9}});
+  EXPECT_THROW(dist::copy(b, a), invalid_argument);
+  // An element held by another rank, and one outside the extent.
+  dist::array<double, 1> c(rt.world(),
+                           {.extent = {8}, .dist = {distribution::cyclic()}, .grid = {p}});
+  if (p > 1) {
+    EXPECT_THROW(c.at({rt.rank() == 0 ? 1 : 0}) = 1.0, invalid_argument);
+  }
+  EXPECT_THROW(c.at({8}), invalid_argument);
+  std::vector<int> in(4), out(4);
+  std::vector<std::size_t> n(static_cast<std::size_t>(p), 0),
+      bad(static_cast<std::size_t>(p) + 1, 0);
+  EXPECT_THROW(
+      dist::all_to_all_v(rt.world(), std::span<int const>(in), bad, n, std::span<int>(out), n, n),
+      invalid_argument);
+}
