@@ -299,11 +299,90 @@ void run_halo(context& ctx) {
   }
 }
 
+// dist-alltoall: the transpose of a row-block-distributed n x n array of doubles as a copy
+// between two distributed array types (the destination distributed by column and stored
+// transposed), against the hand-written MPI version: pack the b x b blocks per peer,
+// MPI_Alltoall, then transpose each received block into place in 32 x 32 tiles.
+void run_alltoall(context& ctx) {
+  int rank = 0, size = 1;
+  if (!start(ctx, "dist-alltoall", rank, size)) return;
+  dist::runtime rt(ctx.rt());
+  index_t const n = ctx.opts().quick ? 512 : 8192;
+  index_t const b = n / size;
+  if (b * size != n) {
+    if (rank == 0)
+      ctx.skip("dist-alltoall", "n = " + std::to_string(n) + " is not a multiple of the ranks");
+    return;
+  }
+  int const repeats = ctx.opts().quick ? 1 : std::max(3, ctx.opts().repeats / 4);
+  using dist::distribution;
+  dist::array_type<2> rows{
+      .extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {size, 1}};
+  auto cols = rows;
+  cols.dist = {distribution::whole(), distribution::block()};
+  cols.grid = {1, size};
+  cols.order = {1, 0};
+  dist::array<double, 2> a(rt.world(), rows), t(rt.world(), cols);
+  a.for_each([n](vec<2> const& i, double& x) { x = static_cast<double>(i[0] * n + i[1]); });
+  auto const bb = static_cast<std::size_t>(b);
+  auto const nn = static_cast<std::size_t>(n);
+  std::vector<double> send(bb * nn), recv(bb * nn), out(bb * nn);
+  auto const* in = a.local().data();
+  auto by_hand = [&] {
+    for (std::size_t q = 0; q < static_cast<std::size_t>(size); ++q)
+      for (std::size_t i = 0; i < bb; ++i)
+        std::memcpy(send.data() + q * bb * bb + i * bb, in + i * nn + q * bb, bb * sizeof(double));
+    MPI_Alltoall(send.data(), static_cast<int>(bb * bb), MPI_DOUBLE, recv.data(),
+                 static_cast<int>(bb * bb), MPI_DOUBLE, MPI_COMM_WORLD);
+    // Block q holds rows q*b.. of my columns: out[j][q*b + i] = block[i][j].
+    constexpr std::size_t tile = 32;
+    for (std::size_t q = 0; q < static_cast<std::size_t>(size); ++q) {
+      double const* blk = recv.data() + q * bb * bb;
+      for (std::size_t i0 = 0; i0 < bb; i0 += tile)
+        for (std::size_t j0 = 0; j0 < bb; j0 += tile)
+          for (std::size_t i = i0; i < std::min(bb, i0 + tile); ++i)
+            for (std::size_t j = j0; j < std::min(bb, j0 + tile); ++j)
+              out[j * nn + q * bb + i] = blk[i * bb + j];
+    }
+  };
+  auto [ts, tp] = compare(
+      repeats,
+      [&] {
+        dist::copy(t, a).wait();
+        dist::barrier(rt.world()).wait();
+      },
+      [&] {
+        by_hand();
+        MPI_Barrier(MPI_COMM_WORLD);
+      });
+  // Both sides hold this rank's rows of the transpose.
+  for (std::size_t k = 0; k < out.size(); k += 997)
+    if (out[k] != t.local()[k])
+      throw std::runtime_error("dist-alltoall: the two transposes differ at local element " +
+                               std::to_string(k));
+  if (rank == 0) {
+    result r;
+    r.bench = "dist-alltoall";
+    r.variant = "transpose" + std::to_string(n) + "/ranks" + std::to_string(size);
+    r.size = static_cast<double>(n) * static_cast<double>(n) * sizeof(double);
+    r.strata_s = ts;
+    r.peer = "pack+MPI_Alltoall+tiled-transposes";
+    r.peer_s = tp;
+    r.extra = {{"ranks", size}, {"n", static_cast<double>(n)}};
+    r.note = "seconds per transpose of the whole array (every rank's part)";
+    ctx.report(r);
+  }
+}
+
 registrar latency_reg("dist-latency",
                       "Remote async round trip and 8-byte put/get vs raw MPI (--ranks 2)",
                       run_latency);
 registrar bandwidth_reg("dist-bandwidth", "put/get 1 KiB-64 MiB vs MPI_Put/Get (--ranks 2)",
                         run_bandwidth);
+registrar alltoall_reg("dist-alltoall",
+                       "transpose of a row-distributed array as a copy between distributed array "
+                       "types vs MPI_Alltoall + local transposes (--ranks 2)",
+                       run_alltoall);
 registrar halo_reg("dist-halo",
                    "halo exchange of a row-split distributed tensor vs MPI_Isend/Irecv (--ranks 2)",
                    run_halo);

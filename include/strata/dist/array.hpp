@@ -24,6 +24,8 @@
 #include <strata/dist/collectives.hpp>
 #include <strata/dist/runtime.hpp>
 #include <strata/error.hpp>
+#include <strata/exec.hpp>
+#include <strata/runtime.hpp>
 #include <strata/vec.hpp>
 
 #include <algorithm>
@@ -212,6 +214,31 @@ class array;
 
 namespace detail {
 
+/// A copy's send and receive buffers.
+template <class T>
+struct copy_staging {
+  std::vector<T> out, in;
+};
+
+template <std::size_t N>
+struct pair_set;
+
+/// One copy between two distributed arrays on this rank: per peer the elements sent and
+/// received, where they sit in the staging buffers, and the three moves.
+template <class T, std::size_t N>
+struct copy_plan {
+  std::vector<pair_set<N>> sends, recvs;
+  std::vector<std::size_t> sdispl, rdispl;
+  std::shared_ptr<copy_staging<T>> staging;
+  T const* from;
+  T* to;
+  int me;
+
+  void move_own() const;
+  void pack(index_t q) const;
+  void unpack(index_t q) const;
+};
+
 /// Ascending intersection of two ascending index lists.
 inline std::vector<index_t> intersect(std::vector<index_t> const& a,
                                       std::vector<index_t> const& b) {
@@ -246,31 +273,107 @@ pair_set<N> make_pair_set(std::array<std::vector<index_t>, N> const& indices,
   return s;
 }
 
-/// Calls f(local offset) for every element of the set, in the shared tiled order.
+/// The constant step of a list of offsets, or 0 when the steps differ (block-cyclic
+/// lists jump between blocks; block and cyclic ones are arithmetic).
+inline index_t common_step(std::vector<index_t> const& o) {
+  if (o.size() < 2) return 1;
+  index_t const step = o[1] - o[0];
+  for (std::size_t k = 2; k < o.size(); ++k)
+    if (o[k] - o[k - 1] != step) return 0;
+  return step;
+}
+
+/// Calls f(offset in a, offset in b, run length, step in a, step in b) for every element
+/// of two sets of the same shape (a sender's and its receiver's view of the same
+/// elements, or a set and its packed buffer) in the shared order: the last two dimensions
+/// in 32 x 32 tiles, so a transpose's strided side stays in cache. A tile row is one
+/// strided run when both sets' last-dimension offsets are arithmetic, else single
+/// elements.
 template <std::size_t N, class F>
-void walk(pair_set<N> const& s, F&& f) {
+void walk(pair_set<N> const& a, pair_set<N> const& b, F&& f) {
   constexpr index_t tile = 32;
+  auto const& ac = a.offsets[N - 1];
+  auto const& bc = b.offsets[N - 1];
+  index_t const sa = common_step(ac), sb = common_step(bc);
+  bool const runs = sa != 0 && sb != 0;
+  auto const nc = static_cast<index_t>(ac.size());
+  auto row = [&](index_t ao, index_t bo, index_t c0, index_t c1) {
+    if (runs)
+      return f(ao + ac[static_cast<std::size_t>(c0)], bo + bc[static_cast<std::size_t>(c0)],
+               c1 - c0, sa, sb);
+    for (index_t c = c0; c < c1; ++c)
+      f(ao + ac[static_cast<std::size_t>(c)], bo + bc[static_cast<std::size_t>(c)], index_t{1},
+        index_t{1}, index_t{1});
+  };
   if constexpr (N == 1) {
-    for (auto o : s.offsets[0]) f(o);
+    if (nc > 0) row(0, 0, 0, nc);
   } else {
-    auto const& rows = s.offsets[N - 2];
-    auto const& cols = s.offsets[N - 1];
-    auto const nr = static_cast<index_t>(rows.size()), nc = static_cast<index_t>(cols.size());
-    auto plane = [&](index_t base) {
+    auto const& ar = a.offsets[N - 2];
+    auto const& br = b.offsets[N - 2];
+    auto const nr = static_cast<index_t>(ar.size());
+    auto plane = [&](index_t abase, index_t bbase) {
       for (index_t r0 = 0; r0 < nr; r0 += tile)
         for (index_t c0 = 0; c0 < nc; c0 += tile)
-          for (index_t r = r0; r < std::min(nr, r0 + tile); ++r) {
-            index_t const ro = base + rows[static_cast<std::size_t>(r)];
-            for (index_t c = c0; c < std::min(nc, c0 + tile); ++c)
-              f(ro + cols[static_cast<std::size_t>(c)]);
-          }
+          for (index_t r = r0; r < std::min(nr, r0 + tile); ++r)
+            row(abase + ar[static_cast<std::size_t>(r)], bbase + br[static_cast<std::size_t>(r)],
+                c0, std::min(nc, c0 + tile));
     };
     if constexpr (N == 2) {
-      plane(0);
+      plane(0, 0);
     } else {
-      for (auto o : s.offsets[0]) plane(o);
+      for (std::size_t k = 0; k < a.offsets[0].size(); ++k) plane(a.offsets[0][k], b.offsets[0][k]);
     }
   }
+}
+
+/// The same set as a packed buffer: consecutive offsets in the shared order.
+template <std::size_t N>
+pair_set<N> packed_like(pair_set<N> const& s) {
+  pair_set<N> p;
+  index_t step = 1;
+  for (std::size_t d = N; d-- > 0;) {
+    p.offsets[d].resize(s.offsets[d].size());
+    for (std::size_t k = 0; k < p.offsets[d].size(); ++k)
+      p.offsets[d][k] = static_cast<index_t>(k) * step;
+    step *= static_cast<index_t>(s.offsets[d].size());
+  }
+  return p;
+}
+
+/// Copies a run of `len` elements with steps sa and sb (a memcpy when both are 1).
+template <class T>
+void copy_run(T const* a, T* b, index_t len, index_t sa, index_t sb) {
+  if (sa == 1 && sb == 1) {
+    std::memcpy(b, a, static_cast<std::size_t>(len) * sizeof(T));
+    return;
+  }
+  for (index_t k = 0; k < len; ++k) b[k * sb] = a[k * sa];
+}
+
+template <class T, std::size_t N>
+void copy_plan<T, N>::move_own() const {
+  auto const m = static_cast<std::size_t>(me);
+  walk(sends[m], recvs[m], [this](index_t ao, index_t bo, index_t len, index_t sa, index_t sb) {
+    copy_run(from + ao, to + bo, len, sa, sb);
+  });
+}
+template <class T, std::size_t N>
+void copy_plan<T, N>::pack(index_t q) const {
+  if (q == me) return;
+  auto const& a = sends[static_cast<std::size_t>(q)];
+  T* out = staging->out.data() + sdispl[static_cast<std::size_t>(q)];
+  walk(a, packed_like(a), [&](index_t ao, index_t bo, index_t len, index_t sa, index_t sb) {
+    copy_run(from + ao, out + bo, len, sa, sb);
+  });
+}
+template <class T, std::size_t N>
+void copy_plan<T, N>::unpack(index_t q) const {
+  if (q == me) return;
+  auto const& b = recvs[static_cast<std::size_t>(q)];
+  T const* in = staging->in.data() + rdispl[static_cast<std::size_t>(q)];
+  walk(packed_like(b), b, [&](index_t ao, index_t bo, index_t len, index_t sa, index_t sb) {
+    copy_run(in + ao, to + bo, len, sa, sb);
+  });
 }
 
 }  // namespace detail
@@ -303,6 +406,11 @@ class array {
   bool holds(vec<N> const& i) const { return type_.owner_rank(i) == team_.rank(); }
   T& at(vec<N> const& i) { return data_[offset_of(i)]; }
   T const& at(vec<N> const& i) const { return data_[offset_of(i)]; }
+  /// Buffers for a copy into this array: the kept ones when no copy holds them.
+  std::shared_ptr<detail::copy_staging<T>> staging() const {
+    if (staging_.use_count() == 1) return staging_;
+    return std::make_shared<detail::copy_staging<T>>();
+  }
   /// Calls f(global index, element) for every element held here.
   template <class F>
   void for_each(F&& f) {
@@ -343,6 +451,7 @@ class array {
   team team_;
   array_type<N> type_;
   std::vector<T> data_;
+  std::shared_ptr<detail::copy_staging<T>> staging_ = std::make_shared<detail::copy_staging<T>>();
 };
 
 /// Copies every element of `src` into `dst` (same team, same global extent; any
@@ -388,43 +497,29 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
     stotal += scount[uq];
     rtotal += rcount[uq];
   }
-  T const* from = src.local().data();
-  T* to = dst.local().data();
-  // This rank's own elements move directly, in the same order on both sides.
-  {
-    auto const& a = sends[static_cast<std::size_t>(me)];
-    auto const& b = recvs[static_cast<std::size_t>(me)];
-    std::vector<index_t> offs;
-    offs.reserve(a.count());
-    detail::walk(a, [&](index_t o) { offs.push_back(o); });
-    std::size_t k = 0;
-    detail::walk(b, [&](index_t o) { to[o] = from[offs[k++]]; });
+  // Staging kept in the destination for its next copy (fresh pages cost as much as the
+  // copy itself at large sizes); a copy that finds it in use gets its own.
+  auto plan = std::make_shared<detail::copy_plan<T, N>>(detail::copy_plan<T, N>{
+      std::move(sends), std::move(recvs), std::move(sdispl), std::move(rdispl),
+      size == 1 ? nullptr : dst.staging(), src.local().data(), dst.local().data(), me});
+  if (plan->staging) {
+    plan->staging->out.resize(stotal);
+    plan->staging->in.resize(rtotal);
   }
-  if (size == 1) return strata::event::completed();
-  auto out = std::make_shared<std::vector<T>>(stotal);
-  auto in = std::make_shared<std::vector<T>>(rtotal);
-  for (int q = 0; q < size; ++q) {
-    if (q == me) continue;
-    T* p = out->data() + sdispl[static_cast<std::size_t>(q)];
-    detail::walk(sends[static_cast<std::size_t>(q)], [&](index_t o) { *p++ = from[o]; });
-  }
-  auto moved =
-      all_to_all_v(tm, std::span<T const>(*out), scount, sdispl, std::span<T>(*in), rcount, rdispl);
-  // Unpacked where the exchange completes (no further MPI call waits on it).
-  auto done = strata::event::pending();
-  // The state, not the event: a continuation holding its own event would keep it alive.
-  auto* state = moved.state();
-  auto unpack = [state, done, out, in, to, me, size, rdispl, recvs = std::move(recvs)]() mutable {
-    if (auto err = state->error()) return done.complete(err);
-    for (int q = 0; q < size; ++q) {
-      if (q == me) continue;
-      T const* p = in->data() + rdispl[static_cast<std::size_t>(q)];
-      detail::walk(recvs[static_cast<std::size_t>(q)], [&](index_t o) { to[o] = *p++; });
-    }
-    done.complete();
-  };
-  moved.then(std::move(unpack));
-  return done;
+  // Pool jobs, not the caller or the MPI thread: this rank's own elements move while the
+  // others are packed, sent and unpacked (one thread per peer's part).
+  auto host = strata::runtime::current().machine();
+  auto local = launch(host, grid(1), [plan](auto const&) { plan->move_own(); });
+  if (size == 1) return local;
+  auto packed =
+      launch(host, grid(size), [plan](auto const& self) { plan->pack(self.global_index()); });
+  auto moved = detail::start_after_event(packed, [plan, tm, scount, rcount] {
+    return all_to_all_v(tm, std::span<T const>(plan->staging->out), scount, plan->sdispl,
+                        std::span<T>(plan->staging->in), rcount, plan->rdispl);
+  });
+  auto unpacked = launch(after(moved), host, grid(size),
+                         [plan](auto const& self) { plan->unpack(self.global_index()); });
+  return when_all(after(local, unpacked));
 }
 
 }  // namespace strata::dist

@@ -66,6 +66,28 @@ void check_member(team const& t, char const* operation);
 void check_root(team const& t, int root, char const* operation);
 [[noreturn]] void size_mismatch(char const* operation, std::string const& what);
 
+/// Runs `start()` (which returns an event) once `dep` has completed, and completes the
+/// returned event with the started one's outcome; a failed `dep` fails it without
+/// starting anything.
+template <class F>
+strata::event start_after_event(strata::event const& dep, F start) {
+  if (dep.ready()) {
+    if (auto err = dep.error()) return strata::event::failed(err);
+    return start();
+  }
+  auto out = strata::event::pending();
+  dep.then([dep, out, start = std::move(start)]() mutable {
+    if (auto err = dep.error()) return out.complete(err);
+    try {
+      auto started = start();
+      started.then([started, out] { out.complete(started.error()); });
+    } catch (...) {
+      out.complete(std::current_exception());
+    }
+  });
+  return out;
+}
+
 template <class T>
 constexpr void check_element() {
   static_assert(std::is_trivially_copyable_v<T>,

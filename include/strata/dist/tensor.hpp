@@ -40,28 +40,6 @@ class tensor;
 
 namespace detail {
 
-/// Runs `start()` (which returns an event) once `dep` has completed, and completes the
-/// returned event with the started one's outcome; a failed `dep` fails it without
-/// starting anything.
-template <class F>
-strata::event start_after_event(strata::event const& dep, F start) {
-  if (dep.ready()) {
-    if (auto err = dep.error()) return strata::event::failed(err);
-    return start();
-  }
-  auto out = strata::event::pending();
-  dep.then([dep, out, start = std::move(start)]() mutable {
-    if (auto err = dep.error()) return out.complete(err);
-    try {
-      auto started = start();
-      started.then([started, out] { out.complete(started.error()); });
-    } catch (...) {
-      out.complete(std::current_exception());
-    }
-  });
-  return out;
-}
-
 /// The rows a block exchanges across one face: host staging for what it sends and what it
 /// receives, and the previous exchange of this face (the next one reuses the buffers).
 template <class T>
