@@ -96,7 +96,26 @@ block_access_arg<T, N> block_access(tensor<T, N> const& t) {
   return {t};
 }
 
+/// A kernel argument whose value is computed when each block's kernel is launched, not
+/// when the graph is built: the time step that a reduction earlier in the same graph pass
+/// found (Ripple's Listing 12: `then_reduce(wavespeeds, max)`, `then(set_dt, ...)`, then
+/// the update kernels use dt). `f` runs on the host, once per block launch; its result is
+/// passed to every cell like a plain value.
+template <class F>
+struct deferred_arg {
+  F f;
+};
+template <class F>
+requires std::is_invocable_v<F const&> deferred_arg<F> deferred(F f) {
+  return {std::move(f)};
+}
+
 namespace tensor_detail {
+
+template <class A>
+struct is_deferred : std::false_type {};
+template <class F>
+struct is_deferred<deferred_arg<F>> : std::true_type {};
 
 template <class A>
 struct arg_traits {  // a plain value, passed to every cell as is
@@ -189,6 +208,8 @@ auto bind(A const& a, std::size_t b) {
     auto const& t = arg_traits<D>::get(a);
     using TT = std::remove_cvref_t<decltype(t)>;
     return cell_arg<typename TT::value_type, TT::rank>{t.block(b)};
+  } else if constexpr (is_deferred<D>::value) {
+    return value_arg<std::remove_cvref_t<decltype(a.f())>>{a.f()};
   } else {
     return value_arg<D>{a};
   }
