@@ -29,10 +29,10 @@ std::vector<place> sims(std::size_t k) {
 }
 
 template <class T>
-std::vector<apps::conserved<double>> run(std::vector<place> const& where, index_t rows, int pairs,
+std::vector<apps::conserved<double>> run(std::vector<place> const& where, index_t rows, int steps,
                                          bool closed, double* time = nullptr) {
   apps::shock_bubble<T, soa> s(where, host(), rows, static_cast<index_t>(where.size()), closed);
-  s.run(pairs);
+  s.run(steps);
   if (time) *time = s.time();
   return s.state(host());
 }
@@ -48,9 +48,9 @@ struct scale_by {
 
 TEST(ShockBubble, SameFieldOnOneHostBlockOneAndThreeSimDevices) {
   index_t const rows = 36;
-  auto one = run<double>({host()}, rows, 12, false);
-  auto sim1 = run<double>(sims(1), rows, 12, false);
-  auto sim3 = run<double>(sims(3), rows, 12, false);
+  auto one = run<double>({host()}, rows, 24, false);
+  auto sim1 = run<double>(sims(1), rows, 24, false);
+  auto sim3 = run<double>(sims(3), rows, 24, false);
   ASSERT_EQ(one.size(), sim3.size());
   for (std::size_t k = 0; k < one.size(); ++k) {
     ASSERT_EQ(one[k].r, sim1[k].r) << "cell " << k;
@@ -68,12 +68,12 @@ TEST(ShockBubble, ClosedBoxKeepsItsMassAndTheFieldStaysSymmetric) {
     if (single) {
       apps::shock_bubble<float, aos> s(sims(3), host(), rows, 3, true);
       double const m0 = apps::total_mass(s.state(host()));
-      s.run(40);  // 80 steps: the shock crosses the bubble
+      s.run(80);  // the shock crosses the bubble
       c = apps::check_shock_bubble(s.state(host()), rows, m0, s.time(), true);
     } else {
       apps::shock_bubble<double, aos> s(sims(3), host(), rows, 3, true);
       double const m0 = apps::total_mass(s.state(host()));
-      s.run(40);
+      s.run(80);
       c = apps::check_shock_bubble(s.state(host()), rows, m0, s.time(), true);
     }
     EXPECT_LE(c.mass_error, single ? 1e-5 : 1e-12) << (single ? "float" : "double");
@@ -87,7 +87,7 @@ TEST(ShockBubble, OutflowMassGainIsTheInflow) {
   double t = 0;
   apps::shock_bubble<double, aosoa<8>> s(sims(2), host(), rows, 2);
   double const m0 = apps::total_mass(s.state(host()));
-  s.run(30);
+  s.run(60);
   t = s.time();
   auto const c = apps::check_shock_bubble(s.state(host()), rows, m0, t);
   EXPECT_TRUE(c.shock_inside);
