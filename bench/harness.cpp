@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <memory>
+#include <string>
 #include <thread>
 
 #include "build_info.hpp"
@@ -253,16 +255,26 @@ std::string metadata_json(runtime& rt, options const& o) {
 }
 
 bool run(std::string const& name, options const& o) {
-  runtime_options ro;
-  if (!std::getenv("STRATA_SIM_DEVICES")) ro.sim_devices = default_sim_devices;
   std::vector<benchmark const*> chosen;
   for (auto const& b : registry())
     if (name == "all" || b.name == name) chosen.push_back(&b);
   if (chosen.empty()) return false;
-  runtime rt(ro);
-  context ctx(o, rt);
+  // One runtime for every benchmark that takes the default devices; one of its own for a
+  // benchmark that names others (made when it comes, the previous one ended first).
+  bool const from_env = std::getenv("STRATA_SIM_DEVICES") != nullptr;
+  auto devices_for = [&](benchmark const& b) {
+    return from_env ? std::string() : b.sim_devices.empty() ? default_sim_devices : b.sim_devices;
+  };
+  std::string current = devices_for(*chosen.front());
+  auto make = [&](std::string const& devices) {
+    runtime_options ro;
+    if (!from_env) ro.sim_devices = devices;
+    return std::make_unique<runtime>(ro);
+  };
+  auto rt_owned = make(current);
+  auto ctx = std::make_unique<context>(o, *rt_owned);
   bool const speak = is_rank0();
-  if (o.json && speak) std::printf("%s\n", metadata_json(rt, o).c_str());
+  if (o.json && speak) std::printf("%s\n", metadata_json(*rt_owned, o).c_str());
   using clock = std::chrono::steady_clock;
   auto const start = clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
@@ -272,7 +284,14 @@ bool run(std::string const& name, options const& o) {
       std::fprintf(stderr, "strata bench: [%zu/%zu] %s (%.1f s elapsed)\n", k + 1, chosen.size(),
                    chosen[k]->name.c_str(), elapsed());
     runs_of_this_benchmark.clear();
-    chosen[k]->run(ctx);
+    if (auto const want = devices_for(*chosen[k]); want != current) {
+      ctx.reset();
+      rt_owned.reset();
+      rt_owned = make(want);
+      ctx = std::make_unique<context>(o, *rt_owned);
+      current = want;
+    }
+    chosen[k]->run(*ctx);
   }
   runs_of_this_benchmark.clear();
   if (o.progress && speak)

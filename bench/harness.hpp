@@ -80,13 +80,18 @@ struct benchmark {
   std::string name;
   std::string description;
   std::function<void(context&)> run;
+  // The emulated devices it needs, when not the harness's default (STRATA_SIM_DEVICES
+  // overrides both): the runtime is made afresh for it.
+  std::string sim_devices;
 };
 
 std::vector<benchmark>& registry();
 
 struct registrar {
-  registrar(std::string name, std::string description, std::function<void(context&)> run) {
-    registry().push_back({std::move(name), std::move(description), std::move(run)});
+  registrar(std::string name, std::string description, std::function<void(context&)> run,
+            std::string sim_devices = {}) {
+    registry().push_back(
+        {std::move(name), std::move(description), std::move(run), std::move(sim_devices)});
   }
 };
 

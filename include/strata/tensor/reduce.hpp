@@ -47,6 +47,27 @@ struct fold_kernel {
   }
 };
 
+/// The fold's work division: divide_work's, with each thread given more elements (last
+/// dimension first) until at most `max_partials` threads remain. A device's division has
+/// one element per thread: a partial per cell would copy the whole block to the host.
+inline constexpr index_t max_partials = 16384;
+template <std::size_t N>
+auto fold_shape(place const& where, vec<N> const& extent) {
+  auto s = divide_work(where, extent);
+  auto grid = s.grid_extent();
+  auto block = s.block_extent();
+  auto elements = s.element_extent();
+  for (std::size_t d = N; d-- > 0 && (grid * block).product() > max_partials;) {
+    index_t const others = (grid * block).product() / (grid[d] * block[d]);
+    index_t const want = std::max<index_t>(1, max_partials / others);  // threads along d
+    index_t const per_thread = (extent[d] + want - 1) / want;
+    if (per_thread <= elements[d]) continue;
+    elements[d] = per_thread;
+    grid[d] = (extent[d] + block[d] * elements[d] - 1) / (block[d] * elements[d]);
+  }
+  return decltype(s)(grid, block, elements);
+}
+
 /// What one block's fold needs, made once (at graph build) and reused by every run: the
 /// shape, the partials in the block's memory and their host copy.
 template <class R>
@@ -62,7 +83,7 @@ template <class T, std::size_t N, class R, class Op>
 std::shared_ptr<block_fold<R>> make_fold(tensor<T, N> const& t, std::size_t b) {
   auto f = std::make_shared<block_fold<R>>();
   auto const& where = t.place_of(b);
-  auto s = divide_work(where, t.block(b).extent);
+  auto s = fold_shape(where, t.block(b).extent);
   auto threads = static_cast<std::size_t>(s.grid_extent().product() * s.block_extent().product());
   f->host.resize(threads);
   f->space = t.space_of(b);
@@ -83,7 +104,7 @@ template <class T, std::size_t N, class R, class Op>
 event fold_block(after const& deps, tensor<T, N> const& t, std::size_t b, block_fold<R>& f,
                  R identity, Op op) {
   auto const& where = t.place_of(b);
-  auto s = divide_work(where, t.block(b).extent);
+  auto s = fold_shape(where, t.block(b).extent);
   auto n = f.host.size();
   return visit_space(f.space, [&](auto sp) {
     using S = decltype(sp);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ctime>
 
 namespace strata::detail {
 
@@ -130,6 +131,14 @@ event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> bo
   return done;
 }
 
+namespace {
+std::int64_t thread_cpu_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+}  // namespace
+
 void sim_device::unit_main() {
   for (;;) {
     std::shared_ptr<kernel_op> op;
@@ -144,36 +153,54 @@ void sim_device::unit_main() {
       });
       if (kernels_.empty()) return;
       op = kernels_.front();
+      ++op->active;
     }
-    trace::span traced("kernel", "sim", params_.name);
-    for (index_t c; (c = op->next.fetch_add(1, std::memory_order_relaxed)) < op->chunks;) {
-      if (c == 0) traced.link_from(op->flow);  // one arrow, to the unit that starts it
-      if (!op->failed.load(std::memory_order_relaxed)) {
-        try {
-          in_kernel_of = this;
-          struct leave {
-            ~leave() { in_kernel_of = nullptr; }
-          } on_exit;
-          op->body(c);
-        } catch (...) {
-          bool expected = false;
-          if (op->failed.compare_exchange_strong(expected, true))
-            op->error = std::current_exception();
+    auto const cpu0 = thread_cpu_ns();
+    {
+      trace::span traced("kernel", "sim", params_.name);
+      for (index_t c; (c = op->next.fetch_add(1, std::memory_order_relaxed)) < op->chunks;) {
+        if (c == 0) traced.link_from(op->flow);  // one arrow, to the unit that starts it
+        if (!op->failed.load(std::memory_order_relaxed)) {
+          try {
+            in_kernel_of = this;
+            struct leave {
+              ~leave() { in_kernel_of = nullptr; }
+            } on_exit;
+            op->body(c);
+          } catch (...) {
+            bool expected = false;
+            if (op->failed.compare_exchange_strong(expected, true))
+              op->error = std::current_exception();
+          }
         }
+        op->remaining.fetch_sub(1, std::memory_order_acq_rel);
       }
-      if (op->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) finish(op);
     }
+    auto const spent = thread_cpu_ns() - cpu0;
+    for (auto seen = op->max_cpu_ns.load(std::memory_order_relaxed);
+         spent > seen && !op->max_cpu_ns.compare_exchange_weak(seen, spent);) {
+    }
+    // The last unit to leave, once no chunk is left to claim (no unit joins after that),
+    // finishes the kernel.
+    bool last = false;
+    {
+      std::lock_guard lock(mutex_);
+      last =
+          --op->active == 0 && op->remaining.load(std::memory_order_acquire) == 0 && !op->finished;
+      if (last) op->finished = true;
+    }
+    if (last) finish(op);
   }
 }
 
 void sim_device::finish(std::shared_ptr<kernel_op> const& op) {
-  // speed < 1: the device is slower than the host core it runs on, so the kernel takes
-  // elapsed / speed. (A faster device cannot be emulated: speed > 1 takes real time.)
-  // The speed is read once per kernel, when it finishes: sim::set_speed takes effect from
-  // the next kernel to end.
+  // speed < 1: the device is slower than the host core it runs on, so the kernel takes the
+  // CPU time its busiest unit spent in it, divided by the speed (never less than it took).
+  // (A faster device cannot be emulated: speed > 1 takes real time.) The speed is read
+  // once per kernel, when it finishes: sim::set_speed takes effect from the next one.
   if (double const speed = speed_.load(std::memory_order_relaxed); speed < 1.0) {
-    auto elapsed = clock::now() - op->start;
-    wait_until(op->start + std::chrono::duration_cast<clock::duration>(elapsed / speed));
+    auto const cpu = std::chrono::nanoseconds(op->max_cpu_ns.load(std::memory_order_relaxed));
+    wait_until(op->start + std::chrono::duration_cast<clock::duration>(cpu / speed));
   }
   {
     std::lock_guard lock(mutex_);

@@ -74,6 +74,12 @@ class sim_device {
     std::atomic<index_t> remaining{0};
     std::atomic<bool> failed{false};
     std::exception_ptr error;
+    // Units working on it, and the most CPU time one of them spent in it: the speed model
+    // stretches that, not the wall time (which other devices' threads on the same cores
+    // inflate: eight slow devices on two cores must each keep their own pace).
+    int active = 0;  // under mutex_
+    std::atomic<std::int64_t> max_cpu_ns{0};
+    bool finished = false;  // under mutex_
     clock::time_point start{};
     std::uint64_t flow = 0;  // trace: the arrow from the node or task that queued it
   };

@@ -1,0 +1,99 @@
+// ripple-scaling (ripple-tensors-graphs-scheduling §8, Figures 12-13): the shock-bubble
+// Euler solver of apps/common/shock_bubble.hpp split in y over 1, 2, 4 and 8 sim devices,
+// strong scaling (a fixed grid, small and large) and weak scaling (cells per device fixed).
+// The devices run at speed 0.2 with one unit each: a device's kernel takes five times the
+// CPU time it used, so eight of them (1.6 cores of demand) keep their pace on 2 cores and
+// behave like independent accelerators (docs/memory.md). Efficiency as in the seed:
+// strong t1 / (N tN), weak t1 / tN; reported as the ratio against the ideal time.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+#include "shock_bubble.hpp"
+
+namespace strata::bench {
+namespace {
+
+constexpr char const* scaling_devices = "8:speed=0.2,units=1,bw=12GB/s,lat=8us";
+
+std::vector<place> first_sims(context& ctx, std::size_t k) {
+  auto devs = ctx.rt().machine().slice(isa::sim).descendants(place_type::device);
+  if (devs.size() < k) return {};
+  devs.resize(k);
+  return devs;
+}
+
+// Seconds for `steps` time steps (the best of `repeats`), after one warm-up step.
+double solve_time(context& ctx, std::vector<place> const& where, index_t rows, int steps,
+                  int repeats) {
+  auto const host = ctx.rt().machine().slice(isa::host);
+  double best = 1e300;
+  for (int r = 0; r < repeats; ++r) {
+    apps::shock_bubble<double, aos> s(where, host, rows, static_cast<index_t>(where.size()));
+    s.run(1);
+    auto const t0 = std::chrono::steady_clock::now();
+    s.run(steps);
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return best;
+}
+
+void run_scaling(context& ctx) {
+  bool const quick = ctx.opts().quick;
+  int const repeats = quick ? 1 : 3;
+  auto const counts = std::vector<std::size_t>{1, 2, 4, 8};
+  if (first_sims(ctx, 8).empty()) {
+    ctx.skip("ripple-scaling", "needs 8 sim devices (it asks for " + std::string(scaling_devices) +
+                                   " unless STRATA_SIM_DEVICES says otherwise)");
+    return;
+  }
+  struct problem {
+    char const* name;
+    index_t rows;  // strong: the grid; weak: rows on one device
+    int steps;
+    bool weak;
+  };
+  std::vector<problem> problems =
+      quick ? std::vector<problem>{{"strong-small", 32, 4, false}, {"weak", 16, 4, false}}
+            : std::vector<problem>{{"strong-small", 768, 6, false},
+                                   {"strong-large", 1152, 4, false},
+                                   {"weak", 400, 6, true}};
+  if (quick) problems[1].weak = true;
+  for (auto const& p : problems) {
+    double t1 = 0;
+    for (auto k : counts) {
+      // Weak: the grid grows with the devices (rows x 2 rows cells; rows ~ sqrt(k)).
+      index_t const rows = p.weak ? static_cast<index_t>(std::lround(static_cast<double>(p.rows) *
+                                                                     std::sqrt(double(k))))
+                                  : p.rows;
+      double const t = solve_time(ctx, first_sims(ctx, k), rows, p.steps, repeats);
+      if (k == 1) t1 = t;
+      double const ideal = p.weak ? t1 : t1 / static_cast<double>(k);
+      result r{"ripple-scaling",
+               std::string(p.name) + "/sim" + std::to_string(k),
+               double(rows) * double(2 * rows) * p.steps,
+               t,
+               p.weak ? "ideal: t1" : "ideal: t1/N",
+               ideal};
+      r.extra = {{"devices", double(k)},
+                 {"rows", double(rows)},
+                 {"cells_per_device", double(rows) * double(2 * rows) / double(k)},
+                 {"steps", double(p.steps)},
+                 {"speedup", t1 / t},
+                 {"efficiency", ideal / t}};
+      r.note = std::string("ratio = efficiency (") + (p.weak ? "t1 / tN" : "t1 / (N tN)") +
+               "); sim devices " + scaling_devices;
+      ctx.report(r);
+    }
+  }
+}
+
+registrar scaling_r("ripple-scaling",
+                    "shock-bubble Euler solver on 1/2/4/8 slow sim devices: strong (small, "
+                    "large grid) and weak scaling efficiency",
+                    run_scaling, scaling_devices);
+
+}  // namespace
+}  // namespace strata::bench
