@@ -14,10 +14,6 @@ index_t round_up(index_t x, index_t m) {
   return (x + m - 1) / m * m;
 }
 
-index_t blocks_of(index_t m, index_t n, index_t bm, index_t bn) {
-  return ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
-}
-
 }  // namespace
 
 template <class T>
@@ -58,23 +54,41 @@ gemm_plan plan_gemm(strata::target const& where, index_t m, index_t n) {
   gemm_plan p;
   if (is_device(where.where)) return device_gemm_plan<T>();
   using tiling = gemm_cpu_tiling<T>;
-  p.bm = std::min(tiling::max_bm, round_up(m, tiling::rm));
-  p.bn = std::min(tiling::max_bn, round_up(n, tiling::rn));
-  // Two blocks per thread, so the pool's dynamic hand-out evens out edge tiles and a
-  // thread that lost its core; one block for one thread (each block packs its own slices:
-  // fewer blocks, less packing). At 2 threads on the shared VM, n = 1024 dgemm ran at
-  // 107-109 GFLOP/s with one block per thread, 102-105 with two, 98-101 with four;
-  // n = 256 at 104-109, 98-99 and 92.
   // Host processors only: a machine-wide place also holds sim devices' units.
   auto const threads = where.backend == strata::backend_id::serial
                            ? std::size_t{1}
                            : where.where.slice(strata::isa::host).processors().size();
-  index_t const wanted = threads > 1 ? 2 * static_cast<index_t>(threads) : 1;
-  while (blocks_of(m, n, p.bm, p.bn) < wanted) {
-    if (p.bn >= p.bm && p.bn > tiling::rn * 4)
-      p.bn = round_up(p.bn / 2, tiling::rn);
-    else if (p.bm > tiling::rm * 2)
-      p.bm = round_up(p.bm / 2, tiling::rm);
+  // C is cut into rows x cols blocks of equal size (to a register tile): as few as the
+  // largest tile allows, then more until there is one block per thread. Equal blocks: a
+  // 520-row C in tiles of 512 rows left an 8-row block, next to a 512-row one.
+  // One block per thread, not more: each block packs its own slices of A and B, so more
+  // blocks pack more (on one core, by CPU time, n = 256 dgemm ran at 109-110 GFLOP/s in
+  // blocks of 128 x 256, 102-104 in 128 x 128; sgemm 220 and 198-201), and at 2 threads
+  // on the shared VM the second block a thread would take is what a late-woken worker
+  // leaves to the waiting thread anyway.
+  index_t row_parts = (m + tiling::max_bm - 1) / tiling::max_bm;
+  index_t col_parts = (n + tiling::max_bn - 1) / tiling::max_bn;
+  index_t const most_rows = (m + tiling::rm - 1) / tiling::rm;
+  index_t const most_cols = (n + tiling::rn - 1) / tiling::rn;
+  auto tile = [](index_t extent, index_t parts, index_t r) {
+    return round_up((extent + parts - 1) / parts, r);
+  };
+  p.bm = tile(m, row_parts, tiling::rm);
+  p.bn = tile(n, col_parts, tiling::rn);
+  index_t const wanted = static_cast<index_t>(threads);
+  while (((m + p.bm - 1) / p.bm) * ((n + p.bn - 1) / p.bn) < wanted) {
+    // Rows first while blocks stay at most 4x wider than tall: a block's A is packed once
+    // per block column and B once per block row, and packing A (a transposing gather)
+    // costs more per element than packing B (whole rows): at n = 256, 64 x 256 blocks ran
+    // at 101-103 GFLOP/s double and 206 single, 128 x 128 at 102-104 and 198-201; at
+    // n = 1024, 256 x 1024 at 101-106 and 239-242, 512 x 512 at 99 and 237.
+    bool const rows_first = p.bm * 4 > p.bn;
+    if (rows_first && row_parts < most_rows)
+      p.bm = tile(m, ++row_parts, tiling::rm);
+    else if (col_parts < most_cols)
+      p.bn = tile(n, ++col_parts, tiling::rn);
+    else if (row_parts < most_rows)
+      p.bm = tile(m, ++row_parts, tiling::rm);
     else
       break;
   }
