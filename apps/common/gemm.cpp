@@ -58,37 +58,31 @@ gemm_plan plan_gemm(strata::target const& where, index_t m, index_t n) {
   auto const threads = where.backend == strata::backend_id::serial
                            ? std::size_t{1}
                            : where.where.slice(strata::isa::host).processors().size();
-  // C is cut into rows x cols blocks of equal size (to a register tile): as few as the
-  // largest tile allows, then more until there is one block per thread. Equal blocks: a
-  // 520-row C in tiles of 512 rows left an 8-row block, next to a 512-row one.
-  // One block per thread, not more: each block packs its own slices of A and B, so more
-  // blocks pack more (on one core, by CPU time, n = 256 dgemm ran at 109-110 GFLOP/s in
-  // blocks of 128 x 256, 102-104 in 128 x 128; sgemm 220 and 198-201), and at 2 threads
-  // on the shared VM the second block a thread would take is what a late-woken worker
-  // leaves to the waiting thread anyway.
+  // C is cut into blocks of equal size (to a register tile): as few as the largest tile
+  // allows, then the longer side into twice as many parts until there are two blocks per
+  // thread (one for one thread). Equal blocks: a 520-row C in tiles of 512 rows left an
+  // 8-row block next to a 512-row one.
+  //
+  // Two blocks per thread, though each block packs its own slices of A and B (one block
+  // per thread packs less: n = 256 dgemm ran at 109-110 GFLOP/s by CPU time on one core
+  // in 128 x 256 blocks, 102-104 in 128 x 128): on the shared VM the pool's worker often
+  // shares its PU with another process and runs at half speed, and then its one block of
+  // two ends last (n = 256 on 2 threads: 306-358 us with 128 x 256 blocks, 220-238 us with
+  // 128 x 128, where the waiting thread takes three of the four). Splitting the longer
+  // side, not the rows first: 64 x 256 blocks took 271-310 us there.
   index_t row_parts = (m + tiling::max_bm - 1) / tiling::max_bm;
   index_t col_parts = (n + tiling::max_bn - 1) / tiling::max_bn;
-  index_t const most_rows = (m + tiling::rm - 1) / tiling::rm;
-  index_t const most_cols = (n + tiling::rn - 1) / tiling::rn;
   auto tile = [](index_t extent, index_t parts, index_t r) {
     return round_up((extent + parts - 1) / parts, r);
   };
   p.bm = tile(m, row_parts, tiling::rm);
   p.bn = tile(n, col_parts, tiling::rn);
-  index_t const wanted = static_cast<index_t>(threads);
+  index_t const wanted = threads > 1 ? 2 * static_cast<index_t>(threads) : 1;
   while (((m + p.bm - 1) / p.bm) * ((n + p.bn - 1) / p.bn) < wanted) {
-    // Rows first while blocks stay at most 4x wider than tall: a block's A is packed once
-    // per block column and B once per block row, and packing A (a transposing gather)
-    // costs more per element than packing B (whole rows): at n = 256, 64 x 256 blocks ran
-    // at 101-103 GFLOP/s double and 206 single, 128 x 128 at 102-104 and 198-201; at
-    // n = 1024, 256 x 1024 at 101-106 and 239-242, 512 x 512 at 99 and 237.
-    bool const rows_first = p.bm * 4 > p.bn;
-    if (rows_first && row_parts < most_rows)
-      p.bm = tile(m, ++row_parts, tiling::rm);
-    else if (col_parts < most_cols)
-      p.bn = tile(n, ++col_parts, tiling::rn);
-    else if (row_parts < most_rows)
-      p.bm = tile(m, ++row_parts, tiling::rm);
+    if (p.bn >= p.bm && p.bn > tiling::rn * 4)
+      p.bn = tile(n, col_parts *= 2, tiling::rn);
+    else if (p.bm > tiling::rm * 2)
+      p.bm = tile(m, row_parts *= 2, tiling::rm);
     else
       break;
   }

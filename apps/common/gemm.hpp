@@ -59,8 +59,8 @@ gemm_plan device_gemm_plan() {
 }
 
 /// The block tile for `where` and an m x n C. On CPU: C cut into equal blocks no larger
-/// than the tiling's largest tile, then into more (rows first, while blocks are at most
-/// 4x wider than tall) until there is one block per thread.
+/// than the tiling's largest tile, then its longer side into twice as many until there
+/// are two blocks per thread to balance (one for one thread).
 template <class T>
 gemm_plan plan_gemm(strata::target const& where, index_t m, index_t n);
 
