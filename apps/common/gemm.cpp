@@ -14,10 +14,6 @@ index_t round_up(index_t x, index_t m) {
   return (x + m - 1) / m * m;
 }
 
-index_t blocks_of(index_t m, index_t n, index_t bm, index_t bn) {
-  return ((m + bm - 1) / bm) * ((n + bn - 1) / bn);
-}
-
 }  // namespace
 
 template <class T>
@@ -58,23 +54,35 @@ gemm_plan plan_gemm(strata::target const& where, index_t m, index_t n) {
   gemm_plan p;
   if (is_device(where.where)) return device_gemm_plan<T>();
   using tiling = gemm_cpu_tiling<T>;
-  p.bm = std::min(tiling::max_bm, round_up(m, tiling::rm));
-  p.bn = std::min(tiling::max_bn, round_up(n, tiling::rn));
-  // Two blocks per thread, so the pool's dynamic hand-out evens out edge tiles and a
-  // thread that lost its core; one block for one thread (each block packs its own slices:
-  // fewer blocks, less packing). At 2 threads on the shared VM, n = 1024 dgemm ran at
-  // 107-109 GFLOP/s with one block per thread, 102-105 with two, 98-101 with four;
-  // n = 256 at 104-109, 98-99 and 92.
   // Host processors only: a machine-wide place also holds sim devices' units.
   auto const threads = where.backend == strata::backend_id::serial
                            ? std::size_t{1}
                            : where.where.slice(strata::isa::host).processors().size();
+  // C is cut into blocks of equal size (to a register tile): as few as the largest tile
+  // allows, then the longer side into twice as many parts until there are two blocks per
+  // thread (one for one thread). Equal blocks: a 520-row C in tiles of 512 rows left an
+  // 8-row block next to a 512-row one.
+  //
+  // Two blocks per thread, though each block packs its own slices of A and B (one block
+  // per thread packs less: n = 256 dgemm ran at 109-110 GFLOP/s by CPU time on one core
+  // in 128 x 256 blocks, 102-104 in 128 x 128): on the shared VM the pool's worker often
+  // shares its PU with another process and runs at half speed, and then its one block of
+  // two ends last (n = 256 on 2 threads: 306-358 us with 128 x 256 blocks, 220-238 us with
+  // 128 x 128, where the waiting thread takes three of the four). Splitting the longer
+  // side, not the rows first: 64 x 256 blocks took 271-310 us there.
+  index_t row_parts = (m + tiling::max_bm - 1) / tiling::max_bm;
+  index_t col_parts = (n + tiling::max_bn - 1) / tiling::max_bn;
+  auto tile = [](index_t extent, index_t parts, index_t r) {
+    return round_up((extent + parts - 1) / parts, r);
+  };
+  p.bm = tile(m, row_parts, tiling::rm);
+  p.bn = tile(n, col_parts, tiling::rn);
   index_t const wanted = threads > 1 ? 2 * static_cast<index_t>(threads) : 1;
-  while (blocks_of(m, n, p.bm, p.bn) < wanted) {
+  while (((m + p.bm - 1) / p.bm) * ((n + p.bn - 1) / p.bn) < wanted) {
     if (p.bn >= p.bm && p.bn > tiling::rn * 4)
-      p.bn = round_up(p.bn / 2, tiling::rn);
+      p.bn = tile(n, col_parts *= 2, tiling::rn);
     else if (p.bm > tiling::rm * 2)
-      p.bm = round_up(p.bm / 2, tiling::rm);
+      p.bm = tile(m, row_parts *= 2, tiling::rm);
     else
       break;
   }

@@ -58,8 +58,9 @@ gemm_plan device_gemm_plan() {
   return p;
 }
 
-/// The block tile for `where` and an m x n C. On CPU: the tiling's largest tile, halved
-/// (the longer side first) until there are a few blocks per thread to balance.
+/// The block tile for `where` and an m x n C. On CPU: C cut into equal blocks no larger
+/// than the tiling's largest tile, then its longer side into twice as many until there
+/// are two blocks per thread to balance (one for one thread).
 template <class T>
 gemm_plan plan_gemm(strata::target const& where, index_t m, index_t n);
 

@@ -25,4 +25,10 @@ void omp_csr_static(std::int32_t rows, std::int32_t const* row_ptr, std::int32_t
 void omp_csr_dynamic(std::int32_t rows, std::int32_t const* row_ptr, std::int32_t const* col,
                      double const* val, double const* x, double* y, int threads);
 
+/// The gathers of a CSR product alone: the sum of x[col[k]] over k in [0, nnz), a
+/// `#pragma omp parallel for` over k. No product reads x through col faster than this
+/// loop (it streams col and nothing else), so its time bounds every CSR kernel where
+/// x's accesses miss the cache, which STREAM bandwidth does not.
+double gather_sum(std::int64_t nnz, std::int32_t const* col, double const* x, int threads);
+
 }  // namespace strata::bench::spmv_peer

@@ -4,7 +4,9 @@
 // hand-written OpenMP CSR loops, at 1 and every host thread, on a 3-D Laplacian and a
 // power-law matrix larger than the last-level cache. `limit` is the fraction of the
 // STREAM triad bandwidth (measured in the same run, raw OpenMP, best over thread counts)
-// reached when moving the matrix arrays, x once and y once.
+// reached when moving the matrix arrays, x once and y once; `gather_limit` is the fraction
+// of the gather bound (the matrix's x[col[k]] loads alone, measured in the same run, best
+// over thread counts), the bound where x's accesses miss the cache (power-law columns).
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -37,6 +39,21 @@ double stream_triad_bandwidth(context& ctx) {
   return best;
 }
 
+// The gathers alone (spmv_peer::gather_sum), best of a few runs at each thread count:
+// seconds.
+double gather_bound(context& ctx, apps::csr_matrix const& a, std::vector<double> const& x) {
+  double best = 0, sink = 0;
+  for (int t : ctx.thread_counts()) {
+    auto [unused, s] = compare(
+        5, [] {}, [&] { sink += spmv_peer::gather_sum(a.nnz(), a.col.data(), x.data(), t); });
+    (void)unused;
+    best = best == 0 ? s : std::min(best, s);
+  }
+  if (!std::isfinite(sink))
+    throw std::runtime_error("spmv benchmark: the gather sum is not finite");
+  return best;
+}
+
 void check(std::vector<double> const& y, std::vector<double> const& want, std::string const& who,
            std::string const& matrix) {
   double err = apps::max_relative_difference(y, want);
@@ -54,6 +71,7 @@ void run_matrix(context& ctx, std::string const& name, apps::csr_matrix const& a
   auto eigen = spmv_peer::make_eigen(a.rows, a.cols, a.row_ptr.data(), a.col.data(), a.val.data());
   double const bytes = a.bytes() + 8.0 * (a.rows + a.cols);
   double const flops = 2.0 * static_cast<double>(a.nnz());
+  double const gather_s = gather_bound(ctx, a, x);
   for (int t : ctx.thread_counts()) {
     apps::partitioned_spmv product(a, {on(ctx.cpus(t), backend_id::threads)});
     auto strata_side = [&] { product.multiply(x.data(), ys.data()); };
@@ -86,9 +104,12 @@ void run_matrix(context& ctx, std::string const& name, apps::csr_matrix const& a
                  {"strata_gflops", flops / ts / 1e9},
                  {"peer_gflops", flops / tp / 1e9},
                  {"strata_gbps", bytes / ts / 1e9},
-                 {"stream_gbps", bandwidth / 1e9}};
+                 {"stream_gbps", bandwidth / 1e9},
+                 {"gather_s", gather_s},
+                 {"gather_limit", gather_s / ts}};
       r.note =
-          "size = nonzeros; limit = (matrix arrays + x + y bytes) / time / STREAM triad bandwidth";
+          "size = nonzeros; limit = (matrix arrays + x + y bytes) / time / STREAM triad "
+          "bandwidth; gather_limit = gather_s / time, gather_s = the sum of x[col[k]] alone";
       ctx.report(r);
     }
   }

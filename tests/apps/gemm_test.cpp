@@ -110,6 +110,46 @@ TEST_F(Gemm, FloatOddAndNonSquareSizesOnEveryBackend) {
   check_sizes<float>();
 }
 
+// The CPU plan: tiles of whole register tiles, no larger than the tiling's largest, cutting
+// C into blocks of about equal size (a 520-row C is not a 512-row block and an 8-row one),
+// at least two per thread (one for one thread) where C has room for them.
+template <class T>
+void check_plans(strata::target const& where, index_t threads) {
+  using tiling = apps::gemm_cpu_tiling<T>;
+  for (auto [m, n] : std::vector<std::pair<index_t, index_t>>{
+           {1, 1}, {17, 255}, {256, 256}, {257, 257}, {520, 520}, {1024, 1024}, {4096, 4096}}) {
+    SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " on " + std::to_string(threads) +
+                 " threads");
+    auto const p = apps::plan_gemm<T>(where, m, n);
+    EXPECT_EQ(p.bm % tiling::rm, 0);
+    EXPECT_EQ(p.bn % tiling::rn, 0);
+    EXPECT_LE(p.bm, tiling::max_bm);
+    EXPECT_LE(p.bn, tiling::max_bn);
+    index_t const rows = (m + p.bm - 1) / p.bm, cols = (n + p.bn - 1) / p.bn;
+    EXPECT_GT(m - (rows - 1) * p.bm, p.bm - rows * tiling::rm);  // the last block row
+    EXPECT_GT(n - (cols - 1) * p.bn, p.bn - cols * tiling::rn);
+    // Blocks are split down to 2 register tiles high and 4 wide, not below.
+    index_t const most =
+        std::max<index_t>(1, m / (2 * tiling::rm)) * std::max<index_t>(1, n / (4 * tiling::rn));
+    EXPECT_GE(rows * cols, std::min(threads > 1 ? 2 * threads : 1, most));
+  }
+}
+
+TEST_F(Gemm, CpuPlansCutCIntoEqualBlocksTwoPerThread) {
+  auto host = rt.machine().slice(strata::isa::host);
+  auto const pus = static_cast<index_t>(host.processors().size());
+  for (auto const& [name, where] : targets()) {
+    if (name == "sim") continue;
+    index_t const threads = name == "serial" ? 1 : pus;
+    check_plans<double>(where, threads);
+    check_plans<float>(where, threads);
+  }
+  // One thread: the largest tiles, cut evenly (520 rows: 264 + 256).
+  auto const one = apps::plan_gemm<double>(strata::on(host, strata::backend_id::serial), 520, 520);
+  EXPECT_EQ(one.bm, 264);
+  EXPECT_EQ(one.bn, 528);
+}
+
 TEST_F(Gemm, BetaZeroDoesNotReadCAndKZeroScalesC) {
   index_t const m = 19, n = 21, k = 23;
   auto const a = values<double>(m * k, 4), b = values<double>(k * n, 5),
