@@ -108,6 +108,15 @@ struct distributed_spmv::state {
   std::vector<recv_peer> from;
   std::vector<send_peer> to;
   std::int64_t local_nnz = 0, remote_nnz = 0;
+  // The previous product's sends: its buffers are repacked only once they are done.
+  std::vector<strata::event> sends;
+
+  ~state() {
+    for (auto& e : sends) try {
+        e.wait();
+      } catch (...) {  // a failed send was reported by nobody; the buffers are free now
+      }
+  }
 };
 
 distributed_spmv::distributed_spmv(dist::team const& team, csr_index global_rows,
@@ -246,9 +255,13 @@ distributed_spmv& distributed_spmv::operator=(distributed_spmv&&) noexcept = def
 
 void distributed_spmv::multiply(double const* x, double* y) {
   auto& s = *state_;
-  std::vector<strata::event> recvs, sends;
+  // The previous product's sends normally completed long ago (the neighbours received
+  // them before finishing that product); their failure is this product's.
+  auto previous = std::move(s.sends);
+  s.sends.clear();
+  strata::wait_all(previous);
+  std::vector<strata::event> recvs;
   recvs.reserve(s.from.size());
-  sends.reserve(s.to.size());
   // Receives first, so that a neighbour's early send finds its buffer posted.
   for (auto const& p : s.from)
     recvs.push_back(dist::recv(s.team, p.rank, product_tag,
@@ -256,7 +269,7 @@ void distributed_spmv::multiply(double const* x, double* y) {
   for (auto& p : s.to) {
     for (std::size_t i = 0; i < p.index.size(); ++i)
       p.buffer[i] = x[static_cast<std::size_t>(p.index[i])];
-    sends.push_back(dist::send(s.team, p.rank, product_tag, std::span<double const>(p.buffer)));
+    s.sends.push_back(dist::send(s.team, p.rank, product_tag, std::span<double const>(p.buffer)));
   }
   try {
     // The local part needs nothing from the others: it runs while the messages travel.
@@ -267,16 +280,17 @@ void distributed_spmv::multiply(double const* x, double* y) {
       for (std::size_t i = 0; i < s.remote_rows.size(); ++i)
         y[static_cast<std::size_t>(s.remote_rows[i])] += s.remote_y[i];
     }
-    strata::wait_all(sends);
   } catch (...) {
-    // The buffers must outlive the messages in flight: wait for all, then report.
-    for (auto* list : {&recvs, &sends})
-      for (auto& e : *list) try {
-          e.wait();
-        } catch (...) {
-        }
+    // The ghosts must outlive the receives in flight: wait for them, then report.
+    for (auto& e : recvs) try {
+        e.wait();
+      } catch (...) {
+      }
     throw;
   }
+  // The sends are not waited for here: x's packed entries are in this object's buffers,
+  // so the caller may change x at once, and the wait (a round trip through both ranks'
+  // progress threads for a rendezvous-sized message) leaves the critical path.
 }
 
 dist_spmv_info distributed_spmv::info() const {

@@ -71,8 +71,10 @@ class distributed_spmv {
 
   /// y = A x on this rank's rows: x and y hold this rank's block.rows.rows entries (its
   /// part of the global vectors), in host memory. Collective: every member calls it the
-  /// same number of times. Blocks until this rank's rows are done and its sends have
-  /// completed; a failed kernel, copy or message is rethrown.
+  /// same number of times. Blocks until this rank's rows of y are done; its sends (of
+  /// packed copies of x entries, so x may change at once) may still be in flight, and the
+  /// next product or the destructor waits for them. A failed kernel, copy or message is
+  /// rethrown (a failed send by the next product).
   void multiply(double const* x, double* y);
 
   dist_spmv_info info() const;
