@@ -3,6 +3,7 @@
 #include "places.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <optional>
@@ -35,6 +36,21 @@ row_block extract_rows(csr_matrix const& a, csr_index first, csr_index last) {
   b.rows.col.assign(a.col.begin() + k0, a.col.begin() + k1);
   b.rows.val.assign(a.val.begin() + k0, a.val.begin() + k1);
   return b;
+}
+
+double max_scaled_difference(row_block const& b, double const* x, double const* y,
+                             double const* want) {
+  double worst = 0;
+  auto const& m = b.rows;
+  for (std::size_t r = 0; r < static_cast<std::size_t>(m.rows); ++r) {
+    double magnitude = 0;
+    for (auto k = m.row_ptr[r]; k < m.row_ptr[r + 1]; ++k)
+      magnitude += std::abs(m.val[static_cast<std::size_t>(k)] *
+                            x[static_cast<std::size_t>(m.col[static_cast<std::size_t>(k)])]);
+    double const d = std::abs(y[r] - want[r]) / std::max(1.0, magnitude);
+    if (!(d <= worst)) worst = d;  // a NaN is the worst
+  }
+  return worst;
 }
 
 namespace {

@@ -32,6 +32,14 @@ std::vector<csr_index> split_over_ranks(csr_matrix const& a, int parts);
 /// Rows [first, last) of `a`, their columns still global.
 row_block extract_rows(csr_matrix const& a, csr_index first, csr_index last);
 
+/// The largest |y_r - want_r| / max(1, sum_k |a_rk x_k|) over the block's rows (y and want
+/// hold its rows, x the whole vector): the difference relative to the magnitudes summed,
+/// which a sum in another order (the local part, then the remote part) keeps near the
+/// rounding unit even in the long rows of a power-law matrix, where a difference relative
+/// to |want_r| can grow with the row's length and cancellation.
+double max_scaled_difference(row_block const& b, double const* x, double const* y,
+                             double const* want);
+
 /// How a rank's rows touch the other ranks, for reports and tests.
 struct dist_spmv_info {
   csr_index first_row = 0, rows = 0, global_rows = 0;
