@@ -20,9 +20,9 @@ namespace apps {
 
 /// The FIM state's type: an integer as wide as the value, so that an AoS record has no
 /// tail padding. (A {double, int32} record tensor gathered into a host AoS record array
-/// came back unwritten at -O2 with GCC 12 — fixed by -fno-tree-sra or
-/// -fno-strict-aliasing; docs/apps.md, "Eikonal". {double, int64} and {float, int32} copy
-/// correctly.)
+/// came back unwritten at -O2 with GCC 12 — right with -fno-tree-sra or
+/// -fno-strict-aliasing; docs/apps.md, "Ripple's Eikonal solve". {double, int64} and
+/// {float, int32} copy correctly.)
 template <class T>
 using fim_state_t = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
 
@@ -163,7 +163,7 @@ strata::vec<N> eikonal_centre(strata::vec<N> const& extent) {
 /// 2005, §4: O(h |log h|) for a point source; it is 0.29 h already at the first diagonal
 /// neighbour, h + h/sqrt 2 against sqrt 2 h). Measured maxima (docs/apps.md): 2-D 0.51 h
 /// at band 5, 0.70 h at 10, 1.27 h at 64, 1.74 h at 256 (slope 0.34 per unit of ln band);
-/// 3-D 0.81 h at 5, 1.14 h at 10, 1.72 h at 32 (slope 0.48). The bound is C0 + C1 ln(band)
+/// 3-D 0.80 h at 5, 1.14 h at 10, 1.72 h at 32 (slope 0.48). The bound is C0 + C1 ln(band)
 /// with a steeper slope than measured, so its margin grows with the band.
 template <std::size_t N>
 double eikonal_error_bound(double band) {
