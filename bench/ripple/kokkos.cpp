@@ -2,7 +2,7 @@
 // particle update over RangePolicy, and the FORCE flux difference over a 2-D MDRangePolicy
 // on a View of State structs (Ripple §7: "the implementations of the kernel function
 // objects and structs for Kokkos and Ripple are very similar"). Kokkos is initialized once
-// per process, on first use, and finalized at exit.
+// per process, on first use, and finalized at exit. The Eikonal peer is kokkos_eikonal.cpp.
 #include <Kokkos_Core.hpp>
 
 #include <cstdlib>
@@ -10,7 +10,6 @@
 #include "ripple/peer.hpp"
 
 namespace strata::bench::ripple {
-namespace {
 
 void ensure_kokkos() {
   static bool const started = [] {
@@ -24,8 +23,6 @@ void ensure_kokkos() {
   }();
   (void)started;
 }
-
-}  // namespace
 
 bool kokkos_available() {
   return true;

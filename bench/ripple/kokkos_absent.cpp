@@ -42,4 +42,29 @@ void kokkos_force<T>::get(std::ptrdiff_t, std::ptrdiff_t, T (&)[4]) const {}
 template class kokkos_force<float>;
 template class kokkos_force<double>;
 
+template <class T, int N>
+struct kokkos_eikonal<T, N>::impl {};
+template <class T, int N>
+kokkos_eikonal<T, N>::kokkos_eikonal(std::ptrdiff_t, double) {
+  absent();
+}
+template <class T, int N>
+kokkos_eikonal<T, N>::~kokkos_eikonal() = default;
+template <class T, int N>
+void kokkos_eikonal<T, N>::reset() {}
+template <class T, int N>
+int kokkos_eikonal<T, N>::solve(int) {
+  return 0;
+}
+template <class T, int N>
+bool kokkos_eikonal<T, N>::converged() const {
+  return false;
+}
+template <class T, int N>
+void kokkos_eikonal<T, N>::values(double*) const {}
+template class kokkos_eikonal<float, 2>;
+template class kokkos_eikonal<double, 2>;
+template class kokkos_eikonal<float, 3>;
+template class kokkos_eikonal<double, 3>;
+
 }  // namespace strata::bench::ripple

@@ -12,6 +12,8 @@
 namespace strata::bench::ripple {
 
 bool kokkos_available();
+/// Initializes Kokkos once per process (kokkos.cpp; finalized at exit).
+void ensure_kokkos();
 
 /// Particles as two Views, position and velocity, `View<float*[3], Layout>`: LayoutRight
 /// (Kokkos' host default: each particle's three components together) or LayoutLeft
@@ -48,6 +50,31 @@ class kokkos_force {
   /// with a plain loop along each row instead of the MDRangePolicy.
   void step(T dt_dx, T dt_dy, T gamma, bool rows_policy = false);
   void get(std::ptrdiff_t i, std::ptrdiff_t j, T (&u)[4]) const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+/// Ripple's Kokkos FIM (§7.4): an (n + 2)^N View of {value, state} structs (LayoutRight,
+/// the host default: a cell's members together), N = 2 or 3, one ghost layer kept far.
+/// An iteration is a parallel_for over an MDRangePolicy<Rank<N>> (in -> out); every second
+/// one is a parallel_reduce that also counts the active cells, and the solve stops when it
+/// finds none: the same Jacobi FIM with tolerance 0 as apps::fim_step.
+template <class T, int N>
+class kokkos_eikonal {
+ public:
+  kokkos_eikonal(std::ptrdiff_t n, double band);
+  ~kokkos_eikonal();
+  kokkos_eikonal(kokkos_eikonal const&) = delete;
+  kokkos_eikonal& operator=(kokkos_eikonal const&) = delete;
+  /// Every cell far, the source (value 0) at cell n / 2 in every dimension.
+  void reset();
+  /// Iterates until no cell is active or `max_iterations`; returns the iterations run.
+  int solve(int max_iterations);
+  bool converged() const;
+  /// Every cell's value, row-major (n^N), infinity where far.
+  void values(double* out) const;
 
  private:
   struct impl;

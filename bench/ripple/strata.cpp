@@ -4,6 +4,7 @@
 // (AoS, SoA, AoSoA<16>) on one host PU; the peer is the same algorithm in idiomatic Kokkos
 // (bench/ripple/kokkos.cpp), Kokkos Serial, so both sides use one thread. Each side's
 // result is checked (particles exactly; FORCE against Kokkos to round-off) before timing.
+// ripple-eikonal (§7.4) is bench/ripple/eikonal.cpp.
 #include <array>
 #include <cmath>
 #include <optional>
