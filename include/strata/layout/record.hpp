@@ -22,6 +22,7 @@
 #include <strata/vec.hpp>
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -415,6 +416,18 @@ STRATA_FN auto& get(accessors<R> const& a, std::size_t d) {
 template <record_desc D>
 class record_value;
 
+/// Copies one component between two records' byte stores as bytes, not as a typed
+/// assignment: GCC 12 at -O2 (no -march) deleted the whole body of a launched kernel that
+/// assigned SoA records to AoS ones of a padded record ({double, int32}) through typed
+/// pointers into the stores (tests/tensor/record_test.cpp, RecordTensorAliasing); a
+/// fixed-size memcpy compiles to the same moves and carries no aliasing assumption.
+struct copy_component {
+  template <class T>
+  STRATA_FN void operator()(T* to, T const* from) const {
+    std::memcpy(to, from, sizeof(T));
+  }
+};
+
 /// A reference to one element of a record array in layout L: a pointer, the element's
 /// index and the array's pitch. It is shallow like T&: copying a proxy copies the
 /// reference, assigning to one assigns the element's fields.
@@ -440,7 +453,7 @@ class record_ref : public record_fields<D, record_ref<D, L>> {
   }
   template <class Other>
   STRATA_FN record_ref const& assign(Other const& other) const {
-    base::each_component(*this, other, [](auto* to, auto const* from) { *to = *from; });
+    base::each_component(*this, other, copy_component{});
     return *this;
   }
 
@@ -494,7 +507,7 @@ class record_value : public record_fields<D, record_value<D>> {
   template <class Other>
   requires std::is_same_v<typename Other::desc, D> STRATA_FN record_value& operator=(
       Other const& other) {
-    base::each_component(*this, other, [](auto* to, auto const* from) { *to = *from; });
+    base::each_component(*this, other, copy_component{});
     return *this;
   }
 
