@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <ctime>
 #include <thread>
 #include <vector>
 
@@ -179,10 +180,17 @@ TEST_F(Sim, ExceptionsInSimKernelsReachWait) {
 }
 
 TEST_F(Sim, SpeedStretchesKernelTime) {
-  // A kernel busy for ~4 ms on the host takes at least 4 / 0.25 = 16 ms on sim1.
+  // A kernel that uses 4 ms of CPU on the host takes at least 4 / 0.25 = 16 ms on sim1.
+  // The sim device stretches the CPU time of its unit, so the kernel counts its own CPU
+  // time (a wall-clock busy loop on a loaded machine may get less than 4 ms of CPU).
   auto busy = [](auto const&) {
-    auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(4);
-    while (std::chrono::steady_clock::now() < until) {
+    auto cpu = [] {
+      timespec ts{};
+      clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+    };
+    auto const until = cpu() + std::chrono::milliseconds(4);
+    while (cpu() < until) {
     }
   };
   auto t0 = std::chrono::steady_clock::now();

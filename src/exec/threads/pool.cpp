@@ -364,13 +364,25 @@ void wait_until_ready(event_state const& s) {
 void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_point until) {
   auto& state = const_cast<event_state&>(s);  // registers a waiter on it; no state change
   if (auto* p = pool::instance()) return p->wait(state, until);
-  // No pool: nothing to help with; park until the completion wakes this thread.
+  // No pool: nothing to help with; park until the completion wakes this thread. Work
+  // with a known end (an emulated transfer) is parked through until shortly before it
+  // and then spun for, as in pool::wait: a futex wake-up costs microseconds on a VM,
+  // the size of a small halo copy's whole model.
   auto& w = this_waiter();
   bool const timed = until.time_since_epoch().count() != 0;
   while (!state.ready() && !(timed && std::chrono::steady_clock::now() >= until)) {
+    auto deadline = until;
+    if (auto when = state.expected(); when.time_since_epoch().count() != 0) {
+      auto const wake = when - expected_margin;
+      if (std::chrono::steady_clock::now() >= wake) {
+        if (spin([&] { return state.ready(); }, when)) return;
+      } else if (!timed || wake < until) {
+        deadline = wake;
+      }
+    }
     auto const key = w.prepare();
     if (!state.add_waiter(w)) return;
-    if (!state.ready()) w.commit(key, until);
+    if (!state.ready()) w.commit(key, deadline);
     state.remove_waiter(w);
   }
 }
