@@ -3,6 +3,7 @@
 #include <strata/error.hpp>
 #include <strata/exec/launch.hpp>
 
+#include "exec/wait_hook.hpp"
 #include "log.hpp"
 
 #include <cxxabi.h>
@@ -161,6 +162,40 @@ std::exception_ptr remote(int rank, std::string const& message) {
 std::atomic<engine*> live_engine{nullptr};
 mpi_thread* the_thread = nullptr;
 std::mutex the_thread_mutex;
+thread_local bool holding_token = false;
+
+// Runs one queued operation, logging (not propagating) its failure: the operations
+// report errors through their events.
+void run_op(std::function<void()>& op) noexcept {
+  try {
+    op();
+  } catch (std::exception const& e) {
+    strata::detail::log(strata::detail::log_level::info,
+                        std::string("strata::dist: an operation failed on the progress "
+                                    "thread: ") +
+                            e.what());
+  } catch (...) {
+    strata::detail::log(strata::detail::log_level::info,
+                        "strata::dist: an operation failed on the progress thread");
+  }
+}
+
+// Holds the progress token for a scope (taken with try_lock or lock by the caller).
+struct token_scope {
+  std::mutex& token;
+  explicit token_scope(std::mutex& t) : token(t) { holding_token = true; }
+  ~token_scope() {
+    holding_token = false;
+    token.unlock();
+  }
+  token_scope(token_scope const&) = delete;
+  token_scope& operator=(token_scope const&) = delete;
+};
+
+bool wait_hook() noexcept {
+  auto* t = the_thread;  // set once, before any engine attaches; never deleted
+  return t && t->try_progress();
+}
 
 }  // namespace
 
@@ -352,7 +387,20 @@ void mpi_thread::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool mpi_thread::holds_token() noexcept {
+  return holding_token;
+}
+
 void mpi_thread::post(std::function<void()> op) {
+  // Under MPI_THREAD_MULTIPLE the caller does it now when nobody else is making
+  // progress: the operations queued before it first, so one thread's operations keep
+  // their order (messages with the same tag arrive in order).
+  if (level_ == MPI_THREAD_MULTIPLE && !holding_token && !on_thread() && token_.try_lock()) {
+    token_scope held(token_);
+    run_ops();
+    run_op(op);
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     ops_.push_back(std::move(op));
@@ -362,7 +410,7 @@ void mpi_thread::post(std::function<void()> op) {
 }
 
 void mpi_thread::run_sync(std::function<void()> op) {
-  if (on_thread()) return op();
+  if (on_thread() || holding_token) return op();
   std::promise<void> done;
   auto f = done.get_future();
   post([&] {
@@ -381,12 +429,34 @@ void mpi_thread::attach(engine* e) {
     std::lock_guard lock(mutex_);
     engine_ = e;
   }
+  if (level_ == MPI_THREAD_MULTIPLE) strata::detail::set_wait_hook(&wait_hook);
   cv_.notify_all();
 }
 
 void mpi_thread::detach() {
+  // Called in a progress round (the token is held), so no other round uses the engine.
+  strata::detail::set_wait_hook(nullptr);
   std::lock_guard lock(mutex_);
   engine_ = nullptr;
+}
+
+bool mpi_thread::try_progress() noexcept {
+  if (level_ != MPI_THREAD_MULTIPLE || holding_token || !token_.try_lock()) return false;
+  token_scope held(token_);
+  engine* e;
+  {
+    std::lock_guard lock(mutex_);
+    e = engine_;
+  }
+  bool did = run_ops();
+  if (!e) return did;
+  try {
+    did = e->progress() || did;
+  } catch (std::exception const& x) {
+    strata::detail::log(strata::detail::log_level::info,
+                        std::string("strata::dist: a progress round failed: ") + x.what());
+  }
+  return run_ops() || did;
 }
 
 bool mpi_thread::run_ops() {
@@ -397,16 +467,7 @@ bool mpi_thread::run_ops() {
     batch.swap(ops_);
     has_ops_.store(false, std::memory_order_relaxed);
   }
-  for (auto& op : batch) {
-    try {
-      op();
-    } catch (std::exception const& e) {
-      strata::detail::log(strata::detail::log_level::info,
-                          std::string("strata::dist: an operation failed on the progress "
-                                      "thread: ") +
-                              e.what());
-    }
-  }
+  for (auto& op : batch) run_op(op);
   return !batch.empty();
 }
 
@@ -426,8 +487,21 @@ void mpi_thread::main() {
         continue;
       }
     }
-    bool did = run_ops();
-    if (e) did = e->progress() || did;
+    // A round needs the progress token; a thread that holds it is making progress
+    // itself, so this one just stays hot.
+    bool did = false;
+    bool busy = true;  // while another thread runs a round, something is going on
+    if (token_.try_lock()) {
+      token_scope held(token_);
+      {
+        // Again under the token: another thread's round may have detached it.
+        std::lock_guard lock(mutex_);
+        e = engine_;
+      }
+      did = run_ops();
+      if (e) did = e->progress() || did;
+      busy = e && e->busy();
+    }
     auto const now = clock::now();
     if (did) {
       last_active = now;
@@ -437,7 +511,6 @@ void mpi_thread::main() {
     // while after the last activity, longer while operations are outstanding; then sleep
     // for growing intervals up to a cap, so an idle rank costs no core. Work posted by
     // this process wakes the thread at once; messages from others wait for the next poll.
-    bool const busy = e && e->busy();
     auto const idle = now - last_active;
     auto const hot = busy ? std::chrono::microseconds(2000) : std::chrono::microseconds(200);
     if (idle < hot) {

@@ -47,14 +47,24 @@ class mpi_thread {
  public:
   static mpi_thread& get();
   /// Runs `op` on the MPI thread, soon (any thread may call it).
+  /// Under MPI_THREAD_MULTIPLE a caller that can take the progress token runs `op`
+  /// itself, after the operations queued before it (docs/dist.md "Progress").
   void post(std::function<void()> op);
-  /// Runs `op` on the MPI thread and waits for it; rethrows its exception.
+  /// Runs `op` on the MPI thread (or, as post, in the caller holding the progress
+  /// token) and waits for it; rethrows its exception.
   void run_sync(std::function<void()> op);
+  /// One progress round (queued operations, then the engine) in the calling thread if
+  /// it can take the progress token; returns whether anything happened. The wait hook
+  /// of every thread that waits (src/exec/wait_hook.hpp).
+  bool try_progress() noexcept;
   void attach(engine* e);
   void detach();
   int level() const noexcept { return level_; }
   bool owns_mpi() const noexcept { return owns_; }
   bool on_thread() const noexcept { return std::this_thread::get_id() == thread_.get_id(); }
+  /// Whether the calling thread holds the progress token (the MPI thread during its
+  /// rounds, or a thread running a round of its own).
+  static bool holds_token() noexcept;
   void stop();
 
  private:
@@ -62,6 +72,11 @@ class mpi_thread {
   void main();
   bool run_ops();
 
+  // The progress token: whoever holds it may touch the engine's MPI-thread state
+  // (requests, pending operations) and make MPI calls of the data path. The MPI thread
+  // takes it for each round; under MPI_THREAD_MULTIPLE, posting and waiting threads
+  // take it when it is free and do the work themselves (no hand-off).
+  std::mutex token_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> ops_;

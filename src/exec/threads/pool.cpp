@@ -1,4 +1,5 @@
 #include "exec/threads/pool.hpp"
+#include "exec/wait_hook.hpp"
 
 #include <strata/error.hpp>
 #include <strata/exec/trace.hpp>
@@ -33,6 +34,8 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
+std::atomic<wait_hook> the_wait_hook{nullptr};
+
 // Spins until `found()` or spin_time has passed; returns whether something was found.
 // A thread that is not a worker yields instead of pausing: it is not pinned, and may sit
 // on the very PU whose worker it waits for (a spinning waiter there would delay that
@@ -41,6 +44,8 @@ inline void cpu_relax() noexcept {
 // the spin lasts until shortly after it instead of parking before it, and yields even
 // on a worker: the thread that will complete the work may be waiting for this very core
 // (the sim devices' threads outnumber the cores), and a yield hands the core over.
+// While it spins it runs the wait hook (src/exec/wait_hook.hpp): every round for a
+// thread that yields, every 64 pauses for a worker.
 template <class Found>
 bool spin(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   auto const start = std::chrono::steady_clock::now();
@@ -49,15 +54,30 @@ bool spin(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   bool const worker = is_worker && !timed;
   for (int n = 1;; ++n) {
     if (found()) return true;
-    if (worker)
+    if (worker) {
       cpu_relax();
-    else
+      if (n % 64 == 0 && run_wait_hook()) continue;
+    } else if (!run_wait_hook()) {
       std::this_thread::yield();
+    }
     if ((!worker || n % 64 == 0) && std::chrono::steady_clock::now() > deadline) return false;
   }
 }
 
 }  // namespace
+
+void set_wait_hook(wait_hook h) noexcept {
+  the_wait_hook.store(h, std::memory_order_release);
+}
+
+bool run_wait_hook() noexcept {
+  auto h = the_wait_hook.load(std::memory_order_acquire);
+  return h && h();
+}
+
+bool has_wait_hook() noexcept {
+  return the_wait_hook.load(std::memory_order_relaxed) != nullptr;
+}
 
 void notify_progress() noexcept {
   if (auto* p = pool::instance()) p->notify_external();
@@ -379,6 +399,8 @@ void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_poin
       } else if (!timed || wake < until) {
         deadline = wake;
       }
+    } else if (has_wait_hook() && spin([&] { return state.ready(); })) {
+      return;  // completed while this thread ran the hook (a remote reply, say)
     }
     auto const key = w.prepare();
     if (!state.add_waiter(w)) return;

@@ -1,0 +1,23 @@
+// Work a waiting thread does while it spins. The distributed layer registers one MPI
+// progress round (docs/dist.md "Progress and its latency"): a thread that waits for a
+// remote reply then receives it and completes its event itself, instead of being woken
+// by the MPI thread — on an oversubscribed machine each such hand-off is a context
+// switch, several times an MPI message's latency.
+#pragma once
+
+namespace strata::detail {
+
+/// One round of work a waiter may do; returns whether it did anything. It must not
+/// block and must not throw.
+using wait_hook = bool (*)() noexcept;
+
+/// Registers `h` (nullptr removes it). One hook per process.
+void set_wait_hook(wait_hook h) noexcept;
+
+/// Runs the registered hook, if any; returns whether it did anything.
+bool run_wait_hook() noexcept;
+
+/// Whether a hook is registered.
+bool has_wait_hook() noexcept;
+
+}  // namespace strata::detail

@@ -1,0 +1,70 @@
+// The wait hook (src/exec/wait_hook.hpp): every thread that waits runs it while it spins.
+// strata::dist registers its MPI progress round there, so a thread waiting for a remote
+// reply receives it itself. Here the awaited event completes only from inside the hook:
+// a waiter that did not run it would park forever (the guard fails the test).
+#include <gtest/gtest.h>
+
+#include <strata/strata.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "exec/wait_hook.hpp"
+#include "support/hang_guard.hpp"
+
+namespace strata {
+namespace {
+
+using testing_support::finishes_within;
+constexpr auto limit = std::chrono::seconds(60);
+
+std::atomic<int> hook_calls{0};
+event* gate = nullptr;  // set before the hook is registered, cleared after
+
+bool complete_on_tenth_call() noexcept {
+  if (hook_calls.fetch_add(1) + 1 == 10) gate->complete();
+  return true;
+}
+
+// Registers the hook for one test and removes it, whatever happens.
+struct hooked {
+  event e = event::pending();
+  hooked() {
+    hook_calls = 0;
+    gate = &e;
+    detail::set_wait_hook(&complete_on_tenth_call);
+  }
+  ~hooked() {
+    detail::set_wait_hook(nullptr);
+    gate = nullptr;
+  }
+};
+
+TEST(WaitHook, AThreadOutsideThePoolRunsItWhileWaiting) {
+  runtime rt;
+  hooked h;
+  finishes_within(limit, "an external wait that needs the hook", [&] {
+    std::thread waiter([&] { h.e.wait(); });
+    waiter.join();
+  });
+  EXPECT_GE(hook_calls.load(), 10);
+}
+
+TEST(WaitHook, AKernelWaitingInsideTheExecutorRunsIt) {
+  runtime rt;
+  auto first = rt.machine().descendants(place_type::pu).front();
+  hooked h;
+  finishes_within(limit, "a wait inside a kernel that needs the hook",
+                  [&] { launch(first, grid(1), [&](auto const&) { h.e.wait(); }).wait(); });
+  EXPECT_GE(hook_calls.load(), 10);
+}
+
+TEST(WaitHook, AWaitWithoutAnExecutorRunsIt) {
+  hooked h;  // no runtime: no pool to help, the waiter would park at once
+  finishes_within(limit, "a wait without a pool that needs the hook", [&] { h.e.wait(); });
+  EXPECT_GE(hook_calls.load(), 10);
+}
+
+}  // namespace
+}  // namespace strata
