@@ -44,6 +44,18 @@ fftw_plan plan_contiguous(index_t n, index_t howmany, complex* data, int sign, u
   return p;
 }
 
+// The n1 columns of a row-major n0 x n1 array, each a transform of stride n1, in place.
+fftw_plan plan_strided_columns(index_t n0, index_t n1, complex* data, int sign, unsigned flags) {
+  int const len = static_cast<int>(n0), stride = static_cast<int>(n1);
+  std::lock_guard lock(planner_mutex());
+  fftw_plan p = fftw_plan_many_dft(1, &len, stride, as_fftw(data), nullptr, stride, 1,
+                                   as_fftw(data), nullptr, stride, 1, sign, flags);
+  if (!p)
+    throw strata::error("distributed_fft2d: FFTW could not plan the columns of a " +
+                        std::to_string(n0) + " x " + std::to_string(n1) + " array");
+  return p;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -78,6 +90,8 @@ struct distributed_fft2d::state {
   fftw_plan row_forward = nullptr, row_backward = nullptr;
   fftw_plan column_forward = nullptr, column_backward = nullptr;
   fft_phases phases;
+  // One rank and the natural layout: the column FFTs run in place on `rows`.
+  bool columns_in_place;
 
   state(dist::team t, index_t a, index_t b, fft2d_options o)
       : team(std::move(t)),
@@ -85,7 +99,8 @@ struct distributed_fft2d::state {
         n1(b),
         options(o),
         rows(team, fft_rows_type(a, b, team.size())),
-        columns(team, fft_columns_type(a, b, team.size())) {}
+        columns(team, fft_columns_type(a, b, team.size())),
+        columns_in_place(team.size() == 1 && o.output == fft_layout::natural) {}
 
   ~state() {
     std::lock_guard lock(planner_mutex());
@@ -141,10 +156,18 @@ distributed_fft2d::distributed_fft2d(dist::team const& team, index_t n0, index_t
   auto const local_columns = s.columns.local_extent()[1];
   s.row_forward = plan_contiguous(n1, local_rows, s.rows.local().data(), FFTW_FORWARD, flags);
   s.row_backward = plan_contiguous(n1, local_rows, s.rows.local().data(), FFTW_BACKWARD, flags);
-  s.column_forward =
-      plan_contiguous(n0, local_columns, s.columns.local().data(), FFTW_FORWARD, flags);
-  s.column_backward =
-      plan_contiguous(n0, local_columns, s.columns.local().data(), FFTW_BACKWARD, flags);
+  if (s.columns_in_place) {
+    // One rank, natural layout: no transpose is needed at all (there is no other rank to
+    // exchange with, and the result stays in rows()), so the column FFTs run strided in
+    // place, as FFTW's own 2-D plan does on one process.
+    s.column_forward = plan_strided_columns(n0, n1, s.rows.local().data(), FFTW_FORWARD, flags);
+    s.column_backward = plan_strided_columns(n0, n1, s.rows.local().data(), FFTW_BACKWARD, flags);
+  } else {
+    s.column_forward =
+        plan_contiguous(n0, local_columns, s.columns.local().data(), FFTW_FORWARD, flags);
+    s.column_backward =
+        plan_contiguous(n0, local_columns, s.columns.local().data(), FFTW_BACKWARD, flags);
+  }
 }
 
 distributed_fft2d::~distributed_fft2d() = default;
@@ -177,6 +200,7 @@ void distributed_fft2d::forward() {
   auto& s = *state_;
   s.phases = {};
   s.timed(s.phases.rows, s.row_forward);
+  if (s.columns_in_place) return s.timed(s.phases.columns, s.column_forward);
   s.transpose(s.columns, s.rows);
   s.timed(s.phases.columns, s.column_forward);
   if (s.options.output == fft_layout::natural) s.transpose(s.rows, s.columns);
@@ -185,13 +209,18 @@ void distributed_fft2d::forward() {
 void distributed_fft2d::inverse() {
   auto& s = *state_;
   s.phases = {};
-  if (s.options.output == fft_layout::natural) {
+  if (s.columns_in_place) {
     s.timed(s.phases.rows, s.row_backward);
-    s.transpose(s.columns, s.rows);
+    s.timed(s.phases.columns, s.column_backward);
+  } else {
+    if (s.options.output == fft_layout::natural) {
+      s.timed(s.phases.rows, s.row_backward);
+      s.transpose(s.columns, s.rows);
+    }
+    s.timed(s.phases.columns, s.column_backward);
+    s.transpose(s.rows, s.columns);
+    if (s.options.output == fft_layout::transposed) s.timed(s.phases.rows, s.row_backward);
   }
-  s.timed(s.phases.columns, s.column_backward);
-  s.transpose(s.rows, s.columns);
-  if (s.options.output == fft_layout::transposed) s.timed(s.phases.rows, s.row_backward);
   auto const t0 = std::chrono::steady_clock::now();
   double const k = 1.0 / (static_cast<double>(s.n0) * static_cast<double>(s.n1));
   for (auto& x : s.rows.local()) x *= k;
