@@ -1,7 +1,10 @@
-// Distributed 2-D FFT over MPI ranks (issue 20 item 2; Phalanx §V-B: "row-column
-// algorithm with a global transpose by non-blocking all-to-all, FFTW locally"; PARRAY
-// §7.2 and Listing 46: the transpose is an all-to-all of non-contiguous per-pair segments
-// plus a local adjustment, with no separate main-memory transpose).
+// Distributed 2-D FFT over MPI ranks (issue 20 item 2). Phalanx §V-B: "the classical
+// row-column multi-dimensional FFT algorithm", transposing "the array globally after each
+// local FFT phase to make the data for the next FFT phase local and contiguous", with
+// all-to-all patterns "implemented by non-blocking data transfer functions" and local
+// FFTs by FFTW. PARRAY §7.2 and Listing 46: the transpose is an all-to-all of
+// non-contiguous per-pair segments plus a local adjustment, so "the main memory
+// transposition is no longer needed".
 //
 // A complex-double N0 x N1 array is distributed by rows (block over the team's ranks:
 // rank r holds rows [r*b, (r+1)*b), b = ceil(N0/P), stored row-major). The forward
