@@ -16,6 +16,8 @@ packages=(
   chromium            # the report's test opens the page in a headless browser
   libpng-dev          # the hybrid apps write PNG images
   libopenblas-dev     # `strata bench gemm` compares with cblas_dgemm/sgemm
+  libfftw3-dev        # the distributed 2-D FFT app (apps/fft2d) and its tests use serial FFTW
+  libfftw3-mpi-dev    # `strata bench dist-fft` compares with FFTW's MPI transform
 )
 
 missing=()

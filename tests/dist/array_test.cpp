@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <complex>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -130,6 +132,71 @@ TEST(DistArray, TransposeScatterAndGatherAreCopies) {
                                  .dist = {distribution::block_cyclic(2), distribution::cyclic()},
                                  .grid = {1, p}},
              "scatter");
+}
+
+namespace {
+
+// An element of 40 bytes (the copy's tiles shrink to 16 x 16 for it).
+struct wide {
+  double v[5];
+};
+
+template <class T>
+T element(double v) {
+  if constexpr (std::is_same_v<T, std::complex<double>>) {
+    return {v, -v};
+  } else {
+    return {{v, v + 1, v + 2, v + 3, -v}};
+  }
+}
+
+template <class T>
+bool same(T const& a, T const& b) {
+  return std::memcmp(&a, &b, sizeof(T)) == 0;
+}
+
+// Rows to the column type stored transposed and back (the distributed FFT's transposes),
+// and rows to block-cyclic columns, for an element type wider than a double: the tiled
+// copies that go through a buffer, partial tiles at the edges, and ranks without columns.
+template <class T>
+void check_wide_transposes(dist::runtime const& rt, index_t n0, index_t n1) {
+  int const p = rt.size();
+  std::string const what = std::to_string(n0) + " x " + std::to_string(n1) + ", " +
+                           std::to_string(sizeof(T)) + "-byte elements";
+  dist::array_type<2> rows{
+      .extent = {n0, n1}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
+  auto cols = rows;
+  cols.dist = {distribution::whole(), distribution::block()};
+  cols.grid = {1, p};
+  cols.order = {1, 0};
+  auto cyclic_cols = cols;
+  cyclic_cols.dist[1] = distribution::block_cyclic(3);
+  dist::array<T, 2> a(rt.world(), rows), back(rt.world(), rows);
+  a.for_each([](vec<2> const& i, T& x) { x = element<T>(value(i)); });
+  for (auto const& type : {cols, cyclic_cols}) {
+    dist::array<T, 2> t(rt.world(), type);
+    dist::copy(t, a).wait();
+    int bad = 0;
+    t.for_each([&](vec<2> const& i, T const& x) {
+      if (!same(x, element<T>(value(i))) && bad++ < 3)
+        ADD_FAILURE() << what << ": element " << value(i) << " misplaced in the transpose";
+    });
+    dist::copy(back, t).wait();
+    back.for_each([&](vec<2> const& i, T const& x) {
+      if (!same(x, element<T>(value(i))) && bad++ < 3)
+        ADD_FAILURE() << what << ": element " << value(i) << " misplaced after the way back";
+    });
+  }
+}
+
+}  // namespace
+
+TEST(DistArray, TransposesOfWideElements) {
+  dist::runtime rt;
+  for (auto [n0, n1] : {std::pair<index_t, index_t>{70, 45}, {64, 64}, {33, 97}, {5, 130}}) {
+    check_wide_transposes<std::complex<double>>(rt, n0, n1);
+    check_wide_transposes<wide>(rt, n0, n1);
+  }
 }
 
 TEST(DistArray, MistakesAreErrors) {

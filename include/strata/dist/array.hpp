@@ -248,9 +248,9 @@ inline std::vector<index_t> intersect(std::vector<index_t> const& a,
 }
 
 /// The elements one rank sends another in a copy: per dimension the global indices both
-/// hold, and each one's offset contribution in the rank's local storage. Both sides walk
-/// the product of the lists in the same tiled order (the last two dimensions in tiles),
-/// so what one packs the other unpacks.
+/// hold, and each one's offset contribution in the rank's local storage. The staging
+/// buffer holds a pair's elements row-major in the product of the lists (packed_like), so
+/// what one packs the other unpacks, whatever order each side visits them in.
 template <std::size_t N>
 struct pair_set {
   std::array<std::vector<index_t>, N> offsets;  // local offset contribution per position
@@ -283,50 +283,128 @@ inline index_t common_step(std::vector<index_t> const& o) {
   return step;
 }
 
-/// Calls f(offset in a, offset in b, run length, step in a, step in b) for every element
-/// of two sets of the same shape (a sender's and its receiver's view of the same
-/// elements, or a set and its packed buffer) in the shared order: the last two dimensions
-/// in 32 x 32 tiles, so a transpose's strided side stays in cache. A tile row is one
-/// strided run when both sets' last-dimension offsets are arithmetic, else single
-/// elements.
-template <std::size_t N, class F>
-void walk(pair_set<N> const& a, pair_set<N> const& b, F&& f) {
-  constexpr index_t tile = 32;
-  auto const& ac = a.offsets[N - 1];
-  auto const& bc = b.offsets[N - 1];
-  index_t const sa = common_step(ac), sb = common_step(bc);
-  bool const runs = sa != 0 && sb != 0;
-  auto const nc = static_cast<index_t>(ac.size());
-  auto row = [&](index_t ao, index_t bo, index_t c0, index_t c1) {
-    if (runs)
-      return f(ao + ac[static_cast<std::size_t>(c0)], bo + bc[static_cast<std::size_t>(c0)],
-               c1 - c0, sa, sb);
-    for (index_t c = c0; c < c1; ++c)
-      f(ao + ac[static_cast<std::size_t>(c)], bo + bc[static_cast<std::size_t>(c)], index_t{1},
-        index_t{1}, index_t{1});
-  };
+/// One plane of a copy_set (below): the last two dimensions, in tiles.
+template <class T>
+struct plane_copy {
+  std::vector<index_t> const &ar, &ac, &br, &bc;  // offsets of the rows and columns
+  index_t sar, sac, sbr, sbc;                     // their steps (0: not arithmetic)
+
+  // A tile is at most tile x tile elements: a buffer of 16 KiB for elements of up to 64
+  // bytes (32 x 32 complex doubles), which stays in L1 next to the runs it is filled from.
+  static constexpr index_t tile = sizeof(T) <= 16 ? 32 : sizeof(T) <= 64 ? 16 : 8;
+
+  void operator()(T const* from, T* to, T* buffer) const {
+    auto const nr = static_cast<index_t>(ar.size()), nc = static_cast<index_t>(ac.size());
+    auto at = [](std::vector<index_t> const& o, index_t k) {
+      return o[static_cast<std::size_t>(k)];
+    };
+    bool const runs = sar != 0 && sac != 0 && sbr != 0 && sbc != 0;
+    // Contiguous along rows on one side and along columns on the other: a transpose.
+    bool const a_by_column = runs && sac == 1 && sbr == 1 && sbc != 1 && nr > 1;
+    bool const a_by_row = runs && sar == 1 && sbc == 1 && sac != 1 && nc > 1;
+    for (index_t r0 = 0; r0 < nr; r0 += tile)
+      for (index_t c0 = 0; c0 < nc; c0 += tile) {
+        index_t const nrt = std::min(tile, nr - r0), nct = std::min(tile, nc - c0);
+        T const* src = from + at(ar, r0) + at(ac, c0);  // element (r0, c0) on each side
+        T* dst = to + at(br, r0) + at(bc, c0);
+        if (a_by_column && buffer) {
+          // Rows of the tile in (contiguous in a), columns out (contiguous in b).
+          for (index_t r = 0; r < nrt; ++r)
+            std::memcpy(buffer + r * tile, src + r * sar,
+                        static_cast<std::size_t>(nct) * sizeof(T));
+          for (index_t c = 0; c < nct; ++c)
+            for (index_t r = 0; r < nrt; ++r)
+              std::memcpy(dst + c * sbc + r, buffer + r * tile + c, sizeof(T));
+        } else if (a_by_row && buffer) {
+          for (index_t c = 0; c < nct; ++c)
+            std::memcpy(buffer + c * tile, src + c * sac,
+                        static_cast<std::size_t>(nrt) * sizeof(T));
+          for (index_t r = 0; r < nrt; ++r)
+            for (index_t c = 0; c < nct; ++c)
+              std::memcpy(dst + r * sbr + c, buffer + c * tile + r, sizeof(T));
+        } else if (runs && sbr == 1 && sbc != 1 && nr > 1) {
+          // The destination is contiguous along rows: runs down the columns.
+          for (index_t c = 0; c < nct; ++c) copy_run(src + c * sac, dst + c * sbc, nrt, sar, sbr);
+        } else if (runs) {
+          for (index_t r = 0; r < nrt; ++r) copy_run(src + r * sar, dst + r * sbr, nct, sac, sbc);
+        } else {
+          for (index_t r = r0; r < r0 + nrt; ++r)
+            for (index_t c = c0; c < c0 + nct; ++c)
+              std::memcpy(to + at(br, r) + at(bc, c), from + at(ar, r) + at(ac, c), sizeof(T));
+        }
+      }
+  }
+
+  /// Copies a run of `len` elements with steps sa and sb (a memcpy when both are 1).
+  static void copy_run(T const* a, T* b, index_t len, index_t sa, index_t sb) {
+    if (sa == 1 && sb == 1) {
+      std::memcpy(b, a, static_cast<std::size_t>(len) * sizeof(T));
+      return;
+    }
+    for (index_t k = 0; k < len; ++k) std::memcpy(b + k * sb, a + k * sa, sizeof(T));
+  }
+};
+
+/// Copies the elements of set `a` of `from` to the same elements' places, set `b`, in `to`
+/// (a sender's and its receiver's view, or a set and its packed buffer). The last two
+/// dimensions go in tiles. Where both sets' offsets are arithmetic (block and cyclic
+/// are; block-cyclic lists jump) a tile is copied as strided runs along the dimension in
+/// which the destination is contiguous, and a transpose — each side contiguous along a
+/// different dimension — goes through a small buffer: the tile's runs are read
+/// contiguously into it and written contiguously out of it, so neither side walks with
+/// a large stride. (Strided access over many rows at a power-of-two stride maps them to
+/// one cache set; measured on a 1024 x 1024 complex transpose, 32 x 32 tiles with strided
+/// writes took 5.4 ms and buffered tiles 2.2 ms against 0.6 ms for memcpy, in a standalone loop.)
+/// Elsewhere the tiles go element by element. The leading dimensions (N > 2) are walked in order.
+template <class T, std::size_t N>
+void copy_set(T const* from, pair_set<N> const& a, T* to, pair_set<N> const& b) {
+  for (auto const& o : a.offsets)
+    if (o.empty()) return;
   if constexpr (N == 1) {
-    if (nc > 0) row(0, 0, 0, nc);
+    // One dimension: a plane of one row.
+    static std::vector<index_t> const zero{0};
+    plane_copy<T>{zero, a.offsets[0],
+                  zero, b.offsets[0],
+                  1,    common_step(a.offsets[0]),
+                  1,    common_step(b.offsets[0])}(from, to, nullptr);
   } else {
     auto const& ar = a.offsets[N - 2];
     auto const& br = b.offsets[N - 2];
-    auto const nr = static_cast<index_t>(ar.size());
-    auto plane = [&](index_t abase, index_t bbase) {
-      for (index_t r0 = 0; r0 < nr; r0 += tile)
-        for (index_t c0 = 0; c0 < nc; c0 += tile)
-          for (index_t r = r0; r < std::min(nr, r0 + tile); ++r)
-            row(abase + ar[static_cast<std::size_t>(r)], bbase + br[static_cast<std::size_t>(r)],
-                c0, std::min(nc, c0 + tile));
-    };
-    if constexpr (N == 2) {
-      plane(0, 0);
-    } else {
-      for (std::size_t k = 0; k < a.offsets[0].size(); ++k) plane(a.offsets[0][k], b.offsets[0][k]);
+    plane_copy<T> const plane{ar,
+                              a.offsets[N - 1],
+                              br,
+                              b.offsets[N - 1],
+                              common_step(ar),
+                              common_step(a.offsets[N - 1]),
+                              common_step(br),
+                              common_step(b.offsets[N - 1])};
+    // The tile buffer: storage for elements that are only ever memcpy'd in and out.
+    constexpr auto cap = static_cast<std::size_t>(plane_copy<T>::tile * plane_copy<T>::tile);
+    std::allocator<T> alloc;
+    T* buffer = alloc.allocate(cap);
+    std::array<std::size_t, N - 2> pos{};  // position in each leading dimension
+    for (;;) {
+      index_t ao = 0, bo = 0;
+      for (std::size_t d = 0; d + 2 < N; ++d) {
+        ao += a.offsets[d][pos[d]];
+        bo += b.offsets[d][pos[d]];
+      }
+      plane(from + ao, to + bo, buffer);
+      bool done = true;
+      for (std::size_t d = N - 2; d-- > 0;) {
+        if (++pos[d] < a.offsets[d].size()) {
+          done = false;
+          break;
+        }
+        pos[d] = 0;
+      }
+      if (done) break;
     }
+    alloc.deallocate(buffer, cap);
   }
 }
 
-/// The same set as a packed buffer: consecutive offsets in the shared order.
+/// The same set as a packed buffer: row-major in the product of the lists.
 template <std::size_t N>
 pair_set<N> packed_like(pair_set<N> const& s) {
   pair_set<N> p;
@@ -340,40 +418,22 @@ pair_set<N> packed_like(pair_set<N> const& s) {
   return p;
 }
 
-/// Copies a run of `len` elements with steps sa and sb (a memcpy when both are 1).
-template <class T>
-void copy_run(T const* a, T* b, index_t len, index_t sa, index_t sb) {
-  if (sa == 1 && sb == 1) {
-    std::memcpy(b, a, static_cast<std::size_t>(len) * sizeof(T));
-    return;
-  }
-  for (index_t k = 0; k < len; ++k) b[k * sb] = a[k * sa];
-}
-
 template <class T, std::size_t N>
 void copy_plan<T, N>::move_own() const {
   auto const m = static_cast<std::size_t>(me);
-  walk(sends[m], recvs[m], [this](index_t ao, index_t bo, index_t len, index_t sa, index_t sb) {
-    copy_run(from + ao, to + bo, len, sa, sb);
-  });
+  copy_set(from, sends[m], to, recvs[m]);
 }
 template <class T, std::size_t N>
 void copy_plan<T, N>::pack(index_t q) const {
   if (q == me) return;
   auto const& a = sends[static_cast<std::size_t>(q)];
-  T* out = staging->out.data() + sdispl[static_cast<std::size_t>(q)];
-  walk(a, packed_like(a), [&](index_t ao, index_t bo, index_t len, index_t sa, index_t sb) {
-    copy_run(from + ao, out + bo, len, sa, sb);
-  });
+  copy_set(from, a, staging->out.data() + sdispl[static_cast<std::size_t>(q)], packed_like(a));
 }
 template <class T, std::size_t N>
 void copy_plan<T, N>::unpack(index_t q) const {
   if (q == me) return;
   auto const& b = recvs[static_cast<std::size_t>(q)];
-  T const* in = staging->in.data() + rdispl[static_cast<std::size_t>(q)];
-  walk(packed_like(b), b, [&](index_t ao, index_t bo, index_t len, index_t sa, index_t sb) {
-    copy_run(in + ao, to + bo, len, sa, sb);
-  });
+  copy_set(staging->in.data() + rdispl[static_cast<std::size_t>(q)], packed_like(b), to, b);
 }
 
 }  // namespace detail
