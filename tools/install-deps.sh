@@ -16,6 +16,7 @@ packages=(
   chromium            # the report's test opens the page in a headless browser
   libpng-dev          # the hybrid apps write PNG images
   libopenblas-dev     # `strata bench gemm` compares with cblas_dgemm/sgemm
+  libscalapack-openmpi-dev  # `strata bench --ranks N dist-summa` compares with pdgemm
 )
 
 missing=()
