@@ -32,21 +32,20 @@ double seconds_since(clock_type::time_point t) {
   throw strata::invalid_argument("summa: " + what);
 }
 
-// Row-major C (m x n, ldc) = alpha op(A) B + beta C, op(A) = A (m x k, lda) or, when
-// `a_transposed`, the transpose of a stored k x m A (lda >= m). BLAS when there is one.
-void local_dgemm(bool a_transposed, index_t m, index_t n, index_t k, double alpha, double const* a,
-                 index_t lda, double const* b, index_t ldb, double beta, double* c, index_t ldc) {
+// Row-major C (m x n, ldc) = alpha A B + beta C, A m x k (lda), B k x n (ldb): BLAS when
+// there is one.
+void local_dgemm(index_t m, index_t n, index_t k, double alpha, double const* a, index_t lda,
+                 double const* b, index_t ldb, double beta, double* c, index_t ldc) {
 #ifdef STRATA_APPS_HAVE_OPENBLAS
-  cblas_dgemm(CblasRowMajor, a_transposed ? CblasTrans : CblasNoTrans, CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c,
-              static_cast<blasint>(ldc));
+  cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda),
+              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 #else
   for (index_t i = 0; i < m; ++i) {
     double* ci = c + i * ldc;
     for (index_t j = 0; j < n; ++j) ci[j] = beta == 0 ? 0.0 : beta * ci[j];
     for (index_t p = 0; p < k; ++p) {
-      double const aip = alpha * (a_transposed ? a[p * lda + i] : a[i * lda + p]);
+      double const aip = alpha * a[i * lda + p];
       double const* bp = b + p * ldb;
       for (index_t j = 0; j < n; ++j) ci[j] += aip * bp[j];
     }
@@ -68,6 +67,27 @@ bool same_type(dist::array_type<2> const& x, dist::array_type<2> const& y) {
 }
 
 }  // namespace
+
+std::vector<std::vector<index_t>> summa_panels(index_t k, index_t nb, index_t width,
+                                               int grid_cols) {
+  // Grid column c holds k-blocks c, c + P_c, c + 2 P_c, ... (block-cyclic), consecutive in
+  // its local columns; a panel takes up to width / nb of them. Panels go round the grid
+  // columns (group g of every column, then group g + 1), so each column's broadcasts are
+  // spread over the multiply, as in global k-order.
+  index_t const blocks = (k + nb - 1) / nb, per = std::max<index_t>(1, width / nb), pc = grid_cols;
+  std::vector<std::vector<index_t>> out;
+  for (index_t g = 0; g * per * pc < blocks; ++g)
+    for (index_t c = 0; c < pc; ++c) {
+      std::vector<index_t> panel;
+      for (index_t t = 0; t < per; ++t) {
+        index_t const j = c + pc * (g * per + t);
+        if (j >= blocks) break;
+        panel.push_back(j);
+      }
+      if (!panel.empty()) out.push_back(std::move(panel));
+    }
+  return out;
+}
 
 process_grid near_square_grid(int processes) {
   if (processes < 1)
@@ -99,17 +119,25 @@ dist::array_type<2> block_cyclic_matrix(index_t rows, index_t cols, index_t nb, 
   return t;
 }
 
-// One panel's buffers: A's rows of the panel's k-indices, column-major (mloc x w, each
-// nb block contiguous, as it is broadcast), and B's columns of them, row-major (w x nloc).
+// One panel's buffers: A's rows of the panel's k-indices (mloc x w, row-major) and B's
+// columns of them (w x nloc, row-major), as the broadcasts deliver them.
 struct panel_slot {
   std::vector<double> a, b;
   std::vector<strata::event> pending;
 };
 
+// A panel: k-blocks (of nb) whose A columns all live on one grid column and are
+// consecutive in its local storage, so that its A part is one packed rows x w matrix and
+// one broadcast. The k-order of the sum is permuted (any order gives the product).
+struct panel_desc {
+  std::vector<index_t> blocks;  // global k-block numbers
+  index_t width = 0;            // k-indices
+};
+
 struct summa::state {
   dist::team team, row_team, col_team;
   dist::array_type<2> a_t, b_t, c_t;
-  index_t m = 0, n = 0, k = 0, nb = 0, width = 0;  // width: k-indices per panel
+  index_t m = 0, n = 0, k = 0, nb = 0, width = 0;  // width: most k-indices per panel
   process_grid grid{};
   int lookahead = 1;
   summa_local local = summa_local::blas;
@@ -117,54 +145,76 @@ struct summa::state {
   bool on_grid = false;
   int my_r = 0, my_c = 0;
   index_t mloc = 0, nloc = 0, kloc_a = 0;  // C's local rows and columns; A's local columns
+  std::vector<panel_desc> panels;
   std::vector<panel_slot> slots;
   summa_stats stats;
 
   index_t blocks() const { return (k + nb - 1) / nb; }
-  index_t panels() const { return (blocks() + width / nb - 1) / (width / nb); }
+  index_t block_width(index_t j) const { return std::min(nb, k - j * nb); }
+  // One grid column: A's panel is its local columns in place (all of k, in order).
+  bool a_direct() const { return grid[1] == 1; }
+  // A 1 x 1 grid: B's panel rows are consecutive in its local storage too.
+  bool b_direct() const { return grid[0] == 1 && grid[1] == 1; }
 
-  // Starts the broadcasts of panel p into `s` (this rank's blocks packed first).
+  void make_panels() {
+    for (auto& blocks_of : summa_panels(k, nb, width, grid[1])) {
+      panel_desc d;
+      for (auto j : blocks_of) d.width += block_width(j);
+      d.blocks = std::move(blocks_of);
+      panels.push_back(std::move(d));
+    }
+  }
+
+  // Starts the broadcasts of panel p into `s` (this rank's part packed first).
   void post(index_t p, panel_slot& s, double const* a_local, double const* b_local) {
     s.pending.clear();
-    index_t const per = width / nb, first = p * per, last = std::min(blocks(), first + per);
-    index_t off = 0;  // k-offset of block j within the panel
-    for (index_t j = first; j < last; ++j) {
-      index_t const g0 = j * nb, bw = std::min(nb, k - g0);
-      // A's columns of block j live on grid column j % P_c (block-cyclic), at local column
-      // (j / P_c) nb there (a_t.owner / local_index, the global view).
-      if (grid[1] > 1 && mloc > 0) {
-        int const root = a_t.owner(1, g0);
-        double* dst = s.a.data() + off * mloc;
-        if (root == my_c) {
-          auto t0 = clock_type::now();
-          index_t const lc = a_t.local_index(1, g0);
-          // Transposed in 32 x 32 tiles: row-major local rows to a column-major block.
-          for (index_t i0 = 0; i0 < mloc; i0 += 32)
-            for (index_t q0 = 0; q0 < bw; q0 += 32)
-              for (index_t i = i0; i < std::min(mloc, i0 + 32); ++i)
-                for (index_t q = q0; q < std::min(bw, q0 + 32); ++q)
-                  dst[q * mloc + i] = a_local[i * kloc_a + lc + q];
-          stats.pack_s += seconds_since(t0);
-        }
+    auto const& d = panels[static_cast<std::size_t>(p)];
+    index_t const g0 = d.blocks.front() * nb, w = d.width;
+    // A: the panel's columns are consecutive local columns of grid column owner(g0)
+    // (a_t's global view), packed there row by row into a mloc x w matrix.
+    if (!a_direct() && mloc > 0) {
+      int const root = a_t.owner(1, g0);
+      if (root == my_c) {
+        auto t0 = clock_type::now();
+        index_t const lc = a_t.local_index(1, g0);
+        for (index_t i = 0; i < mloc; ++i)
+          std::memcpy(s.a.data() + i * w, a_local + i * kloc_a + lc,
+                      static_cast<std::size_t>(w) * sizeof(double));
+        stats.pack_s += seconds_since(t0);
+      }
+      s.pending.push_back(dist::broadcast(
+          row_team, std::span<double>(s.a.data(), static_cast<std::size_t>(mloc * w)), root));
+      ++stats.broadcasts;
+    }
+    // B: block j's rows are contiguous on grid row owner(j nb); runs of blocks with one
+    // root and consecutive local rows (all of them on a square grid) go as one broadcast.
+    if (b_direct() || nloc == 0) return;
+    index_t off = 0;
+    for (std::size_t q = 0; q < d.blocks.size();) {
+      index_t const j0 = d.blocks[q] * nb;
+      int const root = b_t.owner(0, j0);
+      index_t const lr = b_t.local_index(0, j0);
+      index_t rows = 0;
+      std::size_t e = q;
+      for (; e < d.blocks.size(); ++e) {
+        index_t const j = d.blocks[e] * nb;
+        if (b_t.owner(0, j) != root || b_t.local_index(0, j) != lr + rows) break;
+        rows += block_width(d.blocks[e]);
+      }
+      double* dst = s.b.data() + off * nloc;
+      if (root == my_r) {
+        auto t0 = clock_type::now();
+        std::memcpy(dst, b_local + lr * nloc,
+                    static_cast<std::size_t>(rows * nloc) * sizeof(double));
+        stats.pack_s += seconds_since(t0);
+      }
+      if (grid[0] > 1) {  // one grid row (and several columns): only the local copy
         s.pending.push_back(dist::broadcast(
-            row_team, std::span<double>(dst, static_cast<std::size_t>(bw * mloc)), root));
+            col_team, std::span<double>(dst, static_cast<std::size_t>(rows * nloc)), root));
         ++stats.broadcasts;
       }
-      // B's rows of block j live on grid row j % P_r, contiguous in its row-major storage.
-      if (grid[0] > 1 && nloc > 0) {
-        int const root = b_t.owner(0, g0);
-        double* dst = s.b.data() + off * nloc;
-        if (root == my_r) {
-          auto t0 = clock_type::now();
-          std::memcpy(dst, b_local + b_t.local_index(0, g0) * nloc,
-                      static_cast<std::size_t>(bw * nloc) * sizeof(double));
-          stats.pack_s += seconds_since(t0);
-        }
-        s.pending.push_back(dist::broadcast(
-            col_team, std::span<double>(dst, static_cast<std::size_t>(bw * nloc)), root));
-        ++stats.broadcasts;
-      }
-      off += bw;
+      off += rows;
+      q = e;
     }
   }
 
@@ -172,22 +222,18 @@ struct summa::state {
   void compute(index_t p, panel_slot const& s, double alpha, double const* a_local,
                double const* b_local, double beta, double* c_local) {
     if (mloc == 0 || nloc == 0) return;
-    index_t const k0 = p * width, w = std::min(k, k0 + width) - k0;
-    // One grid column: A's local columns are all of k, in order; one grid row: B's rows.
-    bool const a_direct = grid[1] == 1, b_direct = grid[0] == 1;
-    double const* ap = a_direct ? a_local + k0 : s.a.data();
-    index_t const lda = a_direct ? kloc_a : mloc;
-    double const* bp = b_direct ? b_local + k0 * nloc : s.b.data();
+    auto const& d = panels[static_cast<std::size_t>(p)];
+    index_t const k0 = d.blocks.front() * nb, w = d.width;
+    double const* ap = a_direct() ? a_local + k0 : s.a.data();
+    index_t const lda = a_direct() ? kloc_a : w;
+    double const* bp = b_direct() ? b_local + k0 * nloc : s.b.data();
     auto t0 = clock_type::now();
     if (local == summa_local::blas) {
-      local_dgemm(!a_direct, mloc, nloc, w, alpha, ap, lda, bp, nloc, beta, c_local, nloc);
+      local_dgemm(mloc, nloc, w, alpha, ap, lda, bp, nloc, beta, c_local, nloc);
     } else {
-      // The same operands as PARRAY types: the packed panel is the transpose of a stored
-      // w x mloc array (§2.9), a direct one a window of A's local rows (§2.10).
-      strata::array_type<double> stored{w, mloc};
-      auto const a_type = a_direct ? row_major<double>(mloc, w, lda)
-                                   : strata::array_type<double>{stored[1], stored[0]};
-      gemm<double>(*where, alpha, a_type.on(ap), row_major<double>(w, nloc, nloc).on(bp), beta,
+      // The same operands as PARRAY types (§2.10: a direct A is a window of its rows).
+      gemm<double>(*where, alpha, row_major<double>(mloc, w, lda).on(ap),
+                   row_major<double>(w, nloc, nloc).on(bp), beta,
                    strata::array_type<double>{mloc, nloc}.on(c_local));
     }
     stats.gemm_s += seconds_since(t0);
@@ -230,6 +276,7 @@ summa::summa(dist::runtime const& rt, dist::team const& team, index_t m, index_t
   s.a_t = block_cyclic_matrix(m, k, nb, grid);
   s.b_t = block_cyclic_matrix(k, n, nb, grid);
   s.c_t = block_cyclic_matrix(m, n, nb, grid);
+  s.make_panels();
   int const me = team.rank();
   s.on_grid = s.c_t.holds_any(me);
   if (!s.on_grid) return;  // ranks past the grid hold nothing and take no part
@@ -247,10 +294,10 @@ summa::summa(dist::runtime const& rt, dist::team const& team, index_t m, index_t
   s.nloc = ce[1];
   s.kloc_a = s.a_t.local_extent(me)[1];
   if (s.local == summa_local::strata) s.where = places_named(rt.machine(), options.places).at(0);
-  s.slots.resize(static_cast<std::size_t>(std::min<index_t>(s.lookahead + 1, s.panels())));
+  s.slots.resize(std::min(static_cast<std::size_t>(s.lookahead) + 1, s.panels.size()));
   for (auto& slot : s.slots) {
-    if (grid[1] > 1) slot.a.resize(static_cast<std::size_t>(s.mloc * s.width));
-    if (grid[0] > 1) slot.b.resize(static_cast<std::size_t>(s.width * s.nloc));
+    if (!s.a_direct()) slot.a.resize(static_cast<std::size_t>(s.mloc * s.width));
+    if (!s.b_direct()) slot.b.resize(static_cast<std::size_t>(s.width * s.nloc));
   }
 }
 
@@ -302,7 +349,7 @@ void summa::multiply(double alpha, dist::array<double, 2> const& a, dist::array<
   double const* al = a.local().data();
   double const* bl = b.local().data();
   double* cl = c.local().data();
-  index_t const np = s.panels();
+  auto const np = static_cast<index_t>(s.panels.size());
   auto const nslots = static_cast<index_t>(s.slots.size());
   s.stats.panels = np;
   // Lookahead: panels 0..L are in flight before the first GEMM; after the GEMM of panel p
@@ -376,9 +423,8 @@ double summa_error(dist::array<double, 2> const& c, index_t k, double alpha, std
         scale[static_cast<std::size_t>(q * n + j)] = std::abs(beta) * std::abs(c0);
       }
     // The reference: one BLAS product of the whole (row-sampled) matrices on one rank.
-    local_dgemm(false, r, n, k, alpha, a.data(), k, b.data(), n, beta, ref.data(), n);
-    local_dgemm(false, r, n, k, std::abs(alpha), abs_a.data(), k, abs_b.data(), n, 1.0,
-                scale.data(), n);
+    local_dgemm(r, n, k, alpha, a.data(), k, b.data(), n, beta, ref.data(), n);
+    local_dgemm(r, n, k, std::abs(alpha), abs_a.data(), k, abs_b.data(), n, 1.0, scale.data(), n);
     auto const got = whole.local();
     for (index_t q = 0; q < r; ++q)
       for (index_t j = 0; j < n; ++j) {

@@ -72,15 +72,18 @@ struct summa_stats {
 /// block_cyclic(nb) over a P_r x P_c grid of the team's first P_r P_c ranks (grid row-major:
 /// team rank r P_c + c holds process row r, column c; ranks past the grid hold nothing).
 ///
-/// Panels: the k-blocks of nb are taken `panel / nb` at a time in global order. For each
-/// block of a panel, the grid column that owns A's columns of it broadcasts its local
-/// rows of them (packed, column-major so that each block is contiguous) to its row team,
-/// and the grid row that owns B's rows broadcasts them (contiguous in row-major storage)
-/// to its column team; every rank then holds A's rows of C's row blocks and B's columns of
-/// C's column blocks for the panel, and adds their product into its C blocks with one
-/// GEMM. With lookahead L, the broadcasts of panels p+1..p+L are in flight during the GEMM
-/// of panel p (L+1 panel buffers). A grid of one column (row) uses A's (B's) local storage
-/// as the panel directly: nothing to send; a 1 x 1 grid does all of k in one GEMM.
+/// Panels: grid column c holds A's k-blocks (of nb) c, c + P_c, c + 2 P_c, ..., which are
+/// consecutive columns of its local storage; a panel is up to `panel / nb` of them, and
+/// the panels go round the grid columns. For a panel, its grid column packs A's local
+/// rows of those columns into one rows x w matrix and broadcasts it along its row team;
+/// the grid rows owning B's rows of the same k-blocks broadcast them (contiguous in
+/// row-major storage; one broadcast per run of blocks with one root, i.e. one per panel on
+/// a square grid) along their column teams. Every rank then holds A's rows of its C rows
+/// and B's columns of its C columns for the panel and adds their product into its C blocks
+/// with one GEMM (the sum over k runs in panel order, a permutation of k). With lookahead
+/// L, the broadcasts of panels p+1..p+L are in flight during the GEMM of panel p (L+1
+/// panel buffers). A grid of one column uses A's local storage as the panel in place;
+/// a 1 x 1 grid has nothing to send and does all of k in one GEMM.
 class summa {
  public:
   /// Collective over the team (every member calls it): makes the row and column teams
@@ -113,6 +116,11 @@ class summa {
   struct state;
   std::unique_ptr<state> state_;
 };
+
+/// The panels of a summa: for each, its k-blocks (global block numbers j, k-indices
+/// [j nb, min(k, (j + 1) nb))), all held by one grid column of P_c and consecutive in its
+/// local storage, at most width / nb of them (see summa above).
+std::vector<std::vector<index_t>> summa_panels(index_t k, index_t nb, index_t width, int grid_cols);
 
 /// A deterministic value in [-1, 1) for element (i, j) of a matrix named by `seed`: every
 /// rank fills its blocks from it, and the check regenerates whole matrices from it.

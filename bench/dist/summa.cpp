@@ -56,36 +56,35 @@ namespace {
 
 using array2 = dist::array<double, 2>;
 
-// (b): SUMMA in plain MPI on the same arrays: per k-block, the owning grid column packs
-// A's block (column-major, as apps::summa does) and MPI_Bcasts it along the row, the
-// owning grid row B's rows along the column; one cblas_dgemm per panel.
+// (b): SUMMA in plain MPI on the same arrays and the same panels (apps::summa_panels): per
+// panel the owning grid column packs A's columns row by row and MPI_Bcasts them along the
+// row, the owning grid rows B's rows along the column; one cblas_dgemm per panel.
 struct mpi_summa {
   MPI_Comm row = MPI_COMM_NULL, col = MPI_COMM_NULL;
   apps::process_grid grid;
   int my_r, my_c;
-  index_t m, n, k, nb, width, mloc, nloc, kloc_a;
+  index_t k, nb, mloc, nloc, kloc_a;
   dist::array_type<2> a_t, b_t;
+  std::vector<std::vector<index_t>> panels;
   std::vector<double> ap, bp;
 
-  mpi_summa(apps::summa const& s, int me, index_t nb_, index_t m_, index_t n_, index_t k_)
+  mpi_summa(apps::summa const& s, int me, index_t nb_, index_t k_)
       : grid(s.grid()),
         my_r(me / grid[1]),
         my_c(me % grid[1]),
-        m(m_),
-        n(n_),
         k(k_),
         nb(nb_),
-        width(s.panel_width()),
         a_t(s.a_type()),
-        b_t(s.b_type()) {
+        b_t(s.b_type()),
+        panels(apps::summa_panels(k, nb, s.panel_width(), grid[1])) {
     MPI_Comm_split(MPI_COMM_WORLD, my_r, my_c, &row);
     MPI_Comm_split(MPI_COMM_WORLD, my_c, my_r, &col);
     auto const ce = s.c_type().local_extent(me);
     mloc = ce[0];
     nloc = ce[1];
     kloc_a = a_t.local_extent(me)[1];
-    ap.resize(static_cast<std::size_t>(mloc * width));
-    bp.resize(static_cast<std::size_t>(width * nloc));
+    ap.resize(static_cast<std::size_t>(mloc * s.panel_width()));
+    bp.resize(static_cast<std::size_t>(s.panel_width() * nloc));
   }
   ~mpi_summa() {
     MPI_Comm_free(&row);
@@ -95,43 +94,42 @@ struct mpi_summa {
   mpi_summa& operator=(mpi_summa const&) = delete;
 
   void multiply(double const* al, double const* bl, double* cl) {
-    index_t const blocks = (k + nb - 1) / nb, per = width / nb;
-    for (index_t first = 0, p = 0; first < blocks; first += per, ++p) {
-      index_t off = 0;
-      for (index_t j = first; j < std::min(blocks, first + per); ++j) {
-        index_t const g0 = j * nb, bw = std::min(nb, k - g0);
-        if (grid[1] > 1 && mloc > 0) {
-          int const root = a_t.owner(1, g0);
-          double* dst = ap.data() + off * mloc;
-          if (root == my_c) {
-            index_t const lc = a_t.local_index(1, g0);
-            for (index_t i0 = 0; i0 < mloc; i0 += 32)
-              for (index_t q0 = 0; q0 < bw; q0 += 32)
-                for (index_t i = i0; i < std::min(mloc, i0 + 32); ++i)
-                  for (index_t q = q0; q < std::min(bw, q0 + 32); ++q)
-                    dst[q * mloc + i] = al[i * kloc_a + lc + q];
-          }
-          MPI_Bcast(dst, static_cast<int>(bw * mloc), MPI_DOUBLE, root, row);
+    bool const one = grid[0] == 1 && grid[1] == 1;
+    for (std::size_t p = 0; p < panels.size(); ++p) {
+      auto const& blocks = panels[p];
+      index_t const g0 = blocks.front() * nb;
+      index_t w = 0;
+      for (auto j : blocks) w += std::min(nb, k - j * nb);
+      if (grid[1] > 1 && mloc > 0) {
+        int const root = a_t.owner(1, g0);
+        if (root == my_c) {
+          index_t const lc = a_t.local_index(1, g0);
+          for (index_t i = 0; i < mloc; ++i)
+            std::memcpy(ap.data() + i * w, al + i * kloc_a + lc,
+                        static_cast<std::size_t>(w) * sizeof(double));
         }
-        if (grid[0] > 1 && nloc > 0) {
-          int const root = b_t.owner(0, g0);
+        MPI_Bcast(ap.data(), static_cast<int>(mloc * w), MPI_DOUBLE, root, row);
+      }
+      if (!one && nloc > 0) {
+        index_t off = 0;
+        for (auto j : blocks) {  // one broadcast per block (apps::summa merges runs)
+          index_t const bw = std::min(nb, k - j * nb);
+          int const root = b_t.owner(0, j * nb);
           double* dst = bp.data() + off * nloc;
           if (root == my_r)
-            std::memcpy(dst, bl + b_t.local_index(0, g0) * nloc,
+            std::memcpy(dst, bl + b_t.local_index(0, j * nb) * nloc,
                         static_cast<std::size_t>(bw * nloc) * sizeof(double));
-          MPI_Bcast(dst, static_cast<int>(bw * nloc), MPI_DOUBLE, root, col);
+          if (grid[0] > 1) MPI_Bcast(dst, static_cast<int>(bw * nloc), MPI_DOUBLE, root, col);
+          off += bw;
         }
-        off += bw;
       }
       if (mloc == 0 || nloc == 0) continue;
-      index_t const k0 = first * nb;
-      bool const a_direct = grid[1] == 1, b_direct = grid[0] == 1;
-      cblas_dgemm(CblasRowMajor, a_direct ? CblasNoTrans : CblasTrans, CblasNoTrans,
-                  static_cast<blasint>(mloc), static_cast<blasint>(nloc), static_cast<blasint>(off),
-                  1.0, a_direct ? al + k0 : ap.data(),
-                  static_cast<blasint>(a_direct ? kloc_a : mloc),
-                  b_direct ? bl + k0 * nloc : bp.data(), static_cast<blasint>(nloc),
-                  p == 0 ? 0.0 : 1.0, cl, static_cast<blasint>(nloc));
+      bool const a_direct = grid[1] == 1;
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(mloc),
+                  static_cast<blasint>(nloc), static_cast<blasint>(w), 1.0,
+                  a_direct ? al + g0 : ap.data(), static_cast<blasint>(a_direct ? kloc_a : w),
+                  one ? bl + g0 * nloc : bp.data(), static_cast<blasint>(nloc), p == 0 ? 0.0 : 1.0,
+                  cl, static_cast<blasint>(nloc));
     }
   }
 };
@@ -225,7 +223,7 @@ void run_size(context& ctx, dist::runtime& rt, index_t size) {
     std::string name;
     std::function<void()> run;
   };
-  mpi_summa hand(product, me, nb, size, size, size);
+  mpi_summa hand(product, me, nb, size);
   std::vector<peer> peers;
 #ifdef STRATA_BENCH_HAVE_SCALAPACK
   scalapack_side scalapack(product, me, nb, size, size, size);
