@@ -199,7 +199,7 @@ void run_size(context& ctx, dist::runtime& rt, index_t size) {
   apps::summa_fill(b, 2);
   double const flops =
       2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
-  int const repeats = ctx.opts().quick ? 1 : std::max(2, ctx.opts().repeats / 8);
+  int const repeats = ctx.opts().quick ? 1 : std::max(3, ctx.opts().repeats / 4);
 
   // The serial rate for parallel efficiency: rank 0 alone, cblas_dgemm of the whole
   // product (the best of `repeats` runs after a smaller warm-up), while the others wait.
