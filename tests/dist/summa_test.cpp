@@ -163,6 +163,34 @@ TEST(Summa, RepeatedMultiplies) {
   }
 }
 
+TEST(Summa, OnATeamThatIsNotTheWorld) {
+  dist::runtime rt;
+  // Every rank but world rank 1: team rank 1 is world rank 2, so the grid's row and
+  // column teams must be made of the team's world ranks, not of team ranks.
+  std::vector<int> members;
+  for (int r = 0; r < rt.size(); ++r)
+    if (r != 1 || rt.size() == 1) members.push_back(r);
+  if (rt.rank() != 1 || rt.size() == 1) {
+    auto const t = rt.make_team(members);
+    for (apps::process_grid g : {apps::process_grid{1, t.size()}, {t.size(), 1}}) {
+      apps::summa s(rt, t, 19, 23, 17, 3, g, {.panel = 6});
+      dist::array<double, 2> a(t, s.a_type()), b(t, s.b_type()), c(t, s.c_type());
+      apps::summa_fill(a, 31);
+      apps::summa_fill(b, 32);
+      apps::summa_fill(c, 33);
+      s.multiply(-0.5, a, b, 2.0, c);
+      EXPECT_LE(apps::summa_error(c, 17, -0.5, 31, 32, 2.0, 33), apps::summa_tolerance(17))
+          << "grid " << g[0] << "x" << g[1];
+      // An array of the world is not one of the team's.
+      if (t.size() != rt.size()) {
+        dist::array<double, 2> other(rt.world(), apps::block_cyclic_matrix(19, 23, 3, {1, 1}));
+        EXPECT_THROW(s.multiply(1.0, a, b, 0.0, other), invalid_argument);
+      }
+    }
+  }
+  dist::barrier(rt.world()).wait();
+}
+
 TEST(Summa, BadInput) {
   dist::runtime rt;
   auto const& w = rt.world();
