@@ -354,15 +354,31 @@ void summa::multiply(double alpha, dist::array<double, 2> const& a, dist::array<
   s.stats.panels = np;
   // Lookahead: panels 0..L are in flight before the first GEMM; after the GEMM of panel p
   // its buffers take panel p + L + 1, so panels p+1..p+L travel while it runs.
-  for (index_t p = 0; p < std::min(np, nslots); ++p)
-    s.post(p, s.slots[static_cast<std::size_t>(p)], al, bl);
-  for (index_t p = 0; p < np; ++p) {
-    auto& slot = s.slots[static_cast<std::size_t>(p % nslots)];
-    auto t0 = clock_type::now();
-    for (auto const& e : slot.pending) e.wait();
-    s.stats.wait_s += seconds_since(t0);
-    s.compute(p, slot, alpha, al, bl, p == 0 ? beta : 1.0, cl);
-    if (p + nslots < np) s.post(p + nslots, slot, al, bl);
+  try {
+    for (index_t p = 0; p < std::min(np, nslots); ++p)
+      s.post(p, s.slots[static_cast<std::size_t>(p)], al, bl);
+    for (index_t p = 0; p < np; ++p) {
+      auto& slot = s.slots[static_cast<std::size_t>(p % nslots)];
+      auto t0 = clock_type::now();
+      for (auto const& e : slot.pending) e.wait();
+      slot.pending.clear();
+      s.stats.wait_s += seconds_since(t0);
+      s.compute(p, slot, alpha, al, bl, p == 0 ? beta : 1.0, cl);
+      if (p + nslots < np) s.post(p + nslots, slot, al, bl);
+    }
+  } catch (...) {
+    // A failed broadcast or GEMM: the other panels' broadcasts still write into the
+    // buffers, which must outlive them; wait for them (whatever their outcome) first.
+    for (auto& slot : s.slots) {
+      for (auto const& e : slot.pending) {
+        try {
+          e.wait();
+        } catch (...) {
+        }
+      }
+      slot.pending.clear();
+    }
+    throw;
   }
 }
 
