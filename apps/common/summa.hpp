@@ -141,8 +141,9 @@ double summa_error(strata::dist::array<double, 2> const& c, index_t k, double al
                    std::uint64_t a_seed, std::uint64_t b_seed, double beta, std::uint64_t c0_seed,
                    std::vector<index_t> const& rows = {});
 
-/// The error summa_error accepts: two sums of k products in different orders differ by
-/// at most 2 gamma_k (about 2 k u) relative to the magnitudes summed; 4 k u leaves room.
+/// The error summa_error accepts, 4 k eps (eps = 2^-52): two sums of k products in
+/// different orders differ by at most 2 gamma_k (about k eps) relative to the magnitudes
+/// summed, so 4 k eps leaves room (far stricter than a relative 1e-12 k).
 double summa_tolerance(index_t k);
 
 /// Sets OpenBLAS to one thread (openblas_set_num_threads(1)): one rank per core runs
