@@ -18,6 +18,7 @@ packages=(
   libopenblas-dev     # `strata bench gemm` compares with cblas_dgemm/sgemm
   libfftw3-dev        # the distributed 2-D FFT app (apps/fft2d) and its tests use serial FFTW
   libfftw3-mpi-dev    # `strata bench dist-fft` compares with FFTW's MPI transform
+  libscalapack-openmpi-dev  # `strata bench --ranks N dist-summa` compares with pdgemm
 )
 
 missing=()
