@@ -1,9 +1,11 @@
 // The progress engine of strata::dist (docs/dist.md, Phalanx §IV-C): one thread per
-// process makes every MPI call of the data path. It initializes MPI (so the FUNNELED
-// level suffices), receives active messages and handles them (calls are only enqueued on
-// the worker pool; transfers and atomics are checked and done here, like an RDMA
-// engine), posts what other threads hand it, completes MPI requests and thereby events.
-// It polls with back-off and sleeps when idle, so it does not take a core.
+// process (the MPI thread) initializes MPI, receives active messages and handles them
+// (calls are only enqueued on the worker pool; transfers and atomics are checked and
+// done here, like an RDMA engine), posts what other threads hand it, completes MPI
+// requests and thereby events. It polls with back-off and sleeps when idle, so it does
+// not take a core. Under MPI_THREAD_MULTIPLE, threads that post operations or wait for
+// events take the progress token and do this work themselves when nobody else is (no
+// hand-off); below it, the MPI thread makes every MPI call (FUNNELED suffices).
 #pragma once
 
 #include <strata/dist/async.hpp>
