@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace strata;
@@ -339,6 +341,67 @@ TEST(DistMemory, RandomPutsAndGetsMatchAReference) {
   EXPECT_THROW(dist::put(g + 3, big.data(), big.size()).wait(), dist::remote_error);
   EXPECT_THROW(dist::get(big.data(), g, big.size()).wait(), dist::remote_error);
   EXPECT_THROW(dist::deallocate(g).wait(), dist::remote_error);  // twice
+  dist::barrier(rt.world()).wait();
+}
+
+// The progress token (docs/dist.md "Progress"): threads that post operations run them
+// themselves when nobody else makes progress, and threads that wait run progress rounds.
+// Here four plain threads and a kernel's blocks (pool workers in nested waits) issue
+// puts, gets and remote calls at once, each into its own slice of the next rank's
+// memory, while the MPI thread competes for the token: every byte must arrive, every
+// reply must come back to its own caller, and one thread's puts must land in order.
+TEST(DistProgress, ThreadsThatPostAndWaitConcurrently) {
+  dist::runtime rt;
+  int const target = (rt.rank() + 1) % rt.size();
+  constexpr int threads = 4, blocks = 4, rounds = 60;
+  constexpr std::size_t slice = 2048;  // doubles per user: inline and rendezvous sizes
+  auto g = dist::allocate<double>(rt.rank_place(target), (threads + blocks) * slice).get();
+  auto user = [&](int who) {
+    std::mt19937_64 rng(77 + static_cast<unsigned>(who + 16 * rt.rank()));
+    auto mine = g + static_cast<long>(static_cast<std::size_t>(who) * slice);
+    for (int round = 0; round < rounds; ++round) {
+      std::size_t const n = round % 3 == 0 ? slice : 1 + rng() % 64;
+      std::vector<double> data(n);
+      for (auto& x : data) x = static_cast<double>(rng() % 1000000) + who;
+      // Two puts back to back without waiting: the second must land last.
+      std::vector<double> first(n, -1.0);
+      auto a = dist::put(mine, first.data(), n);
+      auto b = dist::put(after(a), mine, data.data(), n);
+      auto f = dist::async(rt.rank_place(target), add{}, round, who);
+      b.wait();
+      std::vector<double> back(n, -2.0);
+      dist::get(back.data(), mine, n).wait();
+      if (back != data)
+        throw std::logic_error("user " + std::to_string(who) + " round " + std::to_string(round) +
+                               ": get differs from put");
+      if (f.get() != round + who)
+        throw std::logic_error("user " + std::to_string(who) + ": a reply went astray");
+    }
+  };
+  std::vector<std::thread> plain;
+  std::vector<std::exception_ptr> errors(threads + blocks);
+  for (int t = 0; t < threads; ++t)
+    plain.emplace_back([&, t] {
+      try {
+        user(t);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+  auto kernel = launch(rt.machine(), grid(blocks), [&](auto const& self) {
+    auto const b = static_cast<int>(self.global_index());
+    try {
+      user(threads + b);
+    } catch (...) {
+      errors[static_cast<std::size_t>(threads + b)] = std::current_exception();
+    }
+  });
+  wait_or_fail(kernel, "the kernel's users");
+  for (auto& t : plain) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  dist::barrier(rt.world()).wait();
+  dist::deallocate(g).wait();
   dist::barrier(rt.world()).wait();
 }
 
