@@ -379,6 +379,14 @@ mpi_thread::mpi_thread() {
 }
 
 void mpi_thread::stop() {
+  // From here on only the MPI thread makes MPI calls (it finalizes MPI when it ends): a
+  // round another thread is running ends first.
+  if (!holding_token) {
+    std::lock_guard token(token_);
+    closed_.store(true, std::memory_order_release);
+  } else {
+    closed_.store(true, std::memory_order_release);
+  }
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
@@ -396,10 +404,13 @@ void mpi_thread::post(std::function<void()> op) {
   // progress: the operations queued before it first, so one thread's operations keep
   // their order (messages with the same tag arrive in order).
   if (level_ == MPI_THREAD_MULTIPLE && !holding_token && !on_thread() && token_.try_lock()) {
-    token_scope held(token_);
-    run_ops();
-    run_op(op);
-    return;
+    if (!closed_.load(std::memory_order_acquire)) {
+      token_scope held(token_);
+      run_ops();
+      run_op(op);
+      return;
+    }
+    token_.unlock();
   }
   {
     std::lock_guard lock(mutex_);
@@ -443,6 +454,7 @@ void mpi_thread::detach() {
 bool mpi_thread::try_progress() noexcept {
   if (level_ != MPI_THREAD_MULTIPLE || holding_token || !token_.try_lock()) return false;
   token_scope held(token_);
+  if (closed_.load(std::memory_order_acquire)) return false;
   engine* e;
   {
     std::lock_guard lock(mutex_);

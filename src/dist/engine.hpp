@@ -83,6 +83,7 @@ class mpi_thread {
   std::condition_variable cv_;
   std::deque<std::function<void()>> ops_;
   std::atomic<bool> has_ops_{false};
+  std::atomic<bool> closed_{false};  // stop() began: other threads make no more MPI calls
   bool stop_ = false;
   engine* engine_ = nullptr;
   std::thread thread_;
