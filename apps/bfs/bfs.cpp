@@ -12,6 +12,7 @@
 // machine has. Exits 1 with a message for bad arguments or files, 2 when a search fails
 // its checks.
 #include "bfs.hpp"
+#include "cli.hpp"
 #include "graph.hpp"
 #include "places.hpp"
 
@@ -27,21 +28,9 @@
 
 namespace {
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(
-      why +
-      "\nusage: bfs [--scale S] [--edge-factor F] [--edges FILE | --mtx FILE] "
-      "[--places host|host:K|sim|host+sim]... [--roots R] "
-      "[--direction optimizing|top-down|bottom-up]");
-}
-
-long long number(std::string const& flag, char const* text) {
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < 1)
-    usage(flag + " '" + text + "' is not a positive whole number");
-  return v;
-}
+apps::args const cli(
+    "usage: bfs [--scale S] [--edge-factor F] [--edges FILE | --mtx FILE] [--places "
+    "host|host:K|sim|host+sim]... [--roots R] [--direction optimizing|top-down|bottom-up]");
 
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -58,13 +47,13 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--scale") {
-      scale = static_cast<int>(number(arg, value()));
+      scale = static_cast<int>(cli.whole(arg, value()));
     } else if (arg == "--edge-factor") {
-      edge_factor = static_cast<int>(number(arg, value()));
+      edge_factor = static_cast<int>(cli.whole(arg, value()));
     } else if (arg == "--edges") {
       edges_file = value();
     } else if (arg == "--mtx") {
@@ -72,7 +61,7 @@ int main(int argc, char** argv) try {
     } else if (arg == "--places") {
       place_names.push_back(value());
     } else if (arg == "--roots") {
-      roots = static_cast<int>(number(arg, value()));
+      roots = static_cast<int>(cli.whole(arg, value()));
     } else if (arg == "--direction") {
       std::string d = value();
       if (d == "optimizing")
@@ -82,9 +71,9 @@ int main(int argc, char** argv) try {
       else if (d == "bottom-up")
         options.direction = apps::bfs_direction::bottom_up;
       else
-        usage("--direction '" + d + "' is unknown");
+        cli.fail("--direction '" + d + "' is unknown");
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   strata::place machine = rt.machine();

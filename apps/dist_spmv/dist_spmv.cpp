@@ -12,6 +12,7 @@
 // default host. Rank 0 prints. Exits 1 with a message for bad arguments or files, 2 when
 // a product differs from the reference.
 #include "dist_spmv.hpp"
+#include "cli.hpp"
 #include "places.hpp"
 #include "sparse.hpp"
 
@@ -31,20 +32,9 @@ namespace {
 
 namespace dist = strata::dist;
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(
-      why +
-      "\nusage: mpiexec -n P dist_spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | "
-      "--power-law N] [--average D] [--places host|host:K|sim|host+sim] [--repeat R]");
-}
-
-long long number(std::string const& flag, char const* text) {
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < 1)
-    usage(flag + " '" + text + "' is not a positive whole number");
-  return v;
-}
+apps::args const cli(
+    "usage: mpiexec -n P dist_spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law "
+    "N] [--average D] [--places host|host:K|sim|host+sim] [--repeat R]");
 
 std::string join(std::vector<int> const& v) {
   std::string s;
@@ -62,7 +52,7 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--mtx") {
@@ -70,15 +60,15 @@ int main(int argc, char** argv) try {
       file = value();
     } else if (arg == "--laplacian2d" || arg == "--laplacian3d" || arg == "--power-law") {
       source = arg.substr(2);
-      size = number(arg, value());
+      size = cli.whole(arg, value());
     } else if (arg == "--average") {
       average = std::strtod(value(), nullptr);
     } else if (arg == "--places") {
       place_name = value();
     } else if (arg == "--repeat") {
-      repeat = number(arg, value());
+      repeat = cli.whole(arg, value());
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   int const me = rt.rank(), ranks = rt.size();

@@ -12,6 +12,7 @@
 // FFTW_MPI_TRANSPOSED_OUT) and takes the inverse's input from there; --measure plans with
 // FFTW_MEASURE instead of FFTW_ESTIMATE. Rank 0 prints. Exits 1 with a message for bad
 // arguments, 2 when a result differs from the reference by more than the tolerance.
+#include "cli.hpp"
 #include "dist_fft.hpp"
 
 #include <strata/dist.hpp>
@@ -30,20 +31,9 @@ namespace {
 
 namespace dist = strata::dist;
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(
-      why +
-      "\nusage: mpiexec -n P fft2d [--size N | --n0 N0 --n1 N1] [--transposed-out] [--measure] "
-      "[--repeat R] [--no-check]");
-}
-
-long long number(std::string const& flag, char const* text) {
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < 1)
-    usage(flag + " '" + text + "' is not a positive whole number");
-  return v;
-}
+apps::args const cli(
+    "usage: mpiexec -n P fft2d [--size N | --n0 N0 --n1 N1] [--transposed-out] [--measure] "
+    "[--repeat R] [--no-check]");
 
 // The slowest rank's value of t.
 double slowest(dist::team const& team, double t) {
@@ -63,25 +53,25 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--size") {
-      n0 = n1 = number(arg, value());
+      n0 = n1 = cli.whole(arg, value());
     } else if (arg == "--n0") {
-      n0 = number(arg, value());
+      n0 = cli.whole(arg, value());
     } else if (arg == "--n1") {
-      n1 = number(arg, value());
+      n1 = cli.whole(arg, value());
     } else if (arg == "--transposed-out") {
       options.output = apps::fft_layout::transposed;
     } else if (arg == "--measure") {
       options.planning = apps::fft_planning::measure;
     } else if (arg == "--repeat") {
-      repeat = number(arg, value());
+      repeat = cli.whole(arg, value());
     } else if (arg == "--no-check") {
       check = false;
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   int const me = rt.rank(), ranks = rt.size();

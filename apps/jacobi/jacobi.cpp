@@ -10,6 +10,7 @@
 //          [--no-check] [--strata-sim-devices=2:speed=0.5]
 //
 // Exits 1 with a message for bad arguments, 2 when the field differs from the reference.
+#include "cli.hpp"
 #include "hybrid_tables.hpp"
 #include "stencil_kernels.hpp"
 
@@ -40,24 +41,7 @@ char const* const help =
     "  --no-check           skip the sequential reference\n"
     "  --help               this text\n";
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(why + "\n" + help);
-}
-
-long long whole(std::string const& flag, char const* text, long long least) {
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < least)
-    usage(flag + " '" + text + "' is not a whole number >= " + std::to_string(least));
-  return v;
-}
-
-double real(std::string const& flag, char const* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  if (*text == '\0' || *end != '\0') usage(flag + " '" + text + "' is not a number");
-  return v;
-}
+apps::args const cli(help);
 
 }  // namespace
 
@@ -70,29 +54,29 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
       std::fputs(help, stdout);
       return 0;
     } else if (arg == "--size") {
-      rows = cols = whole(arg, value(), 2);
+      rows = cols = cli.whole(arg, value(), 2);
     } else if (arg == "--rows") {
-      rows = whole(arg, value(), 2);
+      rows = cli.whole(arg, value(), 2);
     } else if (arg == "--cols") {
-      cols = whole(arg, value(), 1);
+      cols = cli.whole(arg, value(), 1);
     } else if (arg == "--edge") {
-      edge = real(arg, value());
+      edge = cli.real(arg, value());
     } else if (arg == "--tolerance") {
-      tolerance = real(arg, value());
-      if (!(tolerance > 0)) usage("--tolerance must be positive");
+      tolerance = cli.real(arg, value());
+      if (!(tolerance > 0)) cli.fail("--tolerance must be positive");
     } else if (arg == "--max-iterations") {
-      max_iterations = whole(arg, value(), 1);
+      max_iterations = cli.whole(arg, value(), 1);
     } else if (arg == "--sweeps") {
-      sweeps = whole(arg, value(), 1);
+      sweeps = cli.whole(arg, value(), 1);
     } else if (arg == "--cut-step") {
-      cut_step = whole(arg, value(), 1);
+      cut_step = cli.whole(arg, value(), 1);
     } else if (arg == "--no-tables") {
       tables = false;
     } else if (arg == "--rebalance") {
@@ -102,7 +86,7 @@ int main(int argc, char** argv) try {
     } else if (arg == "--no-check") {
       check = false;
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   auto devices = apps::hybrid_devices(rt.machine());

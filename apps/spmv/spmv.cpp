@@ -10,6 +10,7 @@
 // machine has. Exits 1 with a message for bad arguments or files, 2 when a product
 // differs from the reference.
 #include "spmv.hpp"
+#include "cli.hpp"
 #include "places.hpp"
 #include "sparse.hpp"
 
@@ -24,20 +25,9 @@
 
 namespace {
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(
-      why +
-      "\nusage: spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law N] "
-      "[--average D] [--places host|host:K|sim|host+sim]... [--repeat R]");
-}
-
-long long number(std::string const& flag, char const* text) {
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < 1)
-    usage(flag + " '" + text + "' is not a positive whole number");
-  return v;
-}
+apps::args const cli(
+    "usage: spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law N] [--average D] "
+    "[--places host|host:K|sim|host+sim]... [--repeat R]");
 
 }  // namespace
 
@@ -50,7 +40,7 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--mtx") {
@@ -58,15 +48,15 @@ int main(int argc, char** argv) try {
       file = value();
     } else if (arg == "--laplacian2d" || arg == "--laplacian3d" || arg == "--power-law") {
       source = arg.substr(2);
-      size = number(arg, value());
+      size = cli.whole(arg, value());
     } else if (arg == "--average") {
       average = std::strtod(value(), nullptr);
     } else if (arg == "--places") {
       place_names.push_back(value());
     } else if (arg == "--repeat") {
-      repeat = number(arg, value());
+      repeat = cli.whole(arg, value());
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   strata::place machine = rt.machine();

@@ -15,6 +15,7 @@
 // Rank 0 prints. Exits 1 with a message for bad arguments, 2 when C differs from the
 // reference.
 #include "summa.hpp"
+#include "cli.hpp"
 #include "gemm.hpp"
 
 #include <strata/dist.hpp>
@@ -34,28 +35,10 @@ namespace {
 namespace dist = strata::dist;
 using strata::index_t;
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(
-      "summa: " + why +
-      "\nusage: mpiexec -n P summa [--n N] [--m M] [--k K] [--nb NB] [--grid PrxPc] "
-      "[--panel W] [--lookahead L] [--local blas|strata] [--alpha X] [--beta Y] [--repeat R] "
-      "[--check all|sample]");
-}
-
-long long number(std::string const& flag, char const* text, long long least) {
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < least)
-    usage(flag + " '" + text + "' is not a whole number >= " + std::to_string(least));
-  return v;
-}
-
-double real(std::string const& flag, char const* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  if (*text == '\0' || *end != '\0') usage(flag + " '" + text + "' is not a number");
-  return v;
-}
+apps::args const cli(
+    "usage: mpiexec -n P summa [--n N] [--m M] [--k K] [--nb NB] [--grid PrxPc] [--panel W] "
+    "[--lookahead L] [--local blas|strata] [--alpha X] [--beta Y] [--repeat R] [--check "
+    "all|sample]");
 
 }  // namespace
 
@@ -72,23 +55,23 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--n") {
-      n = number(arg, value(), 1);
+      n = cli.whole(arg, value(), 1);
     } else if (arg == "--m") {
-      m_given = number(arg, value(), 1);
+      m_given = cli.whole(arg, value(), 1);
     } else if (arg == "--k") {
-      k_given = number(arg, value(), 1);
+      k_given = cli.whole(arg, value(), 1);
     } else if (arg == "--nb") {
-      nb = number(arg, value(), 1);
+      nb = cli.whole(arg, value(), 1);
     } else if (arg == "--grid") {
       grid = apps::parse_grid(value());
     } else if (arg == "--panel") {
-      options.panel = number(arg, value(), 1);
+      options.panel = cli.whole(arg, value(), 1);
     } else if (arg == "--lookahead") {
-      options.lookahead = static_cast<int>(number(arg, value(), 0));
+      options.lookahead = static_cast<int>(cli.whole(arg, value(), 0));
     } else if (arg == "--local") {
       std::string v = value();
       if (v == "blas")
@@ -96,18 +79,18 @@ int main(int argc, char** argv) try {
       else if (v == "strata")
         options.local = apps::summa_local::strata;
       else
-        usage("--local '" + v + "': expected blas or strata");
+        cli.fail("--local '" + v + "': expected blas or strata");
     } else if (arg == "--alpha") {
-      alpha = real(arg, value());
+      alpha = cli.real(arg, value());
     } else if (arg == "--beta") {
-      beta = real(arg, value());
+      beta = cli.real(arg, value());
     } else if (arg == "--repeat") {
-      repeat = number(arg, value(), 1);
+      repeat = cli.whole(arg, value(), 1);
     } else if (arg == "--check") {
       check = value();
-      if (check != "all" && check != "sample") usage("--check '" + check + "': all or sample");
+      if (check != "all" && check != "sample") cli.fail("--check '" + check + "': all or sample");
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   int const me = rt.rank(), ranks = rt.size();
@@ -167,6 +150,6 @@ int main(int argc, char** argv) try {
   }
   return ok ? 0 : 2;
 } catch (std::exception const& e) {
-  std::fprintf(stderr, "%s\n", e.what());  // apps::summa's and usage() errors say "summa: "
+  std::fprintf(stderr, "%s\n", e.what());  // apps::summa's and cli.fail() errors say "summa: "
   return 1;
 }
