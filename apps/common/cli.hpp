@@ -41,7 +41,18 @@ class args {
     return v;
   }
 
+  long long whole(std::string const& flag, std::string const& text, long long least = 1) const {
+    return whole(flag, text.c_str(), least);
+  }
+  long long whole(std::string const& flag, std::string const& text, long long least,
+                  long long most) const {
+    return whole(flag, text.c_str(), least, most);
+  }
+
   /// `text` as a number.
+  double real(std::string const& flag, std::string const& text) const {
+    return real(flag, text.c_str());
+  }
   double real(std::string const& flag, char const* text) const {
     char* end = nullptr;
     double v = std::strtod(text, &end);

@@ -12,6 +12,7 @@
 //           [--no-refine] [--strata-sim-devices=2]
 //
 // Exits 1 with a message for bad arguments, 2 when a check fails.
+#include "cli.hpp"
 #include "places.hpp"
 #include "ripple_eikonal.hpp"
 
@@ -45,18 +46,7 @@ char const* const help =
     "        of at least 32 cells)\n"
     "  --help          this text\n";
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(why + "\n" + help);
-}
-
-long long whole(std::string const& flag, char const* text, long long least, long long most) {
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < least || v > most)
-    usage(flag + " '" + text + "' is not a whole number in [" + std::to_string(least) + ", " +
-          std::to_string(most) + "]");
-  return v;
-}
+apps::args const cli(help);
 
 template <class T>
 char const* precision() {
@@ -211,18 +201,18 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
       std::fputs(help, stdout);
       return 0;
     } else if (arg == "--dims") {
-      dims = whole(arg, value(), 2, 3);
+      dims = cli.whole(arg, value(), 2, 3);
     } else if (arg == "--size") {
-      size = whole(arg, value(), 4, 1 << 20);
+      size = cli.whole(arg, value(), 4, 1 << 20);
     } else if (arg == "--band") {
-      bands.push_back(static_cast<double>(whole(arg, value(), 1, 1 << 20)));
+      bands.push_back(static_cast<double>(cli.whole(arg, value(), 1, 1 << 20)));
     } else if (arg == "--float") {
       dbl = false;
     } else if (arg == "--double") {
@@ -232,10 +222,10 @@ int main(int argc, char** argv) try {
     } else if (arg == "--no-refine") {
       refinement = false;
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
-  if (!single && !dbl) usage("--float and --double exclude each other");
+  if (!single && !dbl) cli.fail("--float and --double exclude each other");
   if (bands.empty()) bands = {5, 10};
   if (size == 0) size = dims == 2 ? 256 : 64;
   auto const machine = rt.machine();

@@ -9,6 +9,7 @@
 //   force [--sizes N,N,...] [--steps S] [--places NAME] [--strata-sim-devices=3]
 //
 // Exits 1 with a message for bad arguments, 2 when a check fails.
+#include "cli.hpp"
 #include "places.hpp"
 #include "ripple_euler.hpp"
 
@@ -34,17 +35,7 @@ char const* const help =
     "  --places NAME    host, host:K, sim, host+sim (default sim if there are sim devices)\n"
     "  --help           this text\n";
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(why + "\n" + help);
-}
-
-long long whole(std::string const& flag, std::string const& text, long long least) {
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < least)
-    usage(flag + " '" + text + "' is not a whole number >= " + std::to_string(least));
-  return v;
-}
+apps::args const cli(help);
 
 template <class T>
 char const* precision() {
@@ -99,7 +90,7 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
@@ -111,15 +102,15 @@ int main(int argc, char** argv) try {
       for (std::size_t at = 0; at <= list.size();) {
         auto comma = list.find(',', at);
         if (comma == std::string::npos) comma = list.size();
-        sizes.push_back(whole(arg, list.substr(at, comma - at), 8));
+        sizes.push_back(cli.whole(arg, list.substr(at, comma - at), 8));
         at = comma + 1;
       }
     } else if (arg == "--steps") {
-      steps = whole(arg, value(), 1);
+      steps = cli.whole(arg, value(), 1);
     } else if (arg == "--places") {
       name = value();
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   auto const machine = rt.machine();

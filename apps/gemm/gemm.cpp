@@ -10,6 +10,7 @@
 //
 // Exits 1 with a message for bad arguments, 2 when a product differs from the reference.
 #include "gemm.hpp"
+#include "cli.hpp"
 #include "places.hpp"
 
 #include <strata/strata.hpp>
@@ -37,24 +38,7 @@ char const* const usage_text =
     "  --alpha, --beta  the scalars (default 1 and 0.5)\n"
     "  --repeat R    best of R runs (default 3)";
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(why + "\n" + usage_text);
-}
-
-long long number(std::string const& flag, std::string const& text) {
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < 1 || v > (1LL << 20))
-    usage(flag + " '" + text + "' is not a whole number in [1, 1048576]");
-  return v;
-}
-
-double real(std::string const& flag, std::string const& text) {
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0') usage(flag + " '" + text + "' is not a number");
-  return v;
-}
+apps::args const cli(usage_text);
 
 struct options {
   strata::index_t m = 1024, n = 1024, k = 1024;
@@ -133,41 +117,41 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
       std::printf("%s\n", usage_text);
       return 0;
     } else if (arg == "--size") {
-      o.m = o.n = o.k = number(arg, value());
+      o.m = o.n = o.k = cli.whole(arg, value(), 1, 1 << 20);
     } else if (arg == "--mnk") {
       std::string v = value();
       auto c1 = v.find(','), c2 = v.find(',', c1 == std::string::npos ? c1 : c1 + 1);
       if (c1 == std::string::npos || c2 == std::string::npos)
-        usage("--mnk '" + v + "' is not M,N,K");
-      o.m = number("--mnk", v.substr(0, c1));
-      o.n = number("--mnk", v.substr(c1 + 1, c2 - c1 - 1));
-      o.k = number("--mnk", v.substr(c2 + 1));
+        cli.fail("--mnk '" + v + "' is not M,N,K");
+      o.m = cli.whole("--mnk", v.substr(0, c1), 1, 1 << 20);
+      o.n = cli.whole("--mnk", v.substr(c1 + 1, c2 - c1 - 1), 1, 1 << 20);
+      o.k = cli.whole("--mnk", v.substr(c2 + 1), 1, 1 << 20);
     } else if (arg == "--precision") {
       std::string v = value();
       if (v != "single" && v != "double" && v != "both")
-        usage("--precision '" + v + "' is not single, double or both");
+        cli.fail("--precision '" + v + "' is not single, double or both");
       o.single = v != "double";
       o.dbl = v != "single";
     } else if (arg == "--backend") {
       std::string v = value();
       if (v != "serial" && v != "threads" && v != "openmp" && v != "sim")
-        usage("--backend '" + v + "' is not serial, threads, openmp or sim");
+        cli.fail("--backend '" + v + "' is not serial, threads, openmp or sim");
       o.backends.push_back(v);
     } else if (arg == "--alpha") {
-      o.alpha = real(arg, value());
+      o.alpha = cli.real(arg, value());
     } else if (arg == "--beta") {
-      o.beta = real(arg, value());
+      o.beta = cli.real(arg, value());
     } else if (arg == "--repeat") {
-      o.repeat = number(arg, value());
+      o.repeat = cli.whole(arg, value(), 1, 1 << 20);
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   strata::place machine = rt.machine();
@@ -177,7 +161,7 @@ int main(int argc, char** argv) try {
     o.backends = {"serial", "threads", "openmp"};
     if (have_sim) o.backends.push_back("sim");
   } else if (!have_sim && std::count(o.backends.begin(), o.backends.end(), "sim") > 0) {
-    usage("--backend sim: this machine has no sim devices (add --strata-sim-devices=2)");
+    cli.fail("--backend sim: this machine has no sim devices (add --strata-sim-devices=2)");
   }
   std::printf(
       "gemm: C = alpha A B + beta C, A %lld x %lld, B %lld x %lld (alpha %g, beta %g), "

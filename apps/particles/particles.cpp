@@ -7,6 +7,7 @@
 //   particles [--n N] [--steps S] [--places NAME]... [--strata-sim-devices=2]
 //
 // Exits 1 with a message for bad arguments, 2 when a result differs from the reference.
+#include "cli.hpp"
 #include "places.hpp"
 #include "ripple_kernels.hpp"
 
@@ -31,17 +32,7 @@ char const* const help =
     "                  with sim devices, sim)\n"
     "  --help          this text\n";
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(why + "\n" + help);
-}
-
-long long whole(std::string const& flag, char const* text, long long least) {
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < least)
-    usage(flag + " '" + text + "' is not a whole number >= " + std::to_string(least));
-  return v;
-}
+apps::args const cli(help);
 
 // Runs `steps` updates of n particles in layout L over `where`; prints one line; returns
 // whether the positions equal the reference.
@@ -74,20 +65,20 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
       std::fputs(help, stdout);
       return 0;
     } else if (arg == "--n") {
-      n = whole(arg, value(), 1);
+      n = cli.whole(arg, value(), 1);
     } else if (arg == "--steps") {
-      steps = whole(arg, value(), 1);
+      steps = cli.whole(arg, value(), 1);
     } else if (arg == "--places") {
       names.emplace_back(value());
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   auto const machine = rt.machine();
@@ -110,9 +101,9 @@ int main(int argc, char** argv) try {
       // "host:K": K PU places, one partition each. (places_named's K-PU slices hold no
       // NUMA node, so tensor blocks find no host memory near them.)
       auto pus = host.processors();
-      auto const k = static_cast<std::size_t>(whole("--places", name.c_str() + 5, 1));
+      auto const k = static_cast<std::size_t>(cli.whole("--places", name.c_str() + 5, 1));
       if (k > pus.size())
-        usage("--places " + name + ": " + std::to_string(pus.size()) + " host PUs only");
+        cli.fail("--places " + name + ": " + std::to_string(pus.size()) + " host PUs only");
       where.assign(pus.begin(), pus.begin() + static_cast<std::ptrdiff_t>(k));
     } else {
       for (auto const& t : apps::places_named(machine, name)) where.push_back(t.where);

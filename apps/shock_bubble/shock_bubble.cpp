@@ -10,6 +10,7 @@
 //
 // Exits 1 with a message for bad arguments, 2 when a check fails.
 #include "shock_bubble.hpp"
+#include "cli.hpp"
 #include "places.hpp"
 
 #include <strata/strata.hpp>
@@ -37,17 +38,7 @@ char const* const help =
     "  --every K      also FILE-<step>.png every K steps\n"
     "  --help         this text\n";
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(why + "\n" + help);
-}
-
-long long whole(std::string const& flag, std::string const& text, long long least) {
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || v < least)
-    usage(flag + " '" + text + "' is not a whole number >= " + std::to_string(least));
-  return v;
-}
+apps::args const cli(help);
 
 struct options {
   long long rows = 200, steps = 200, every = 0;
@@ -107,18 +98,18 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
       std::fputs(help, stdout);
       return 0;
     } else if (arg == "--rows") {
-      o.rows = whole(arg, value(), 8);
+      o.rows = cli.whole(arg, value(), 8);
     } else if (arg == "--steps") {
-      o.steps = whole(arg, value(), 1);
+      o.steps = cli.whole(arg, value(), 1);
     } else if (arg == "--every") {
-      o.every = whole(arg, value(), 1);
+      o.every = cli.whole(arg, value(), 1);
     } else if (arg == "--places") {
       o.places = value();
     } else if (arg == "--png") {
@@ -128,7 +119,7 @@ int main(int argc, char** argv) try {
     } else if (arg == "--closed") {
       o.closed = true;
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
   auto const machine = rt.machine();
@@ -139,8 +130,8 @@ int main(int argc, char** argv) try {
   std::vector<strata::place> where;
   for (auto const& t : apps::places_named(machine, o.places)) where.push_back(t.where);
   if (static_cast<long long>(where.size()) > o.rows)
-    usage("--rows " + std::to_string(o.rows) + " is fewer than the " +
-          std::to_string(where.size()) + " places; expected at least one row per place");
+    cli.fail("--rows " + std::to_string(o.rows) + " is fewer than the " +
+             std::to_string(where.size()) + " places; expected at least one row per place");
   auto const host = machine.slice(strata::isa::host);
   std::printf(
       "shock_bubble: Mach %.2f shock, bubble rho %.1f, %lld x %lld cells (%s, %s), %zu "

@@ -15,6 +15,7 @@
 //
 // Exits 1 with a message for bad arguments or files, 2 when the costs differ from
 // Dijkstra's.
+#include "cli.hpp"
 #include "hybrid_tables.hpp"
 #include "render.hpp"
 #include "stencil_kernels.hpp"
@@ -54,24 +55,7 @@ char const* const help =
     "  --no-check           skip the Dijkstra reference\n"
     "  --help               this text\n";
 
-[[noreturn]] void usage(std::string const& why) {
-  throw strata::invalid_argument(why + "\n" + help);
-}
-
-long long whole(std::string const& flag, char const* text, long long least) {
-  char* end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (*text == '\0' || *end != '\0' || v < least)
-    usage(flag + " '" + text + "' is not a whole number >= " + std::to_string(least));
-  return v;
-}
-
-double real(std::string const& flag, char const* text) {
-  char* end = nullptr;
-  double v = std::strtod(text, &end);
-  if (*text == '\0' || *end != '\0') usage(flag + " '" + text + "' is not a number");
-  return v;
-}
+apps::args const cli(help);
 
 }  // namespace
 
@@ -88,7 +72,7 @@ int main(int argc, char** argv) try {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
-      if (i + 1 >= argc) usage(arg + " needs a value");
+      if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
     };
     if (arg == "--help" || arg == "-h") {
@@ -99,13 +83,13 @@ int main(int argc, char** argv) try {
     } else if (arg == "--gdal") {
       gdal = value();
     } else if (arg == "--fractal") {
-      fractal = whole(arg, value(), 2);
+      fractal = cli.whole(arg, value(), 2);
     } else if (arg == "--seed") {
-      seed = whole(arg, value(), 0);
+      seed = cli.whole(arg, value(), 0);
     } else if (arg == "--relief") {
-      relief = real(arg, value());
+      relief = cli.real(arg, value());
     } else if (arg == "--downsample") {
-      downsample = whole(arg, value(), 1);
+      downsample = cli.whole(arg, value(), 1);
     } else if (arg == "--target") {
       target = apps::parse_cell(arg, value());
       has_target = true;
@@ -114,11 +98,11 @@ int main(int argc, char** argv) try {
     } else if (arg == "--png") {
       png = value();
     } else if (arg == "--contour") {
-      contour = real(arg, value());
+      contour = cli.real(arg, value());
     } else if (arg == "--sweeps") {
-      sweeps = whole(arg, value(), 1);
+      sweeps = cli.whole(arg, value(), 1);
     } else if (arg == "--cut-step") {
-      cut_step = whole(arg, value(), 1);
+      cut_step = cli.whole(arg, value(), 1);
     } else if (arg == "--no-tables") {
       tables = false;
     } else if (arg == "--rebalance") {
@@ -128,10 +112,10 @@ int main(int argc, char** argv) try {
     } else if (arg == "--no-check") {
       check = false;
     } else {
-      usage("unknown argument '" + arg + "'");
+      cli.fail("unknown argument '" + arg + "'");
     }
   }
-  if (!hgt.empty() && !gdal.empty()) usage("--hgt and --gdal: give one source");
+  if (!hgt.empty() && !gdal.empty()) cli.fail("--hgt and --gdal: give one source");
   apps::terrain land =
       !hgt.empty() ? apps::read_hgt_mosaic(hgt)
       : !gdal.empty()
@@ -143,11 +127,11 @@ int main(int argc, char** argv) try {
   if (from.empty()) from.push_back({0, 0});
   for (auto const& c : from)
     if (c.first < 0 || c.second < 0 || c.first >= rows || c.second >= cols)
-      usage("--from " + std::to_string(c.first) + "," + std::to_string(c.second) +
-            " is outside the " + std::to_string(rows) + " x " + std::to_string(cols) + " grid");
+      cli.fail("--from " + std::to_string(c.first) + "," + std::to_string(c.second) +
+               " is outside the " + std::to_string(rows) + " x " + std::to_string(cols) + " grid");
   if (target.first < 0 || target.second < 0 || target.first >= rows || target.second >= cols)
-    usage("--target is outside the " + std::to_string(rows) + " x " + std::to_string(cols) +
-          " grid");
+    cli.fail("--target is outside the " + std::to_string(rows) + " x " + std::to_string(cols) +
+             " grid");
   double lo = 1e300, hi = -1e300;
   for (double z : land.z) lo = std::min(lo, z), hi = std::max(hi, z);
   auto devices = apps::hybrid_devices(rt.machine());
