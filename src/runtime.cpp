@@ -1,4 +1,5 @@
 #include <strata/error.hpp>
+#include <strata/exec/openmp/backend.hpp>
 #include <strata/runtime.hpp>
 
 #include "exec/exec_state.hpp"
@@ -83,6 +84,10 @@ void runtime::start(runtime_options const& options) {
                          "\": unknown CPU backend; expected serial, threads or openmp");
     cpu_backend_ = *b;
   }
+  if (cpu_backend_ == backend_id::openmp && !detail::openmp_built())
+    throw config_error(
+        "the default CPU backend is openmp, but this libstrata was built without OpenMP "
+        "(STRATA_ENABLE_OPENMP=OFF); expected serial or threads");
   runtime* expected = nullptr;
   if (!live.compare_exchange_strong(expected, this))
     throw error(

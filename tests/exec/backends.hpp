@@ -1,5 +1,5 @@
 // One kernel suite for every CPU backend (Kokkos' habit): a fixture parameterized over
-// the backends compiled into this test binary.
+// the backends this libstrata was built with.
 #pragma once
 
 #include <strata/strata.hpp>
@@ -13,9 +13,7 @@ namespace strata::test {
 
 inline std::vector<backend_id> cpu_backends() {
   std::vector<backend_id> b{backend_id::serial, backend_id::threads};
-#if defined(_OPENMP)
-  b.push_back(backend_id::openmp);
-#endif
+  if (detail::openmp_built()) b.push_back(backend_id::openmp);
   return b;
 }
 

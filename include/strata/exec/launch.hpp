@@ -8,16 +8,15 @@
 #include <strata/exec/backend.hpp>
 #include <strata/exec/cuda/backend.hpp>
 #include <strata/exec/event.hpp>
+#include <strata/exec/openmp/backend.hpp>
 #include <strata/exec/serial/backend.hpp>
 #include <strata/exec/shape.hpp>
 #include <strata/exec/sim/backend.hpp>
 #include <strata/exec/threads/backend.hpp>
 #include <strata/exec/trace.hpp>
 #include <strata/memory/ptr.hpp>
-#if defined(_OPENMP)
-#include <strata/exec/openmp/backend.hpp>
-#endif
 
+#include <atomic>
 #include <exception>
 #include <functional>
 #include <tuple>
@@ -32,32 +31,67 @@ namespace detail {
 template <class... B>
 struct backend_list {};
 
-/// Throws not_supported: a launch on a CUDA place from a file the host compiler built.
+/// Throws not_supported: a launch on a CUDA place of a kernel no nvcc unit compiled.
 [[noreturn]] void cuda_not_compiled(char const* kernel);
 
-/// The CUDA backend of a translation unit that nvcc did not compile: the kernel has no
-/// device code, so the launch can only say how to get some (alpaka and Kokkos behave
-/// the same way: the backend is chosen when the kernel's file is compiled).
-struct cuda_absent {
-  static constexpr backend_id id = backend_id::cuda;
-  template <class S, class K, class Args>
-  static event launch(placement const&, S const&, K const&, Args&) {
-    cuda_not_compiled(trace::detail::type_name(typeid(K)));
-  }
+// One definition per template (issue 13): the body of `launch<S, K, Args...>` must be the
+// same in every translation unit, whatever compiled it (g++ with or without -fopenmp,
+// nvcc), because the linker keeps one copy. So the backend list below is the same
+// everywhere: the openmp backend's region is opened by libstrata (openmp/backend.hpp), and
+// the CUDA backend is reached through a table that nvcc units fill in at static
+// initialization: kernels have device code only where nvcc compiled their launch, so each
+// such unit registers its launcher for that kernel, shape and argument types (alpaka and
+// Kokkos also choose the backend when the kernel's file is compiled; the table makes that
+// choice survive the linker).
+
+/// A kernel's CUDA launcher, instantiated in a unit nvcc compiled.
+template <class S, class K, class Args>
+using cuda_launcher = event (*)(placement const&, S const&, K const&, Args&, after const*);
+
+/// The registered launcher of kernel K with shape S and arguments Args: null until an nvcc
+/// unit that launches it has been initialized. Constant-initialized, so its definition is
+/// the same in every unit.
+template <class S, class K, class Args>
+struct cuda_entry {
+  static inline std::atomic<cuda_launcher<S, K, Args>> fn{nullptr};
 };
 
 #if defined(__CUDACC__)
-using cuda_backend = ::strata::cuda::backend;
-#else
-using cuda_backend = cuda_absent;
+namespace {
+// One registrar per nvcc translation unit (internal linkage): naming it in launch() makes
+// this unit register its launcher before main, whichever unit's copy of launch() the
+// linker keeps.
+template <class S, class K, class Args>
+struct cuda_registrar {
+  static inline bool const done =
+      (cuda_entry<S, K, Args>::fn.store(
+           static_cast<cuda_launcher<S, K, Args>>(&::strata::cuda::backend::template launch<
+                                                  S::rank, typename S::block_policy, K, Args>),
+           std::memory_order_release),
+       true);
+};
+}  // namespace
 #endif
 
-#if defined(_OPENMP)
+/// The CUDA backend as every translation unit sees it: the registered launcher, or the
+/// error that says where device code comes from.
+struct cuda_dispatch {
+  static constexpr backend_id id = backend_id::cuda;
+  template <class S, class K, class Args>
+  static bool compiled() noexcept {
+    return cuda_entry<S, K, Args>::fn.load(std::memory_order_acquire) != nullptr;
+  }
+  template <class S, class K, class Args>
+  static event launch(placement const& p, S const& s, K const& k, Args& args,
+                      after const* deps = nullptr) {
+    auto fn = cuda_entry<S, K, Args>::fn.load(std::memory_order_acquire);
+    if (!fn) cuda_not_compiled(trace::detail::type_name(typeid(K)));
+    return fn(p, s, k, args, deps);
+  }
+};
+
 using cpu_backends =
-    backend_list<serial::backend, threads::backend, openmp::backend, sim::backend, cuda_backend>;
-#else
-using cpu_backends = backend_list<serial::backend, threads::backend, sim::backend, cuda_backend>;
-#endif
+    backend_list<serial::backend, threads::backend, openmp::backend, sim::backend, cuda_dispatch>;
 
 [[noreturn]] void backend_not_compiled(backend_id b);
 
@@ -136,17 +170,33 @@ event dispatch(backend_list<B...>, placement const& p, S const& s, K const& k, A
 
 }  // namespace detail
 
+namespace detail {
+/// The argument tuple a kernel receives for launch arguments Args.
+template <class... Args>
+using kernel_tuple = std::tuple<kernel_arg_t<Args>...>;
+
+/// Names the CUDA launcher of this kernel (see cuda_registrar); nothing at run time.
+template <class S, class K, class Args>
+inline void register_cuda_launcher() noexcept {
+#if defined(__CUDACC__)
+  (void)cuda_registrar<S, K, Args>::done;
+#endif
+}
+}  // namespace detail
+
 template <shape_type S, class Kernel, class... Args>
 event launch(target const& where, S const& s, Kernel&& kernel, Args&&... args) {
-#if !defined(__CUDACC__)
-  // Named explicitly, the CUDA backend fails here, whether or not a GPU exists.
-  if (where.backend == backend_id::cuda)
-    detail::cuda_not_compiled(trace::detail::type_name(typeid(std::decay_t<Kernel>)));
-#endif
+  using K = std::decay_t<Kernel>;
+  using tuple = detail::kernel_tuple<Args...>;
+  detail::register_cuda_launcher<S, K, tuple>();
+  // Named explicitly, the CUDA backend fails here, whether or not a GPU exists, if no nvcc
+  // unit compiled this kernel.
+  if (where.backend == backend_id::cuda && !detail::cuda_dispatch::compiled<S, K, tuple>())
+    detail::cuda_not_compiled(trace::detail::type_name(typeid(K)));
   auto p = detail::resolve(where);
   auto copied =
       detail::kernel_args(p, std::index_sequence_for<Args...>{}, std::forward<Args>(args)...);
-  std::decay_t<Kernel> const& k = kernel;
+  K const& k = kernel;
   return detail::dispatch(detail::cpu_backends{}, p, s, k, copied);
 }
 
@@ -156,29 +206,27 @@ event launch(after const& deps, target const& where, S const& s, Kernel&& kernel
     if (auto err = deps.error()) return event::failed(err);
     return launch(where, s, std::forward<Kernel>(kernel), std::forward<Args>(args)...);
   }
-#if !defined(__CUDACC__)
-  if (where.backend == backend_id::cuda)
-    detail::cuda_not_compiled(trace::detail::type_name(typeid(std::decay_t<Kernel>)));
-#endif
+  using K = std::decay_t<Kernel>;
+  using tuple = detail::kernel_tuple<Args...>;
+  detail::register_cuda_launcher<S, K, tuple>();
+  if (where.backend == backend_id::cuda && !detail::cuda_dispatch::compiled<S, K, tuple>())
+    detail::cuda_not_compiled(trace::detail::type_name(typeid(K)));
   auto placed = detail::resolve(where);  // a bad target fails now, in the caller, not later
-#if defined(__CUDACC__)
   // GPU after GPU: the stream waits for the events' markers on the device (Phalanx
   // §IV-A); the host does not wait.
-  if (placed.backend == backend_id::cuda && detail::cuda::chainable(deps)) {
+  if (placed.backend == backend_id::cuda && detail::cuda_dispatch::compiled<S, K, tuple>() &&
+      detail::cuda::chainable(deps)) {
     if (auto err = deps.error()) return event::failed(err);
     auto copied = detail::kernel_args(placed, std::index_sequence_for<Args...>{},
                                       std::forward<Args>(args)...);
-    std::decay_t<Kernel> const& k = kernel;
-    return cuda::backend::launch(placed, s, k, copied, &deps);
+    K const& k = kernel;
+    return detail::cuda_dispatch::launch(placed, s, k, copied, &deps);
   }
-#else
-  (void)placed;
-#endif
   // The launch is made by whoever completes the last event (through the pool for
   // backends that run kernels inline).
   auto result = detail::start_after(
       deps, detail::runs_inline(where),
-      [where, s, k = std::decay_t<Kernel>(std::forward<Kernel>(kernel)),
+      [where, s, k = K(std::forward<Kernel>(kernel)),
        args = std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)]() {
         return std::apply([&](auto const&... a) { return strata::launch(where, s, k, a...); },
                           args);

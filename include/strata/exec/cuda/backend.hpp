@@ -10,11 +10,13 @@
 // under __CUDA_ARCH__.
 //
 // A CUDA launch needs the kernel compiled by nvcc, and strata::launch is a template
-// instantiated in the user's translation unit, so — as in alpaka and Kokkos — the CUDA
-// backend exists only in translation units compiled by nvcc (__CUDACC__). A launch on a
-// CUDA place from a file compiled by the host compiler throws strata::not_supported
-// naming the kernel. Kernels for CUDA are functors whose operator() is STRATA_FN, or
-// lambdas written `[] STRATA_FN (auto const& self, ...)` (nvcc --extended-lambda).
+// instantiated in the user's translation unit, so — as in alpaka and Kokkos — device code
+// exists only for kernels whose launch an nvcc unit (__CUDACC__) instantiated. Each such
+// unit registers its launcher at static initialization (launch.hpp, cuda_registrar), so
+// the same launch from a file the host compiler built runs it too; a kernel no nvcc unit
+// launched throws strata::not_supported naming the kernel. Kernels for CUDA are functors whose
+// operator() is STRATA_FN, or lambdas written `[] STRATA_FN (auto const& self, ...)` (nvcc
+// --extended-lambda).
 //
 // Streams and events (Phalanx §IV-A): each launch goes to a stream of the device's pool
 // and records a cudaEvent; launching after events that carry one makes the stream wait on
