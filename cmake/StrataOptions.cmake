@@ -87,7 +87,8 @@ target_compile_options(strata_build_flags INTERFACE
 # so shadowing is expected there (target property STRATA_ALLOW_SHADOW).
 target_compile_options(strata_build_flags INTERFACE
   $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<BOOL:$<TARGET_PROPERTY:STRATA_ALLOW_SHADOW>>>>:-Wshadow>)
-# Strata's own CUDA files (tests, benchmarks) write kernels as device lambdas.
+# Strata's own CUDA files (tests, benchmarks) may write kernels as device lambdas, as
+# docs/cuda.md shows users; consumers opt in (STRATA_CUDA_EXTENDED_LAMBDA, docs/cuda.md).
 target_compile_options(strata_build_flags INTERFACE $<$<COMPILE_LANGUAGE:CUDA>:--extended-lambda>)
 if(STRATA_SANITIZE)
   target_compile_options(strata_build_flags INTERFACE
