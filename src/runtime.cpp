@@ -7,6 +7,8 @@
 #include "log.hpp"
 
 #include <atomic>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -30,6 +32,17 @@ machine_options from_environment(runtime_options const& options) {
   }
   m.cuda = options.cuda;
   return m;
+}
+
+// The trace is written when the runtime ends; a path that cannot be written must fail
+// now, naming the setting, not be found out (and ignored) at exit. Opened for appending:
+// an existing file is left as it is until the trace replaces it.
+void check_trace_path(std::string const& path, char const* source) {
+  std::FILE* f = std::fopen(path.c_str(), "a");
+  if (!f)
+    throw config_error(std::string(source) + "=\"" + path +
+                       "\": cannot write the trace file: " + std::strerror(errno));
+  std::fclose(f);
 }
 
 }  // namespace
@@ -101,6 +114,8 @@ void runtime::start(runtime_options const& options) {
       trace_path_ = *options.trace;
     else if (auto env = std::getenv("STRATA_TRACE"))
       trace_path_ = env;
+    if (!trace_path_.empty())
+      check_trace_path(trace_path_, options.trace ? "runtime_options::trace" : "STRATA_TRACE");
     detail::trace_start(trace_path_);
     exec_ = std::make_unique<detail::exec_state>(machine_, options_.topology.empty());
   } catch (...) {
@@ -108,7 +123,12 @@ void runtime::start(runtime_options const& options) {
     live.store(nullptr);
     throw;
   }
-  for (auto const& note : notes_) detail::log(detail::log_level::info, note);
+  // "No CUDA device" is what most machines are, not news at every start: debug level
+  // (`strata info` and notes() show it). Other notes (a device that failed) are info.
+  for (auto const& note : notes_)
+    detail::log(
+        note.starts_with("no CUDA device") ? detail::log_level::debug : detail::log_level::info,
+        note);
 }
 
 runtime::~runtime() {

@@ -1,25 +1,47 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Strata builds and tests with, when any is missing.
 # Quiet and idempotent: with everything present it only checks and exits.
+#   tools/install-deps.sh demo         what `make demo` needs: the library, CLI and apps
+#   tools/install-deps.sh [test]       also the tests', benchmarks' and their peers' packages
+#   tools/install-deps.sh --list SET   print the packages of SET (demo or test), install none
 set -euo pipefail
 
-packages=(
+# The library, the `strata` program and the apps (apps/: MPI, PNG, OpenBLAS, FFTW).
+demo_packages=(
   g++ make cmake ninja-build pkg-config git
   libhwloc-dev libboost-context-dev nlohmann-json3-dev libfmt-dev libcli11-dev
-  libgtest-dev libgmock-dev clang-format valgrind
-  clang-14 libclang-rt-14-dev
   libopenmpi-dev openmpi-bin
-  libtbb-dev
-  libtrilinos-kokkos-dev
-  libeigen3-dev libboost-graph-dev
+  libpng-dev          # the hybrid apps write PNG images
+  libopenblas-dev     # summa's local products (and `strata bench gemm`)
+  libfftw3-dev        # the distributed 2-D FFT app (apps/fft2d) and its tests use serial FFTW
+)
+# Only for `make test`: test frameworks and tools, and the benchmarks' peers.
+test_packages=(
+  libgtest-dev libgmock-dev clang-format valgrind
+  clang-14 libclang-rt-14-dev  # the layout fuzzer (libFuzzer)
+  libtbb-dev                   # `strata bench` graph peers (oneTBB flow_graph)
+  libtrilinos-kokkos-dev       # `strata bench` particles/ripple peers (Kokkos Serial)
+  libeigen3-dev libboost-graph-dev  # `strata bench` spmv/gemm and bfs peers
   python3-matplotlib  # `strata report` draws its plots with it
   chromium            # the report's test opens the page in a headless browser
-  libpng-dev          # the hybrid apps write PNG images
-  libopenblas-dev     # `strata bench gemm` compares with cblas_dgemm/sgemm
-  libfftw3-dev        # the distributed 2-D FFT app (apps/fft2d) and its tests use serial FFTW
   libfftw3-mpi-dev    # `strata bench dist-fft` compares with FFTW's MPI transform
   libscalapack-openmpi-dev  # `strata bench --ranks N dist-summa` compares with pdgemm
 )
+
+list_only=0
+if [ "${1:-}" = "--list" ]; then
+  list_only=1
+  shift
+fi
+case "${1:-test}" in
+  demo) packages=("${demo_packages[@]}") ;;
+  test) packages=("${demo_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "install-deps.sh: unknown set '$1'; expected demo or test" >&2; exit 2 ;;
+esac
+if [ $list_only -eq 1 ]; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do

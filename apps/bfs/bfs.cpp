@@ -46,6 +46,7 @@ int main(int argc, char** argv) try {
   std::vector<std::string> place_names;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (cli.help(arg)) return 0;
     auto value = [&]() -> char const* {
       if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];

@@ -5,6 +5,7 @@
 
 #include <strata/error.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -15,6 +16,24 @@ class args {
  public:
   /// `usage`: the app's usage text, shown after every error.
   explicit args(std::string usage) : usage_(std::move(usage)) {}
+
+  /// True, after printing the usage on stdout, when `arg` asks for it (--help, -h): the
+  /// app then exits 0 (a request for help is not a mistake).
+  bool help(std::string const& arg) const {
+    if (arg != "--help" && arg != "-h") return false;
+    std::printf("%s\n", usage_.c_str());
+    return true;
+  }
+
+  /// For apps without options of their own (Strata's --strata-* flags are taken by the
+  /// runtime first): true after the usage for --help; any other argument is a mistake.
+  bool no_options(int argc, char** argv) const {
+    for (int i = 1; i < argc; ++i) {
+      if (help(argv[i])) return true;
+      fail("unknown argument '" + std::string(argv[i]) + "'");
+    }
+    return false;
+  }
 
   /// Throws strata::invalid_argument: `why`, then the usage text.
   [[noreturn]] void fail(std::string const& why) const {

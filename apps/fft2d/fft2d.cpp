@@ -52,6 +52,7 @@ int main(int argc, char** argv) try {
   apps::fft2d_options options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (cli.help(arg)) return 0;
     auto value = [&]() -> char const* {
       if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];

@@ -2,11 +2,20 @@
 // each one sees nearest first, and how far apart places are. Public API only.
 #include <strata/strata.hpp>
 
+#include "cli.hpp"
+
 #include <cstdio>
 #include <exception>
 
+namespace {
+apps::args const cli(
+    "usage: machine_tour [--strata-sim-devices=LIST] [--strata-topology=SOURCE]\n  the place tree: "
+    "processors, their nearest memories, distances");
+}  // namespace
+
 int main(int argc, char** argv) try {
   strata::runtime rt(argc, argv);  // takes --strata-sim-devices=... and friends
+  if (cli.no_options(argc, argv)) return 0;
   strata::place machine = rt.machine();
 
   auto cpus = machine.slice(strata::isa::host);

@@ -3,6 +3,8 @@
 // and out, each device's copies overlapping the other's kernel. Public API only.
 #include <strata/strata.hpp>
 
+#include "cli.hpp"
+
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -23,8 +25,15 @@ double seconds(Fn&& fn) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+namespace {
+apps::args const cli(
+    "usage: saxpy [--strata-sim-devices=LIST] [--strata-topology=SOURCE]\n  one SAXPY kernel on "
+    "every CPU backend, then split over the sim devices");
+}  // namespace
+
 int main(int argc, char** argv) try {
   strata::runtime rt(argc, argv);
+  if (cli.no_options(argc, argv)) return 0;
   strata::place machine = rt.machine();
   strata::index_t const n = 1 << 24;
   float const a = 2.0f;

@@ -1,15 +1,22 @@
 # Runs the strata CLI once and checks its exit code, output and JSON fields.
 # -DEXE -DARGS=a|b -DENV=V=x|W=y -DEXPECT_EXIT -DSTDOUT=regex -DSTDERR=regex
+# -DNOT_STDERR=regex (stderr must not match) -DSTDOUT_FILE=path (stdout goes there, e.g.
+# /dev/full, instead of being checked)
 # -DJSON=path=value|path>=value (path like summary.pus or machine.children[LAST].type;
 # value NPROC is the number of CPUs this process may use).
 string(REPLACE "|" ";" ARGS "${ARGS}")
 string(REPLACE "|" ";" ENV "${ENV}")
 string(REPLACE "|" ";" JSON "${JSON}")
 # The caller's Strata settings must not leak into the expectations.
+if(STDOUT_FILE)
+  set(to OUTPUT_FILE ${STDOUT_FILE})
+else()
+  set(to OUTPUT_VARIABLE out)
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=STRATA_SIM_DEVICES --unset=STRATA_TOPOLOGY
                         --unset=STRATA_TRACE --unset=STRATA_LOG --unset=STRATA_CPU_BACKEND ${ENV}
                         ${EXE} ${ARGS}
-                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+                RESULT_VARIABLE rc ${to} ERROR_VARIABLE err)
 message("exit: ${rc}\nstdout:\n${out}\nstderr:\n${err}")
 if(NOT "${rc}" STREQUAL "${EXPECT_EXIT}")
   message(FATAL_ERROR "exit code ${rc}, expected ${EXPECT_EXIT}")
@@ -19,6 +26,9 @@ if(STDOUT AND NOT out MATCHES "${STDOUT}")
 endif()
 if(STDERR AND NOT err MATCHES "${STDERR}")
   message(FATAL_ERROR "stderr does not match: ${STDERR}")
+endif()
+if(NOT_STDERR AND err MATCHES "${NOT_STDERR}")
+  message(FATAL_ERROR "stderr matches what it must not: ${NOT_STDERR}")
 endif()
 if(JSON)
   # GNU nproc honours OMP_NUM_THREADS; the CPUs this process may use are what counts.

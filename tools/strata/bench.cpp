@@ -17,7 +17,7 @@ namespace strata::cli {
 
 #if STRATA_HAVE_DIST
 namespace {
-// `strata bench --ranks N NAME ...`: the same command under mpiexec, N ranks on this
+// `strata bench --ranks N NAME ...`: the same strata-bench command under mpiexec, N ranks on this
 // machine (oversubscribed if it has fewer cores; as root where CI runs so).
 template <class Opts>
 [[noreturn]] void relaunch_under_mpi(Opts const& o) {
@@ -33,7 +33,6 @@ template <class Opts>
                                 "-n",
                                 std::to_string(o.ranks),
                                 std::string(self.data(), static_cast<std::size_t>(len)),
-                                "bench",
                                 o.name,
                                 "--repeats",
                                 std::to_string(o.run.repeats)};
@@ -50,7 +49,7 @@ template <class Opts>
 }  // namespace
 #endif
 
-void add_bench_command(CLI::App& app) {
+void configure_bench(CLI::App& cmd_app) {
   struct opts {
     std::string name;
     bool list = false;
@@ -58,7 +57,7 @@ void add_bench_command(CLI::App& app) {
     int ranks = 0;
   };
   auto o = std::make_shared<opts>();
-  auto* cmd = app.add_subcommand("bench", "Run a benchmark against its peer (see --list)");
+  auto* cmd = &cmd_app;
   cmd->add_option("name", o->name, "Benchmark to run, or 'all'");
   cmd->add_flag("--list", o->list, "List the benchmarks");
   cmd->add_flag("--json", o->run.json, "One JSON object per comparison");

@@ -49,6 +49,10 @@ void run(info_options const& o) {
 #endif
   auto shown = apply_slice(rt.machine(), o.slice);
   auto text = o.json ? to_json(shown, rt.notes()) + "\n" : to_text(shown, {.collapse = !o.flat});
+  // What discovery found missing (e.g. no CUDA device, and why): said here, where the
+  // machine is asked about, rather than by every program at start.
+  if (!o.json)
+    for (auto const& note : rt.notes()) text += "Note: " + note + "\n";
   std::fwrite(text.data(), 1, text.size(), stdout);
 }
 

@@ -45,13 +45,6 @@ struct report_options {
   std::string bench = "all";
 };
 
-fs::path self_path() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw error("report: cannot find this program's path (/proc/self/exe): " + ec.message());
-  return p;
-}
-
 // Runs `args` (args[0] a path) with stdout to `stdout_file` if given; returns its status.
 int spawn_and_wait(std::vector<std::string> args, std::string const& stdout_file = {}) {
   posix_spawn_file_actions_t actions;
@@ -204,9 +197,8 @@ void run_report(report_options const& o) {
 
   std::vector<std::string> inputs = o.files;
   if (o.run) {
-#if STRATA_HAVE_BENCH
     auto const jsonl = (out / "bench.jsonl").string();
-    std::vector<std::string> args{self_path().string(), "bench", o.bench, "--json"};
+    std::vector<std::string> args{find_bench_program().string(), o.bench, "--json"};
     if (o.quick) args.push_back("--quick");
     if (o.repeats > 0) args.insert(args.end(), {"--repeats", std::to_string(o.repeats)});
     std::fprintf(stderr, "strata report: running `strata bench %s --json%s` into %s\n",
@@ -217,9 +209,6 @@ void run_report(report_options const& o) {
                       "in {}",
                       o.bench, rc, jsonl));
     inputs = {jsonl};
-#else
-    throw not_supported("report --run: this strata was built without benchmarks (no OpenMP)");
-#endif
   }
 
   json data;

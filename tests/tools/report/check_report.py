@@ -96,12 +96,14 @@ def main():
         with open(os.path.join(out, "bench.jsonl"), encoding="utf-8") as f:
             lines = [json.loads(line) for line in f if line.strip()]
         meta = lines[0].get("meta")
-        if not meta or not all(meta.get(k) for k in ("commit", "compiler", "date", "machine")):
+        if not meta or not all(meta.get(k) for k in ("commit", "compiler", "flags", "date",
+                                                   "machine", "libraries")):
             fail(f"bench.jsonl's first line is not complete run metadata: {lines[0]}")
         for rec in lines[1:]:
             for key in ("bench", "variant", "size", "strata_s", "peer", "peer_s", "ratio",
                         "limit", "strata_median_s", "peer_median_s", "ratio_median",
-                        "ratio_q1", "ratio_q3"):
+                        "strata_q1_s", "strata_q3_s", "strata_max_s", "peer_q1_s",
+                        "peer_q3_s", "peer_max_s", "ratio_q1", "ratio_q3", "repeats"):
                 if key not in rec:
                     fail(f"bench.jsonl line lacks {key}: {rec}")
         if meta["commit"] not in page:
