@@ -99,7 +99,7 @@ void runtime::start(runtime_options const& options) {
     detail::trace_start(trace_path_);
     exec_ = std::make_unique<detail::exec_state>(machine_, options_.topology.empty());
   } catch (...) {
-    detail::trace_finish(trace_path_);  // tracing stops with the failed start
+    detail::trace_finish();  // tracing stops with the failed start
     live.store(nullptr);
     throw;
   }
@@ -111,7 +111,7 @@ runtime::~runtime() {
   // runtime): drain while the runtime is whole and current, then join the workers.
   if (exec_) exec_->drain();
   exec_.reset();
-  detail::trace_finish(trace_path_);
+  detail::trace_finish();
   live.store(nullptr);
 }
 

@@ -1,17 +1,48 @@
 // STRATA_TRACE: a Chrome trace with one lane per worker and per sim engine, showing a
-// kernel and a copy of one sim device overlapping.
+// kernel and a copy of one sim device overlapping; sim kernels by name; the pool's
+// counters; flow arrows that pair up; a file streamed while the program runs (readable
+// after a crash); a path that cannot be written refused when tracing starts.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "exec/backends.hpp"
 
 namespace strata {
 namespace {
+
+std::string read_text(std::filesystem::path const& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A trace file as JSON: the Trace Event Format's array form, complete or cut short by a
+// crash (the format allows the closing "]" to be missing; a JSON parser needs it).
+nlohmann::json read_trace(std::filesystem::path const& path) {
+  auto text = read_text(path);
+  auto const last = text.find_last_not_of(" \n");
+  if (last != std::string::npos && text[last] != ']') text += "]";
+  return nlohmann::json::parse(text);
+}
+
+// A named kernel functor: its type names its events in the trace.
+struct sim_named_kernel {
+  template <class S>
+  void operator()(S const& s, int* p) const {
+    for (auto i : s.elements()) p[i] += 1;
+  }
+};
 
 TEST(Trace, WritesKernelsCopiesAndLanes) {
   auto path = std::filesystem::temp_directory_path() / "strata_trace_test.json";
@@ -46,7 +77,7 @@ TEST(Trace, WritesKernelsCopiesAndLanes) {
   };
   std::vector<span> sim_kernels, sim_copies;
   int job_events = 0, serial_events = 0;
-  for (auto const& e : doc["traceEvents"]) {
+  for (auto const& e : doc) {
     if (e["ph"] == "M" && e["name"] == "thread_name")
       lanes[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
     if (e["ph"] != "X") continue;
@@ -71,6 +102,118 @@ TEST(Trace, WritesKernelsCopiesAndLanes) {
   EXPECT_TRUE(engine_lane);
   EXPECT_TRUE(unit_lane);
   std::filesystem::remove(path);
+}
+
+// Issue 13: a trace file that cannot be opened fails the runtime's start, naming the
+// file and the reason (it used to fail silently when the runtime ended).
+TEST(Trace, UnwritablePathFailsTheStart) {
+  auto expect_refused = [](auto&& start) {
+    try {
+      start();
+      ADD_FAILURE() << "a runtime tracing to /nonexistent/x.json started";
+    } catch (config_error const& e) {
+      std::string const what = e.what();
+      EXPECT_NE(what.find("/nonexistent/x.json"), std::string::npos) << what;
+      EXPECT_NE(what.find("No such file or directory"), std::string::npos) << what;
+    }
+  };
+  expect_refused([] { runtime rt({.trace = "/nonexistent/x.json"}); });
+  ::setenv("STRATA_TRACE", "/nonexistent/x.json", 1);
+  expect_refused([] { runtime rt; });
+  ::unsetenv("STRATA_TRACE");
+  // The failed start left nothing behind: a runtime starts, and tracing works.
+  auto path = std::filesystem::temp_directory_path() / "strata_trace_after_refusal.json";
+  {
+    runtime rt({.trace = path.string()});
+    launch(on(rt.machine(), backend_id::serial), grid(1), [](auto const&) {}).wait();
+  }
+  EXPECT_FALSE(read_trace(path).empty());
+  std::filesystem::remove(path);
+}
+
+struct flushed_kernel {
+  template <class S>
+  void operator()(S const&) const {}
+};
+struct periodically_flushed_kernel {
+  template <class S>
+  void operator()(S const&) const {}
+};
+
+// Issue 13: the trace is streamed. A process that dies (abort, no destructors) leaves a
+// file holding what was flushed: explicitly (trace::flush) and by the periodic flush.
+TEST(Trace, FileSurvivesACrash) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the child re-runs this binary
+  auto path = std::filesystem::temp_directory_path() / "strata_trace_crash.json";
+  std::filesystem::remove(path);
+  auto crash = [&] {
+    rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    runtime rt({.trace = path.string()});
+    launch(on(rt.machine(), backend_id::serial), grid(1), flushed_kernel{}).wait();
+    trace::flush();
+    launch(on(rt.machine(), backend_id::serial), grid(1), periodically_flushed_kernel{}).wait();
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));  // 4 flush periods
+    std::abort();
+  };
+  EXPECT_EXIT(crash(), testing::KilledBySignal(SIGABRT), "");
+  auto const text = read_text(path);
+  ASSERT_FALSE(text.empty()) << "the crashed process left no trace in " << path;
+  EXPECT_NE(text.back(), ']') << "the trace was ended although the process crashed";
+  nlohmann::json doc;
+  ASSERT_NO_THROW(doc = read_trace(path)) << text;
+  std::set<std::string> kernels;
+  bool lane_named = false;
+  for (auto const& e : doc) {
+    if (e["ph"] == "X") kernels.insert(e["name"].get<std::string>());
+    lane_named = lane_named || (e["ph"] == "M" && e["name"] == "thread_name");
+  }
+  auto has = [&](std::string const& name) {
+    for (auto const& k : kernels)
+      if (k.find(name) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("flushed_kernel")) << "trace::flush() did not write the first kernel";
+  EXPECT_TRUE(has("periodically_flushed_kernel"))
+      << "the periodic flush did not write the second kernel";
+  EXPECT_TRUE(lane_named);
+  std::filesystem::remove(path);
+}
+
+// Issue 13: ranks of an MPI run write a file each and have lanes of their own: a process
+// its launcher started as rank 1 of 2 (Open MPI's environment) writes "x.rank1.json",
+// whose processes are named and numbered for rank 1.
+TEST(Trace, EachRankWritesItsOwnFileAndLanes) {
+  auto path = std::filesystem::temp_directory_path() / "strata_trace_ranks.json";
+  auto rank_file = std::filesystem::temp_directory_path() / "strata_trace_ranks.rank1.json";
+  std::filesystem::remove(path);
+  std::filesystem::remove(rank_file);
+  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  {
+    runtime rt({.sim_devices = "1", .trace = path.string()});
+    auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+    std::vector<int> v(1024, 0);
+    queue(sim0).launch(grid(4).elements(256), sim_named_kernel{}, v.data()).wait();
+  }
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  EXPECT_FALSE(std::filesystem::exists(path)) << "rank 1 wrote the file of a single process";
+  ASSERT_TRUE(std::filesystem::exists(rank_file));
+  std::map<int, std::string> processes;
+  std::set<int> pids;
+  for (auto const& e : read_trace(rank_file)) {
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      processes[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+    if (e["ph"] == "X") pids.insert(e["pid"].get<int>());
+  }
+  ASSERT_FALSE(processes.empty());
+  for (auto const& [pid, name] : processes) {
+    EXPECT_TRUE(name.starts_with("rank 1 ")) << name;
+    EXPECT_GE(pid, 1000) << "rank 1's pids must not meet rank 0's";
+  }
+  for (int pid : pids) EXPECT_TRUE(processes.count(pid)) << "events in an unnamed process " << pid;
+  std::filesystem::remove(rank_file);
 }
 
 }  // namespace
