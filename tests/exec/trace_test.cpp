@@ -84,7 +84,7 @@ TEST(Trace, WritesKernelsCopiesAndLanes) {
     double b = e["ts"].get<double>(), d = e["dur"].get<double>();
     if (e["cat"] == "job") ++job_events;
     if (e["cat"] == "kernel" && e["args"]["detail"] == "serial") ++serial_events;
-    if (e["cat"] == "sim" && e["name"] == "kernel") sim_kernels.push_back({b, b + d});
+    if (e["cat"] == "sim" && e["name"] != "copy") sim_kernels.push_back({b, b + d});
     if (e["cat"] == "sim" && e["name"] == "copy") sim_copies.push_back({b, b + d});
   }
   EXPECT_GE(job_events, 1);
@@ -101,6 +101,29 @@ TEST(Trace, WritesKernelsCopiesAndLanes) {
   }
   EXPECT_TRUE(engine_lane);
   EXPECT_TRUE(unit_lane);
+  std::filesystem::remove(path);
+}
+
+// Issue 13: a sim kernel's event is named after the kernel (its type), as on the CPU
+// backends, not "kernel".
+TEST(Trace, SimKernelsCarryTheKernelsName) {
+  auto path = std::filesystem::temp_directory_path() / "strata_trace_sim_names.json";
+  {
+    runtime rt({.sim_devices = "1", .trace = path.string()});
+    auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+    std::vector<int> v(1024, 0);
+    queue q(sim0);
+    q.launch(grid(4).elements(256), sim_named_kernel{}, v.data()).wait();
+    EXPECT_EQ(v[1023], 1);
+  }
+  int named = 0;
+  for (auto const& e : read_trace(path))
+    if (e["ph"] == "X" && e["cat"] == "sim" && e["name"] != "copy") {
+      EXPECT_NE(e["name"].get<std::string>().find("sim_named_kernel"), std::string::npos)
+          << "sim kernel event named " << e["name"];
+      ++named;
+    }
+  EXPECT_GE(named, 1);
   std::filesystem::remove(path);
 }
 
@@ -177,6 +200,127 @@ TEST(Trace, FileSurvivesACrash) {
   EXPECT_TRUE(has("periodically_flushed_kernel"))
       << "the periodic flush did not write the second kernel";
   EXPECT_TRUE(lane_named);
+  std::filesystem::remove(path);
+}
+
+long tree(int depth) {
+  if (depth == 0) return 1;
+  long left = 0;
+  task_group children;
+  children.spawn([&left, depth] { left = tree(depth - 1); });
+  long right = tree(depth - 1);
+  children.join();
+  return left + right + 1;
+}
+
+// Issue 13: the pool's workers add counters (Chrome "C" events) of the tasks they stole
+// and of their idle time.
+TEST(Trace, PoolCountersOfStealsAndIdleTime) {
+  auto path = std::filesystem::temp_directory_path() / "strata_trace_counters.json";
+  {
+    // Four workers (not pinned: a synthetic machine), whatever this machine has.
+    runtime rt({.topology = "synthetic:pack:1 core:4 pu:1", .trace = path.string()});
+    for (int round = 0; round < 5; ++round) {
+      long got = 0;
+      graph g;
+      g.emplace([&] { got = tree(12); });
+      run(g).wait();
+      EXPECT_EQ(got, (1L << 13) - 1);
+      // Idle workers spin, then park: an idle spell each.
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  double steals = 0, idle_ms = 0;
+  std::set<std::string> steal_counters;
+  for (auto const& e : read_trace(path)) {
+    if (e["ph"] != "C") continue;
+    auto const name = e["name"].get<std::string>();
+    if (name.starts_with("steals (")) {
+      steal_counters.insert(name);
+      steals = std::max(steals, e["args"]["tasks"].get<double>());
+    }
+    if (name.starts_with("idle (")) idle_ms = std::max(idle_ms, e["args"]["ms"].get<double>());
+  }
+  EXPECT_GT(steals, 0) << "no steal counter in the trace";
+  EXPECT_GT(idle_ms, 0) << "no idle-time counter in the trace";
+  for (auto const& name : steal_counters) EXPECT_NE(name.find("worker"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+// Issue 13: flow arrows pair up: every arrow that starts ends, and each ends once. Also
+// for work asked for before its dependencies are done (deferred): a deferred CPU launch
+// ends no arrow, and a deferred launch whose dependency failed is never queued; neither
+// may leave an arrow's tail behind. Nodes are linked to the successors they make ready.
+TEST(Trace, FlowArrowsPairUp) {
+  auto path = std::filesystem::temp_directory_path() / "strata_trace_flows.json";
+  {
+    runtime rt({.sim_devices = "1", .trace = path.string()});
+    auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+    std::vector<int> v(1024, 0);
+    graph g;
+    g.emplace("first", [] {})
+        .then("second",
+              [&] {
+                auto gate = event::pending();
+                auto cpu = launch(after(gate), on(rt.machine(), backend_id::serial), grid(1),
+                                  [](auto const&) {});
+                auto failing = event::pending();
+                auto never =
+                    launch(after(failing), on(sim0, backend_id::sim), grid(1), [](auto const&) {});
+                auto device = launch(after(gate), on(sim0, backend_id::sim), grid(4).elements(256),
+                                     sim_named_kernel{}, v.data());
+                gate.complete();
+                failing.complete(std::make_exception_ptr(std::runtime_error("dependency")));
+                cpu.wait();
+                device.wait();
+                EXPECT_THROW(never.wait(), std::runtime_error);
+              })
+        .then("third", [] {});
+    run(g).wait();
+  }
+  std::map<std::uint64_t, int> tails, heads;
+  struct x_event {
+    std::string name;
+    int pid, tid;
+    double begin, end;
+  };
+  std::vector<x_event> xs;
+  std::map<std::uint64_t, nlohmann::json> tail_at, head_at;
+  for (auto const& e : read_trace(path)) {
+    if (e["ph"] == "X")
+      xs.push_back({e["name"].get<std::string>(), e["pid"].get<int>(), e["tid"].get<int>(),
+                    e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>()});
+    if (e["ph"] == "s") ++tails[e["id"].get<std::uint64_t>()], tail_at[e["id"]] = e;
+    if (e["ph"] == "f") ++heads[e["id"].get<std::uint64_t>()], head_at[e["id"]] = e;
+  }
+  for (auto const& [id, n] : tails) {
+    EXPECT_EQ(n, 1) << "flow " << id << " starts " << n << " times";
+    EXPECT_EQ(heads.count(id), 1u) << "flow " << id << " starts and never ends";
+  }
+  for (auto const& [id, n] : heads) {
+    EXPECT_EQ(n, 1) << "flow " << id << " ends " << n << " times";
+    EXPECT_EQ(tails.count(id), 1u) << "flow " << id << " ends and never starts";
+  }
+  // The innermost event on the lane of `at` that encloses its time (or starts there).
+  auto enclosing = [&](nlohmann::json const& at, bool starting) -> std::string {
+    x_event const* best = nullptr;
+    double const ts = at["ts"].get<double>();
+    for (auto const& x : xs)
+      if (x.pid == at["pid"].get<int>() && x.tid == at["tid"].get<int>() &&
+          (starting ? x.begin == ts : x.begin <= ts && ts <= x.end) &&
+          (!best || x.begin >= best->begin))
+        best = &x;
+    return best ? best->name : "";
+  };
+  std::set<std::pair<std::string, std::string>> arrows;
+  for (auto const& [id, head] : head_at)
+    if (tail_at.count(id)) arrows.insert({enclosing(tail_at[id], false), enclosing(head, true)});
+  EXPECT_TRUE(arrows.count({"first", "second"})) << "no arrow from node first to second";
+  EXPECT_TRUE(arrows.count({"second", "third"})) << "no arrow from node second to third";
+  bool to_device = false;
+  for (auto const& [from, to] : arrows)
+    to_device = to_device || (from == "second" && to.find("sim_named_kernel") != std::string::npos);
+  EXPECT_TRUE(to_device) << "no arrow from node second to its deferred sim kernel";
   std::filesystem::remove(path);
 }
 
