@@ -491,7 +491,7 @@ void trace_start(std::string const& path) {
     auto const file = trace_file_of(path, rank);
     // Opened now, so a path that cannot be written fails the runtime's start, not
     // silently its end.
-    std::FILE* f = std::fopen(file.c_str(), "w");
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "w"), &std::fclose);
     if (!f)
       throw config_error(fmt::format("STRATA_TRACE: cannot open the trace file \"{}\": {}", file,
                                      std::strerror(errno)));
@@ -509,8 +509,8 @@ void trace_start(std::string const& path) {
         t.origin.store(std::chrono::steady_clock::now().time_since_epoch().count(),
                        std::memory_order_relaxed);
       }
-      w.file = f;
       w.path = file;
+      w.file = f.release();  // the writer's now (trace_finish closes it)
       w.first = true;
       w.failed = false;
       w.count = 0;
