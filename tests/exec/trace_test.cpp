@@ -39,9 +39,7 @@ nlohmann::json read_trace(std::filesystem::path const& path) {
 // A named kernel functor: its type names its events in the trace.
 struct sim_named_kernel {
   template <class S>
-  void operator()(S const& s, int* p) const {
-    for (auto i : s.elements()) p[i] += 1;
-  }
+  void operator()(S const&) const {}
 };
 
 TEST(Trace, WritesKernelsCopiesAndLanes) {
@@ -111,10 +109,8 @@ TEST(Trace, SimKernelsCarryTheKernelsName) {
   {
     runtime rt({.sim_devices = "1", .trace = path.string()});
     auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
-    std::vector<int> v(1024, 0);
     queue q(sim0);
-    q.launch(grid(4).elements(256), sim_named_kernel{}, v.data()).wait();
-    EXPECT_EQ(v[1023], 1);
+    q.launch(grid(4), sim_named_kernel{}).wait();
   }
   int named = 0;
   for (auto const& e : read_trace(path))
@@ -256,7 +252,6 @@ TEST(Trace, FlowArrowsPairUp) {
   {
     runtime rt({.sim_devices = "1", .trace = path.string()});
     auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
-    std::vector<int> v(1024, 0);
     graph g;
     g.emplace("first", [] {})
         .then("second",
@@ -267,8 +262,8 @@ TEST(Trace, FlowArrowsPairUp) {
                 auto failing = event::pending();
                 auto never =
                     launch(after(failing), on(sim0, backend_id::sim), grid(1), [](auto const&) {});
-                auto device = launch(after(gate), on(sim0, backend_id::sim), grid(4).elements(256),
-                                     sim_named_kernel{}, v.data());
+                auto device =
+                    launch(after(gate), on(sim0, backend_id::sim), grid(4), sim_named_kernel{});
                 gate.complete();
                 failing.complete(std::make_exception_ptr(std::runtime_error("dependency")));
                 cpu.wait();
@@ -337,8 +332,7 @@ TEST(Trace, EachRankWritesItsOwnFileAndLanes) {
   {
     runtime rt({.sim_devices = "1", .trace = path.string()});
     auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
-    std::vector<int> v(1024, 0);
-    queue(sim0).launch(grid(4).elements(256), sim_named_kernel{}, v.data()).wait();
+    queue(sim0).launch(grid(4), sim_named_kernel{}).wait();
   }
   ::unsetenv("OMPI_COMM_WORLD_RANK");
   ::unsetenv("OMPI_COMM_WORLD_SIZE");
