@@ -96,7 +96,7 @@ void runtime::start(runtime_options const& options) {
       trace_path_ = *options.trace;
     else if (auto env = std::getenv("STRATA_TRACE"))
       trace_path_ = env;
-    detail::trace_start(trace_path_);
+    detail::trace_start(trace_path_, options.trace ? "runtime_options::trace" : "STRATA_TRACE");
     exec_ = std::make_unique<detail::exec_state>(machine_, options_.topology.empty());
   } catch (...) {
     detail::trace_finish();  // tracing stops with the failed start

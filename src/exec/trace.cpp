@@ -477,7 +477,7 @@ std::string trace_file_of(std::string const& path, int rank) {
   return (p.parent_path() / name).string();
 }
 
-void trace_start(std::string const& path) {
+void trace_start(std::string const& path, char const* source) {
   using namespace trace::detail;
   auto& t = the_tracer();
   // Profilers that collect NVTX ranges (Nsight Systems, Nsight Compute) load their
@@ -493,8 +493,10 @@ void trace_start(std::string const& path) {
     // silently its end.
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "w"), &std::fclose);
     if (!f)
-      throw config_error(fmt::format("STRATA_TRACE: cannot open the trace file \"{}\": {}", file,
-                                     std::strerror(errno)));
+      throw config_error(
+          fmt::format("{}=\"{}\": cannot write the trace file{}: {}", source, path,
+                      file == path ? std::string() : fmt::format(" \"{}\" (this rank's)", file),
+                      std::strerror(errno)));
     {
       // Lock order, as in flush_lanes: the writer, the lane list, a lane.
       std::lock_guard lock(w.mutex);
