@@ -33,18 +33,6 @@ machine_options from_environment(runtime_options const& options) {
   m.cuda = options.cuda;
   return m;
 }
-
-// The trace is written when the runtime ends; a path that cannot be written must fail
-// now, naming the setting, not be found out (and ignored) at exit. Opened for appending:
-// an existing file is left as it is until the trace replaces it.
-void check_trace_path(std::string const& path, char const* source) {
-  std::FILE* f = std::fopen(path.c_str(), "a");
-  if (!f)
-    throw config_error(std::string(source) + "=\"" + path +
-                       "\": cannot write the trace file: " + std::strerror(errno));
-  std::fclose(f);
-}
-
 }  // namespace
 
 runtime::runtime(runtime_options const& options) : options_(from_environment(options)) {
@@ -114,12 +102,10 @@ void runtime::start(runtime_options const& options) {
       trace_path_ = *options.trace;
     else if (auto env = std::getenv("STRATA_TRACE"))
       trace_path_ = env;
-    if (!trace_path_.empty())
-      check_trace_path(trace_path_, options.trace ? "runtime_options::trace" : "STRATA_TRACE");
-    detail::trace_start(trace_path_);
+    detail::trace_start(trace_path_, options.trace ? "runtime_options::trace" : "STRATA_TRACE");
     exec_ = std::make_unique<detail::exec_state>(machine_, options_.topology.empty());
   } catch (...) {
-    detail::trace_finish(trace_path_);  // tracing stops with the failed start
+    detail::trace_finish();  // tracing stops with the failed start
     live.store(nullptr);
     throw;
   }
@@ -136,7 +122,7 @@ runtime::~runtime() {
   // runtime): drain while the runtime is whole and current, then join the workers.
   if (exec_) exec_->drain();
   exec_.reset();
-  detail::trace_finish(trace_path_);
+  detail::trace_finish();
   live.store(nullptr);
 }
 

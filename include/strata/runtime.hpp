@@ -33,8 +33,9 @@ struct runtime_options {
   /// The backend for launches on host places that name none; overrides
   /// STRATA_CPU_BACKEND (serial, threads or openmp; threads by default).
   std::optional<backend_id> cpu_backend;
-  /// Write a Chrome trace of all kernels, copies and jobs to this file when the runtime
-  /// ends; overrides STRATA_TRACE (see strata/exec/trace.hpp).
+  /// Write a Chrome trace of all kernels, copies and jobs to this file, streamed while the
+  /// runtime lives; overrides STRATA_TRACE (see strata/exec/trace.hpp). A file that cannot
+  /// be opened fails the runtime's construction (config_error).
   std::optional<std::string> trace;
   /// How error messages name the two settings above (e.g. the flag they came from).
   std::string topology_source = "runtime_options::topology";

@@ -1,4 +1,5 @@
 #include <strata/dist.hpp>
+#include <strata/exec/trace.hpp>
 #include <strata/machine/json.hpp>
 
 #include "dist/engine.hpp"
@@ -229,6 +230,9 @@ void runtime::start() {
         trees.push_back(
             all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(sizes[r])));
     });
+    // Each rank traces to a file of its own, told apart when tracing started (before MPI
+    // knew the rank) from the launcher's environment; says so if that did not work.
+    strata::trace::detail::check_rank(impl_->rank, impl_->size);
     impl_->owned_engine = std::make_unique<engine>(am, coll, teams, impl_->rank, impl_->size);
     impl_->eng = impl_->owned_engine.get();
     impl_->world = runtime_impl::make(impl_->eng->world());

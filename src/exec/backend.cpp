@@ -239,7 +239,8 @@ event start_after(after const& deps, bool inline_start, std::function<event()> s
   auto result = event::pending();
   // Runs once: starts the operation and forwards its completion to `result`.
   auto go = [result, start = std::move(start),
-             flow = trace::enabled() ? trace::detail::flow_from_here() : 0]() {
+             flow =
+                 trace::enabled() ? trace::detail::origin_here() : trace::detail::flow_origin{}]() {
     trace::detail::adopt_flow from_caller(flow);  // the trace's arrow from who asked
     try {
       complete_with(start(), result);

@@ -168,8 +168,8 @@ target fill_target(void const* address, std::uint32_t memory_place) {
   return parent ? target(*parent) : target(memory.root());
 }
 
-event sim_launch(int device, index_t chunks, std::function<void(index_t)> body) {
-  return current_exec().sim(device).enqueue_kernel(chunks, std::move(body));
+event sim_launch(int device, index_t chunks, std::function<void(index_t)> body, char const* name) {
+  return current_exec().sim(device).enqueue_kernel(chunks, std::move(body), name);
 }
 
 }  // namespace strata::detail

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <new>
+#include <utility>
 
 namespace strata::task::detail {
 namespace {
@@ -66,6 +67,13 @@ dyn_task* dyn_of(node* n) noexcept {
 
 // The place of the node the calling thread runs (current_node_place).
 [[gnu::tls_model("initial-exec")]] thread_local strata::place const* my_place = nullptr;
+// Trace: the node whose body this thread ran last, with a point inside its span, for
+// finish to start the arrows to the successors it makes ready (set only while tracing).
+struct ran_in_span {
+  node const* n = nullptr;
+  trace::detail::flow_origin at;
+};
+thread_local ran_in_span last_ran;
 
 // Each thread's free spawned-task blocks: a spawn and its completion allocate nothing
 // once a thread has run as many tasks at once as it will. Blocks freed by another thread
@@ -255,7 +263,10 @@ node* scheduler::take(arena& a, int m) {
   auto steal = [&](bool device) -> node* {
     for (std::size_t i = 1; i < n; ++i) {
       auto v = (mi + i) % n;
-      if (node* x = (device ? a.dev[v] : a.cpu[v])->steal()) return x;
+      if (node* x = (device ? a.dev[v] : a.cpu[v])->steal()) {
+        if (trace::enabled()) strata::detail::note_steal();  // the trace's steal counter
+        return x;
+      }
     }
     return nullptr;
   };
@@ -419,6 +430,8 @@ bool scheduler::run_body(node* n) {
                            ? std::string_view(n->extra->name)
                            : std::string_view("task"),
                        "task");
+    if (trace::enabled() && n->trace_flow)  // the arrow from the node that released it
+      traced.link_from(std::exchange(n->trace_flow, 0));
     auto* saved_place = my_place;
     my_place = n->extra && n->extra->where ? &*n->extra->where : nullptr;
     struct restore {
@@ -438,6 +451,7 @@ bool scheduler::run_body(node* n) {
       if (n->flags & node::condition) n->extra->branch = -1;
       g.fail(std::current_exception());
     }
+    if (trace::enabled()) last_ran = {n, trace::detail::origin_here()};  // span still open
   } else if (n->flags & node::condition) {
     n->extra->branch = -1;  // cancelled: choose nothing
   }
@@ -501,6 +515,15 @@ node* scheduler::finish(node* n) {
   // Ready for the next run (Algorithm 3, line 4): every predecessor has counted down.
   n->pending.store(n->initial, std::memory_order_relaxed);
   graph_state& g = *n->owner;
+  // Trace: an arrow from n's span to each successor it makes ready (the dependency that
+  // let it start), when n's body ran on this thread just now.
+  trace::detail::flow_origin from{};
+  if (trace::enabled() && last_ran.n == n) from = std::exchange(last_ran, {}).at;
+  auto link = [&from](node* s) {
+    if (!from) return;
+    auto const id = trace::detail::start_flow(from);
+    if (id <= UINT32_MAX) s->trace_flow = static_cast<std::uint32_t>(id);
+  };
   bool const device_worker =
       my_arena && my_arena->device_priority[static_cast<std::size_t>(my_member)];
   auto runs_here = [&](node* s) {
@@ -512,6 +535,7 @@ node* scheduler::finish(node* n) {
     if (b < 0 || b >= n->out || g.is_cancelled()) return task_done(g);
     node* s = n->far[b];
     s->pending.store(s->initial, std::memory_order_relaxed);
+    link(s);
     if (runs_here(s)) return s;
     push(s);
     return nullptr;
@@ -541,6 +565,7 @@ node* scheduler::finish(node* n) {
     // chains and trees.
     if (s->initial != 1 && s->pending.fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
     ++scheduled;
+    link(s);
     if (!next && runs_here(s))
       next = s;
     else

@@ -10,6 +10,9 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -122,6 +125,39 @@ TEST(DistCluster, OneRankPlacePerProcessEachHoldingItsMachine) {
   auto again = machine_from_json(to_json(c));
   EXPECT_EQ(again.descendants().size(), c.descendants().size());
   EXPECT_EQ(again.children().back().info().rank, rt.size() - 1);
+}
+
+// Issue 13: under an MPI launcher every rank traces to a file of its own with process
+// lanes of its own: rank r of several writes x.rank<r>.json, whose processes are named
+// "rank r ..." (a single rank writes x.json, unprefixed).
+TEST(DistTrace, EachRankWritesItsOwnFileAndLanes) {
+  auto const dir = std::filesystem::temp_directory_path();
+  int rank = 0, size = 1;
+  {
+    dist::runtime rt(runtime_options{.trace = (dir / "strata_dist_trace.json").string()});
+    rank = rt.rank();
+    size = rt.size();
+    launch(on(rt.machine(), backend_id::serial), grid(1), [](auto const&) {}).wait();
+    dist::barrier(rt.world()).wait();
+  }
+  auto const mine = size > 1 ? dir / ("strata_dist_trace.rank" + std::to_string(rank) + ".json")
+                             : dir / "strata_dist_trace.json";
+  std::ifstream in(mine);
+  ASSERT_TRUE(in) << "rank " << rank << " wrote no " << mine;
+  std::string const text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string const process = "\"name\":\"process_name\"";
+  std::string const prefix = size > 1 ? "rank " + std::to_string(rank) + " " : "";
+  int processes = 0;
+  for (auto at = text.find(process); at != std::string::npos; at = text.find(process, at + 1)) {
+    ++processes;
+    auto const name = text.find("\"args\":{\"name\":\"", at);
+    ASSERT_NE(name, std::string::npos);
+    EXPECT_EQ(text.compare(name + 16, prefix.size(), prefix), 0)
+        << "rank " << rank << ": " << text.substr(name, 60);
+  }
+  EXPECT_GE(processes, 1) << text;
+  EXPECT_NE(text.find("\"" + prefix + "host\""), std::string::npos) << text;
+  std::filesystem::remove(mine);
 }
 
 TEST(DistCluster, BadPlacesAndRanksAreRefused) {

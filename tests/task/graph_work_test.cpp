@@ -109,7 +109,7 @@ TEST(GraphWork, NodesAppearInTheTrace) {
   auto doc = nlohmann::json::parse(in);
   std::map<int, std::string> lanes;
   std::vector<std::pair<std::string, int>> tasks;
-  for (auto const& e : doc["traceEvents"]) {
+  for (auto const& e : doc) {
     if (e["ph"] == "M" && e["name"] == "thread_name")
       lanes[e["tid"].get<int>()] = e["args"]["name"].get<std::string>();
     if (e["ph"] == "X" && e["cat"] == "task")
@@ -160,7 +160,7 @@ TEST(GraphWork, DeviceWorkIsLinkedToItsNodeInTheTrace) {
   std::vector<x_event> xs;
   std::map<std::uint64_t, nlohmann::json> tails, heads;
   std::map<int, std::string> processes;
-  for (auto const& e : doc["traceEvents"]) {
+  for (auto const& e : doc) {
     if (e["ph"] == "M" && e["name"] == "process_name")
       processes[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
     if (e["ph"] == "X")

@@ -1,8 +1,10 @@
 // Tracing: STRATA_TRACE=trace.json (or runtime_options::trace) writes every kernel, copy
 // and pool job as a Chrome trace event, one lane per worker thread, per waiting thread
 // and per device engine (sim units and copy engine, CUDA streams; a device's lanes are
-// grouped as one "process"), when the runtime ends. Work a node or task queues on a
-// device is linked to it by a flow arrow (Chrome flow events "s"/"f"). Open it in
+// grouped as one "process"; ranks of an MPI run write a file each, "trace.rank1.json"),
+// streamed while the program runs (a crash loses at most the last 100 ms). Work a node
+// or task queues on a device is linked to it by a flow arrow (Chrome flow events
+// "s"/"f"); the pool's workers add counters of their steals and idle time. Open it in
 // Perfetto (ui.perfetto.dev) or chrome://tracing to see what ran where, what overlapped
 // and who launched it. Costs one relaxed load per event when tracing is off.
 #pragma once
@@ -29,35 +31,56 @@ void record_on(std::string_view group, std::string_view lane, std::string_view n
                char const* category, std::chrono::steady_clock::time_point begin,
                std::chrono::steady_clock::time_point end, std::string_view detail,
                std::uint64_t flow_in);
-/// Starts a flow arrow at the event open on the calling thread (a node, task, kernel or
-/// job span) and returns its id, for the device work being queued to end it. 0 when
-/// tracing is off or no event is open on this thread (nothing to link from).
+/// Where a flow arrow may start: inside the event open on a thread (its lane, a time).
+/// Nothing is written until an arrow is started from it (start_flow), so an origin that
+/// leads nowhere (a deferred operation that is never queued, or ends no arrow) leaves no
+/// arrow without a head in the trace.
+struct flow_origin {
+  int lane = -1;  // -1: none (tracing off, or no event open)
+  std::int64_t at_ns = 0;
+  explicit operator bool() const noexcept { return lane >= 0; }
+};
+/// The origin at the event open on the calling thread (a node, task, kernel or job
+/// span), now; none when tracing is off or no event is open on this thread.
+flow_origin origin_here();
+/// Writes the tail of a new arrow at `from` and returns its id, for the event that ends
+/// it (span::link_from, record's flow_in); 0 for no origin.
+std::uint64_t start_flow(flow_origin const& from);
+/// start_flow(origin_here()), or the origin this thread adopted (adopt_flow): for the
+/// device work being queued, to end it.
 std::uint64_t flow_from_here();
 /// Work queued later on another thread (a launch or copy deferred until its dependencies
 /// complete) keeps the arrow from where it was asked for: the deferring code takes
-/// flow_from_here() when asked and adopts it while it queues the work, and the next
-/// flow_from_here() on that thread returns it.
-std::uint64_t exchange_adopted(std::uint64_t id) noexcept;
+/// origin_here() when asked and adopts it while it queues the work, and the next
+/// flow_from_here() on that thread starts the arrow there.
+flow_origin exchange_adopted(flow_origin from) noexcept;
 class adopt_flow {
  public:
-  explicit adopt_flow(std::uint64_t id) noexcept : id_(id) {
-    if (id_) saved_ = exchange_adopted(id_);
+  explicit adopt_flow(flow_origin from) noexcept : from_(from) {
+    if (from_) saved_ = exchange_adopted(from_);
   }
   ~adopt_flow() {
-    if (id_) exchange_adopted(saved_);
+    if (from_) exchange_adopted(saved_);
   }
   adopt_flow(adopt_flow const&) = delete;
   adopt_flow& operator=(adopt_flow const&) = delete;
 
  private:
-  std::uint64_t id_;
-  std::uint64_t saved_ = 0;
+  flow_origin from_;
+  flow_origin saved_{};
 };
-/// Span bookkeeping: how many events are open on this thread.
-void enter() noexcept;
+/// Records sample `value` of series `series` of counter `name` (a Chrome "C" event) on
+/// the calling thread's lane, now.
+void counter(std::string_view name, std::string_view series, double value);
+/// Span bookkeeping: how many events are open on this thread (and, in a CUDA build under
+/// a profiler, the span's NVTX range).
+void enter(std::string_view name) noexcept;
 void leave() noexcept;
 /// The readable name of a type (demangled), kept for the life of the process.
 char const* type_name(std::type_info const& t);
+/// strata::dist, once it knows this process's MPI rank: says so if the rank's trace file
+/// was not told apart when tracing started (the launcher's environment had no rank).
+void check_rank(int rank, int size) noexcept;
 }  // namespace detail
 
 inline bool enabled() noexcept {
@@ -67,6 +90,10 @@ inline bool enabled() noexcept {
 /// Names the calling thread's lane in the trace (workers and engines name themselves);
 /// lanes of one `group` (a device) are shown together, host threads form the first group.
 void name_this_thread(std::string name, std::string group = {});
+
+/// Writes the events recorded so far to the trace file now (the trace is also written
+/// every 100 ms and when the runtime ends), e.g. before a step that may crash.
+void flush();
 
 /// Records [construction, destruction) as one event on the calling thread's lane.
 class span {
@@ -78,7 +105,7 @@ class span {
       category_ = category;
       detail_ = detail;
       begin_ = std::chrono::steady_clock::now();
-      detail::enter();
+      detail::enter(name);
     }
   }
   ~span() {

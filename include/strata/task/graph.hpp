@@ -117,6 +117,9 @@ struct alignas(64) node {
   node_extra* extra = nullptr;
 
   std::uint32_t index = 0;  // in the graph, for names in messages
+  // Trace only: the flow arrow from the predecessor whose completion made it ready (set
+  // by that predecessor before the push that publishes the node; 0: none).
+  std::uint32_t trace_flow = 0;
   void (*destroy)(node&) = nullptr;
   static constexpr std::size_t inline_size = 48;
   alignas(16) unsigned char storage[inline_size];

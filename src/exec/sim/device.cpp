@@ -112,7 +112,8 @@ void sim_device::release_fence() {
     }
 }
 
-event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> body) {
+event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> body,
+                                 char const* name) {
   if (in_kernel_of == this) {
     // A kernel of this device launching on it (a child grid): the device runs one
     // kernel at a time, so waiting for a queued child would wait forever. The child runs
@@ -129,6 +130,7 @@ event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> bo
   op->chunks = chunks;
   op->body = std::move(body);
   op->remaining.store(chunks, std::memory_order_relaxed);
+  op->name = name;
   if (trace::enabled()) op->flow = trace::detail::flow_from_here();
   event done = op->done;
   track(done);
@@ -168,7 +170,7 @@ void sim_device::unit_main() {
     }
     auto const cpu0 = thread_cpu_ns();
     {
-      trace::span traced("kernel", "sim", params_.name);
+      trace::span traced(op->name, "sim", params_.name);
       for (index_t c; (c = op->next.fetch_add(1, std::memory_order_relaxed)) < op->chunks;) {
         if (c == 0) traced.link_from(op->flow);  // one arrow, to the unit that starts it
         if (!op->failed.load(std::memory_order_relaxed)) {

@@ -40,8 +40,9 @@ class sim_device {
   sim_device& operator=(sim_device const&) = delete;
 
   /// Queues a kernel of `chunks` chunks; its event completes when all have run and the
-  /// speed model's time has passed.
-  event enqueue_kernel(index_t chunks, std::function<void(index_t)> body);
+  /// speed model's time has passed. `name` (static storage) names it in the trace.
+  event enqueue_kernel(index_t chunks, std::function<void(index_t)> body,
+                       char const* name = "kernel");
   /// Queues a copy that takes `modeled` seconds (latency + bytes / bandwidth).
   event enqueue_copy(copy_desc const& d, double modeled);
   /// The modeled time of a transfer of `bytes` over this device's link.
@@ -81,7 +82,8 @@ class sim_device {
     std::atomic<std::int64_t> max_cpu_ns{0};
     bool finished = false;  // under mutex_
     clock::time_point start{};
-    std::uint64_t flow = 0;  // trace: the arrow from the node or task that queued it
+    std::uint64_t flow = 0;       // trace: the arrow from the node or task that queued it
+    char const* name = "kernel";  // trace: the kernel's type
   };
   struct copy_op {
     copy_desc desc;

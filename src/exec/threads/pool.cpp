@@ -36,6 +36,41 @@ inline void cpu_relax() noexcept {
 
 std::atomic<wait_hook> the_wait_hook{nullptr};
 
+// Trace counters of the calling thread (Chrome "C" events on its lane): the tasks it
+// stole and the time it spent idle (spinning or parked for want of work), both running
+// totals. Counted only while tracing; sampled at most once per sample_period (a worker
+// that steals and idles in microsecond bursts would flood the trace) and whenever the
+// worker parks, so a pool that goes quiet shows its final totals.
+constexpr auto sample_period = std::chrono::milliseconds(1);
+struct trace_counters {
+  std::uint64_t steals = 0;
+  std::uint64_t steals_written = 0;
+  std::chrono::steady_clock::duration idle{};
+  std::chrono::steady_clock::duration idle_written{};
+  std::chrono::steady_clock::time_point sampled{};
+};
+thread_local trace_counters counters;
+
+std::string counter_name(char const* what) {
+  return is_worker ? std::string(what) + " (worker " + std::to_string(my_slot) + ")"
+                   : std::string(what) + " (waiting thread)";
+}
+
+void sample_counters(std::chrono::steady_clock::time_point now, bool force) {
+  auto& c = counters;
+  if (!force && now - c.sampled < sample_period) return;
+  c.sampled = now;
+  if (c.steals != c.steals_written) {
+    c.steals_written = c.steals;
+    trace::detail::counter(counter_name("steals"), "tasks", static_cast<double>(c.steals));
+  }
+  if (c.idle != c.idle_written) {
+    c.idle_written = c.idle;
+    trace::detail::counter(counter_name("idle"), "ms",
+                           std::chrono::duration<double, std::milli>(c.idle).count());
+  }
+}
+
 // Spins until `found()` or spin_time has passed; returns whether something was found.
 // A thread that is not a worker yields instead of pausing: it is not pinned, and may sit
 // on the very PU whose worker it waits for (a spinning waiter there would delay that
@@ -89,6 +124,11 @@ int current_slot() noexcept {
 
 bool is_pool_worker() noexcept {
   return is_worker;
+}
+
+void note_steal() {
+  ++counters.steals;
+  sample_counters(std::chrono::steady_clock::now(), false);
 }
 
 pool* pool::instance() noexcept {
@@ -354,8 +394,17 @@ void pool::worker_main(int slot, int os_index, bool pin) {
       return stopping() || tasks.available(slot) ||
              (slot != 0 && submits_.load(std::memory_order_acquire) != seen);
     };
-    if (spin(found)) continue;
-    park(slot, nullptr, [&] { return stopping() || tasks.available(slot) || has_job(slot); });
+    // An idle spell, timed for the trace's counters only while tracing.
+    auto const idle_from = trace::enabled() ? std::chrono::steady_clock::now()
+                                            : std::chrono::steady_clock::time_point{};
+    bool const parks = !spin(found);
+    if (parks)
+      park(slot, nullptr, [&] { return stopping() || tasks.available(slot) || has_job(slot); });
+    if (idle_from.time_since_epoch().count() != 0 && trace::enabled()) {
+      auto const now = std::chrono::steady_clock::now();
+      counters.idle += now - idle_from;
+      sample_counters(now, parks);
+    }
   }
 }
 

@@ -31,6 +31,10 @@ int current_slot() noexcept;
 /// Whether the calling thread is one of the pool's workers.
 bool is_pool_worker() noexcept;
 
+/// Trace counters: the calling thread stole a task from another worker's deque. Called
+/// only while tracing (the caller's one relaxed load of trace::enabled()).
+void note_steal();
+
 class pool {
  public:
   /// `devices`: how many accelerators the machine has (sizes the device-priority

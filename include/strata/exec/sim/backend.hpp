@@ -7,12 +7,16 @@
 #include <strata/exec/backend.hpp>
 #include <strata/exec/cpu/run.hpp>
 #include <strata/exec/event.hpp>
+#include <strata/exec/trace.hpp>
 
 #include <functional>
+#include <typeinfo>
 
 namespace strata::detail {
 /// Queues `chunks` chunks of `body` on sim device `device`; returns its completion.
-event sim_launch(int device, index_t chunks, std::function<void(index_t)> body);
+/// `name` (static storage) names the kernel in the trace.
+event sim_launch(int device, index_t chunks, std::function<void(index_t)> body,
+                 char const* name = "kernel");
 }  // namespace strata::detail
 
 namespace strata::sim {
@@ -25,7 +29,10 @@ struct backend {
                       Args& args) {
     detail::check_cpu_shape(s, "sim");
     detail::chunking plan(s.blocks(), where.threads, 4);
-    return detail::sim_launch(where.device, plan.chunks, detail::chunk_body(s, k, args, plan));
+    // The kernel's type names its span on the sim unit's lane, as on the CPU backends.
+    return detail::sim_launch(
+        where.device, plan.chunks, detail::chunk_body(s, k, args, plan),
+        trace::enabled() ? trace::detail::type_name(typeid(Kernel)) : "kernel");
   }
 };
 
