@@ -1,7 +1,8 @@
 // The host-side logic of the CUDA backend (issue 13), tested without a GPU: where a grid
 // goes on CUDA's axes (item 2: plan_grid, check_shape), the grid-stride order of a
 // thread's elements through a context that asks for it the way the CUDA context does
-// (item 10), how memory CUDA reports is taken (item 1) and the pool of markers (item 7).
+// (item 10), how memory CUDA reports is taken (item 1), the pool of markers (item 7) and
+// the chunks pageable host copies are staged in (item 6).
 #include <strata/config.hpp>
 #include <strata/exec/copy.hpp>
 #include <strata/exec/cuda/backend.hpp>
@@ -10,10 +11,12 @@
 
 #include "exec/cuda/event_pool.hpp"
 #include "exec/cuda/pointers.hpp"
+#include "exec/cuda/staging.hpp"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -182,6 +185,45 @@ TEST(CudaMarkerPool, ReusesHandlesAndOutlivesItsOwner) {
   b.reset();
   c.reset();
   EXPECT_EQ(destroyed, 2);  // the last handle back destroys the pool and its handles
+}
+
+// Item 6: the pieces a staged copy moves through the bounce buffers cover every byte once,
+// none larger than a buffer; checked by doing the copy with them on the host.
+TEST(CudaStaging, PiecesCoverTheCopyOnceWithinAChunk) {
+  struct layout {
+    std::size_t row_bytes, rows, slices, dst_pitch, src_pitch, dst_slice, src_slice;
+  };
+  for (auto l : {layout{100, 1, 1, 100, 100, 100, 100},  // contiguous, 4 pieces
+                 layout{24, 10, 3, 24, 24, 240, 240},    // contiguous 3-D
+                 layout{24, 10, 3, 32, 40, 400, 400},    // pitched rows of 24
+                 layout{70, 3, 2, 80, 72, 300, 216},     // rows longer than a chunk
+                 layout{16, 5, 2, 16, 16, 100, 80}}) {   // slices with gaps
+    std::size_t const chunk = 32;
+    std::vector<std::byte> src(l.slices * l.src_slice + 64), dst(l.slices * l.dst_slice + 64);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 7 + 1);
+    detail::copy_desc d{{dst.data(), l.dst_pitch, l.dst_slice, space_id::host, 0},
+                        {src.data(), l.src_pitch, l.src_slice, space_id::host, 0},
+                        l.row_bytes,
+                        l.rows,
+                        l.slices};
+    auto expect = dst;
+    for (std::size_t k = 0; k < l.slices; ++k)
+      for (std::size_t r = 0; r < l.rows; ++r)
+        std::memcpy(expect.data() + k * l.dst_slice + r * l.dst_pitch,
+                    src.data() + k * l.src_slice + r * l.src_pitch, l.row_bytes);
+    std::size_t moved = 0;
+    for (auto const& p : detail::cuda::staging_pieces(d, chunk)) {
+      EXPECT_EQ(p.slices, 1u);
+      EXPECT_LE(p.bytes(), chunk);
+      EXPECT_GE(p.dst.pitch, p.row_bytes);
+      EXPECT_GE(p.src.pitch, p.row_bytes);
+      for (std::size_t r = 0; r < p.rows; ++r)
+        std::memcpy(p.dst.base + r * p.dst.pitch, p.src.base + r * p.src.pitch, p.row_bytes);
+      moved += p.bytes();
+    }
+    EXPECT_EQ(moved, d.bytes()) << "row " << l.row_bytes;
+    EXPECT_EQ(dst, expect) << "row " << l.row_bytes;
+  }
 }
 
 }  // namespace

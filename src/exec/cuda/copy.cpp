@@ -8,6 +8,7 @@
 
 #include "exec/cuda/copy.hpp"
 #include "exec/cuda/pointers.hpp"
+#include "exec/cuda/staging.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -83,6 +84,10 @@ event copy(copy_desc const& given, after const* deps) {
   int const src_dev = src_gpu ? ordinal_of(d.src) : -1;
   int const device = src_gpu ? src_dev : dst_dev;
   bool const peer = dst_gpu && src_gpu && dst_dev != src_dev;
+  // cudaMemcpyAsync with pageable host memory blocks this thread until the stream's
+  // earlier work (and, to the host, the copy) is done: such copies are staged instead.
+  if ((!src_gpu && pageable(d.src)) || (!dst_gpu && pageable(d.dst)))
+    return staged_copy(device, d, deps);
   device_guard const keep_device;  // stream_for makes `device` current
   auto stream = static_cast<cudaStream_t>(stream_for(device, deps));
   std::size_t const rows = d.rows * d.slices;

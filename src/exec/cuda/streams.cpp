@@ -6,7 +6,9 @@
 // Why a worker and not cudaLaunchHostFunc: a host function may not call CUDA, yet an
 // event's continuations do (a launch after it); and after a kernel fault the stream stops,
 // so a host function would never run and `wait` would hang. The worker's
-// cudaEventSynchronize returns the fault instead, which fails the event.
+// cudaEventSynchronize returns the fault instead, which fails the event. Markers are
+// blocking-sync events from a per-device pool (issue 13, item 7): the worker sleeps in the
+// driver rather than spinning a core, and a launch makes no cudaEvent of its own.
 //
 // Tracing (issue 12): with STRATA_TRACE on, stream_for records a timing event before the
 // work and finish makes its marker a timing event too; the completion worker turns the
@@ -19,6 +21,7 @@
 
 #include "exec/cuda/event_pool.hpp"
 #include "exec/cuda/pointers.hpp"
+#include "exec/cuda/staging.hpp"
 #include "exec/exec_state.hpp"
 #include "log.hpp"
 
@@ -105,6 +108,7 @@ class device {
     worker_ = std::thread([this] { run(); });
   }
   ~device() {
+    stager_.reset();  // its last copies complete through this device's worker, still running
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
@@ -153,9 +157,24 @@ class device {
     return done;
   }
 
+  /// The staging thread of pageable host copies, made on first use.
+  stager& staging() {
+    std::lock_guard lock(stager_mutex_);
+    if (!stager_) stager_ = std::make_unique<stager>(ordinal_);
+    return *stager_;
+  }
+
   bool wait_idle() {
+    // A staged copy ends by queueing its marker below, so the stager is drained first
+    // (without holding stager_mutex_: a continuation may be staging a copy meanwhile).
+    stager* staging = nullptr;
+    {
+      std::lock_guard lock(stager_mutex_);
+      staging = stager_.get();  // once made, it lives as long as the device
+    }
+    bool const staged = staging && staging->wait_idle();
     std::unique_lock lock(mutex_);
-    bool const busy = !queue_.empty() || running_;
+    bool const busy = staged || !queue_.empty() || running_;
     idle_.wait(lock, [this] { return queue_.empty() && !running_; });
     return busy;
   }
@@ -267,6 +286,8 @@ class device {
   bool running_ = false;
   bool stopping_ = false;
   std::thread worker_;
+  std::mutex stager_mutex_;
+  std::unique_ptr<stager> stager_;
 };
 
 class state final : public device_backend_state {
@@ -335,6 +356,10 @@ void* stream_for(int ordinal, after const* deps) {
     check(cudaEventRecord(pending_begin, s), "cudaEventRecord");
   }
   return s;
+}
+
+event staged_copy(int ordinal, copy_desc const& d, after const* deps) {
+  return device_of(ordinal).staging().copy(d, deps);
 }
 
 event finish(int ordinal, void* stream, std::string what) {
