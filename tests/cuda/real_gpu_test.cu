@@ -1,6 +1,7 @@
 // Issue 13's CUDA paths that only a real GPU exercises: foreign device memory as kernel
 // arguments (item 1), grids of more than 65535 rows (2), cudaMemset (3), the caller's
-// current device kept (5), grid-stride elements (10) and the default architectures (8).
+// current device kept (5), pageable host copies staged without blocking the caller (6),
+// grid-stride elements (10) and the default architectures (8).
 // Without a GPU every test but the architecture check reports skipped with the
 // runtime's reason.
 #include <strata/strata.hpp>
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -104,6 +106,93 @@ TEST_F(CudaReal, LaunchesKeepTheCallersDevice) {
   deallocate(d);
   cudaGetDevice(&now);
   EXPECT_EQ(now, other) << "deallocate";
+}
+
+// Spins one thread for about `cycles` GPU clocks.
+struct spin_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const&, long long cycles) const {
+#if STRATA_DEVICE_CODE
+    long long const start = clock64();
+    while (clock64() - start < cycles) {
+    }
+#else
+    (void)cycles;
+#endif
+  }
+};
+
+TEST_F(CudaReal, PageableCopiesAreStagedAndDoNotBlockTheCaller) {
+  // 3 slices of 700 rows of 3000 bytes (pitched on both sides, several bounce chunks).
+  std::size_t const rows = 700, cols = 3000, slices = 3;
+  std::vector<unsigned char> in(slices * rows * 3072), out(in.size(), 0);
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<unsigned char>(i * 13 + 5);
+  auto d = allocate<unsigned char, cuda_space>(gpu(), slices * rows * 4096);
+  view<unsigned char, 3, cuda_space> dv(d, vec<3>{3, 700, 3000}, 4096);
+  view<unsigned char, 3> hin(ptr<unsigned char>(in.data(), 0), vec<3>{3, 700, 3000}, 3072);
+  view<unsigned char, 3> hout(ptr<unsigned char>(out.data(), 0), vec<3>{3, 700, 3000}, 3072);
+  copy(dv, hin).wait();
+  // A GPU busy for about a second: the copy back is queued after it, and must return to
+  // its caller at once (cudaMemcpyAsync to pageable memory would wait for the kernel).
+  auto busy = launch(gpu(), grid(1), spin_k{}, 2'000'000'000LL);
+  auto const t0 = std::chrono::steady_clock::now();
+  auto back = copy(after(busy), hout, dv);
+  auto const issued = std::chrono::steady_clock::now() - t0;
+  back.wait();
+  EXPECT_LT(issued, std::chrono::milliseconds(200));
+  for (std::size_t k = 0; k < slices; ++k)
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < cols; ++c) {
+        std::size_t const i = (k * rows + r) * 3072 + c;
+        ASSERT_EQ(out[i], in[i]) << k << " " << r << " " << c;
+      }
+  deallocate(d);
+}
+
+// Helpers that took a thread's elements as one contiguous chunk take the grid-strided
+// ranges too: these kernels are compiled for the CUDA backend whether or not a GPU runs
+// them (for_each_record, the tensor kernels' for_each_point).
+struct body {
+  struct position : field<float, 3> {};
+  using fields = strata::fields<position>;
+  template <class R>
+  struct access : accessors<R> {
+    STRATA_FN auto& x(std::size_t d) { return get<position>(*this, d); }
+  };
+};
+struct push_k {
+  template <class Self, class P>
+  STRATA_FN void operator()(Self const& self, P p) const {
+    for_each_record(p, self.elements(p.size()), [](auto r) { r.x(1) += 1.0f; });
+  }
+};
+struct points_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, int* v, vec<2> extent) const {
+    tensor_detail::for_each_point<2>(self.elements(extent),
+                                     [&](vec<2> p) { v[p[0] * extent[1] + p[1]] += 1; });
+  }
+};
+
+TEST_F(CudaReal, RecordAndPointHelpersTakeGridStridedElements) {
+  using map = detail::record_map<soa, body>;
+  index_t const n = 1000;
+  std::byte* bytes = nullptr;
+  ASSERT_EQ(cudaSetDevice(gpu().os_index()), cudaSuccess);
+  ASSERT_EQ(cudaMallocManaged(&bytes, map::bytes_for(n)), cudaSuccess);
+  record_span<body, soa> p(bytes, n, map::pitch_for(n));
+  for (index_t i = 0; i < n; ++i) p[i].x(1) = static_cast<float>(i);
+  launch(gpu(), grid(2).block(64).elements(4), push_k{}, p).wait();
+  for (index_t i = 0; i < n; ++i) ASSERT_EQ(p[i].x(1), static_cast<float>(i) + 1.0f) << i;
+  cudaFree(bytes);
+  vec<2> const extent{33, 70};
+  auto d = allocate<int, cuda_space>(gpu(), 33 * 70);
+  memset(view<int, 1, cuda_space>(d, vec<1>{33 * 70}), 0).wait();
+  launch(gpu(), grid(2, 2).block(4, 8).elements(5, 5), points_k{}, d, extent).wait();
+  std::vector<int> h(33 * 70);
+  copy(ptr<int>(h.data(), 0), d, h.size()).wait();
+  for (int x : h) ASSERT_EQ(x, 1);
+  deallocate(d);
 }
 
 TEST_F(CudaReal, ElementsAreGridStrided) {

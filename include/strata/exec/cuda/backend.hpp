@@ -3,7 +3,8 @@
 //
 // Mapping (Alpaka Table 2): Strata's grid of blocks is CUDA's grid, its blocks CUDA's
 // blocks (1-3D; Strata's last dimension is CUDA's x, so the fastest-varying index is the
-// coalescing one), and a thread's elements a loop inside the CUDA thread. A parallel
+// coalescing one; a grid extent too large for y or z goes to x, plan_grid), and a
+// thread's elements a grid-stride loop inside the CUDA thread (domain.hpp). A parallel
 // block's barrier() is __syncthreads(), its scratchpad dynamic shared memory sized from
 // the shape, and a phase-split kernel runs its phases with __syncthreads() between them
 // (the per-thread State lives in registers). Atomics and fences (atomic.hpp) are CUDA's
