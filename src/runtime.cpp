@@ -33,6 +33,7 @@ machine_options from_environment(runtime_options const& options) {
   m.cuda = options.cuda;
   return m;
 }
+
 }  // namespace
 
 runtime::runtime(runtime_options const& options) : options_(from_environment(options)) {

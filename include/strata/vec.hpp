@@ -135,4 +135,63 @@ struct box_range {
   STRATA_FN constexpr index_t size() const noexcept { return extent.product(); }
 };
 
+/// `count` integers first, first + stride, ...: a GPU thread's elements in grid-stride
+/// order (domain.hpp).
+struct strided_range {
+  index_t first = 0;
+  index_t count = 0;
+  index_t stride = 1;
+
+  struct iterator {
+    index_t i;
+    index_t stride;
+    STRATA_FN constexpr index_t operator*() const noexcept { return i; }
+    STRATA_FN constexpr iterator& operator++() noexcept {
+      i += stride;
+      return *this;
+    }
+    STRATA_FN friend constexpr bool operator!=(iterator a, iterator b) noexcept {
+      return a.i != b.i;
+    }
+    STRATA_FN friend constexpr bool operator==(iterator a, iterator b) noexcept {
+      return a.i == b.i;
+    }
+  };
+  STRATA_FN constexpr iterator begin() const noexcept { return {first, stride}; }
+  STRATA_FN constexpr iterator end() const noexcept {
+    return {first + (count > 0 ? count : 0) * stride, stride};
+  }
+  STRATA_FN constexpr index_t size() const noexcept { return count > 0 ? count : 0; }
+};
+
+/// The points first + k * stride for k in the box [0, count), k in row-major order.
+template <std::size_t D>
+struct strided_box_range {
+  vec<D> first;
+  vec<D> count;
+  vec<D> stride;
+
+  struct iterator {
+    vec<D> first;
+    vec<D> count;
+    vec<D> stride;
+    index_t lin;
+    STRATA_FN constexpr vec<D> operator*() const noexcept {
+      return first + delinearize(lin, count) * stride;
+    }
+    STRATA_FN constexpr iterator& operator++() noexcept {
+      ++lin;
+      return *this;
+    }
+    STRATA_FN friend constexpr bool operator!=(iterator const& a, iterator const& b) noexcept {
+      return a.lin != b.lin;
+    }
+  };
+  STRATA_FN constexpr iterator begin() const noexcept { return {first, count, stride, 0}; }
+  STRATA_FN constexpr iterator end() const noexcept {
+    return {first, count, stride, count.product()};
+  }
+  STRATA_FN constexpr index_t size() const noexcept { return count.product(); }
+};
+
 }  // namespace strata

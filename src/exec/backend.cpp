@@ -8,6 +8,7 @@
 #include <strata/memory/allocate.hpp>
 #include <strata/runtime.hpp>
 
+#include "exec/cuda/pointers.hpp"
 #include "exec/exec_state.hpp"
 #include "exec/sim/device.hpp"
 #include "exec/threads/pool.hpp"
@@ -207,10 +208,15 @@ void check_kernel_pointer(placement const& p, void const* address, space_id spac
   }
   if (!info) {
     if (!sim && !gpu) return;  // host memory Strata did not allocate: a vector, the stack
+    // Memory of cudaMalloc, cuBLAS or Thrust (or cudaHostAlloc/cudaHostRegister): the CUDA
+    // runtime knows it even though the registry does not.
+    if (gpu)
+      if (auto foreign = cuda::foreign_memory_of(address); foreign && fits(foreign->space, 0))
+        return;
     fail(sim ? "is not memory of this device (a host address, or freed?); allocate it with "
                "strata::allocate<T, strata::sim_space>(device, n)"
              : "is not memory of a CUDA device (a host address, or freed?); allocate it with "
-               "strata::allocate<T, strata::cuda_space>(gpu, n)");
+               "strata::allocate<T, strata::cuda_space>(gpu, n) or cudaMalloc");
   }
   if (info->machine != current_machine_key())
     fail("belongs to an allocation of an earlier runtime");

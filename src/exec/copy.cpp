@@ -138,6 +138,25 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
   return result;
 }
 
+event memset_rows(after const& deps, copy_side_desc dst, std::size_t row_bytes, std::size_t rows,
+                  std::size_t slices, unsigned char byte) {
+  copy_desc d{to_side(dst), to_side(dst), row_bytes, rows, slices};
+  current_exec();  // no runtime: fail here, in the caller
+  if (!cuda::involved(d))
+    throw invalid_argument(fmt::format("memset: {} is {} memory; memset_rows takes CUDA memory",
+                                       static_cast<void*>(d.dst.base), to_string(dst.space)));
+  if (deps.ready()) {
+    if (auto err = deps.error()) return event::failed(err);
+    return cuda::memset(d, byte, nullptr);
+  }
+  if (cuda::chainable(deps)) {
+    if (auto err = deps.error()) return event::failed(err);
+    return cuda::memset(d, byte, &deps);
+  }
+  // After host work: queued by whoever completes it (a stream call, not a blocking one).
+  return start_after(deps, false, [d, byte] { return cuda::memset(d, byte, nullptr); });
+}
+
 void check_range(void const* p, std::size_t bytes, space_id space, char const* what) {
   auto info = find_allocation(p);
   bool const host = on_host(space);

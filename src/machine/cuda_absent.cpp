@@ -3,7 +3,8 @@
 
 namespace strata::detail {
 
-void discover_cuda(machine_builder&, std::vector<std::string>& notes) {
+void discover_cuda(machine_builder&, std::vector<pci_locality> const&,
+                   std::vector<std::string>& notes) {
   notes.emplace_back("no CUDA devices: this libstrata was built without CUDA");
 }
 

@@ -1,4 +1,5 @@
-// CUDA GPUs as device places: SMs as processors, device memory attached (Phalanx Fig. 1).
+// CUDA GPUs as device places: SMs as processors, device memory attached (Phalanx Fig. 1),
+// each under the host place of its PCI locality (hwloc), not the machine root.
 // Compiled by the host compiler against cudart; only in builds with STRATA_ENABLE_CUDA.
 #include "machine/discovery_parts.hpp"
 
@@ -7,7 +8,8 @@
 
 namespace strata::detail {
 
-void discover_cuda(machine_builder& builder, std::vector<std::string>& notes) {
+void discover_cuda(machine_builder& builder, std::vector<pci_locality> const& pci,
+                   std::vector<std::string>& notes) {
   int count = 0;
   if (auto err = cudaGetDeviceCount(&count); err != cudaSuccess) {
     // No driver, an old driver or no device: GPUs are simply absent (issue: one info line).
@@ -36,7 +38,10 @@ void discover_cuda(machine_builder& builder, std::vector<std::string>& notes) {
                        {"compute_capability", fmt::format("{}.{}", prop.major, prop.minor)},
                        {"pci_bus", fmt::format("{:04x}:{:02x}:{:02x}", prop.pciDomainID,
                                                prop.pciBusID, prop.pciDeviceID)}}};
-    auto id = builder.add(builder.root(), std::move(dev));
+    auto const parent = pci_parent(pci, static_cast<unsigned>(prop.pciDomainID),
+                                   static_cast<unsigned>(prop.pciBusID),
+                                   static_cast<unsigned>(prop.pciDeviceID), builder.root());
+    auto id = builder.add(parent, std::move(dev));
     builder.add(id, {.type = place_type::device_memory,
                      .isa = isa::cuda,
                      .name = name + " memory",

@@ -36,8 +36,9 @@ discovered_machine discover_machine(machine_options const& options) {
   // Parse everything before touching hardware, so bad input fails fast and alone.
   auto sims = parse_sim_devices(options.sim_devices, options.sim_devices_source);
   discovered_machine out;
-  auto builder = detail::discover_host(options);
-  if (options.cuda) detail::discover_cuda(builder, out.notes);
+  std::vector<detail::pci_locality> pci;
+  auto builder = detail::discover_host(options, &pci);
+  if (options.cuda) detail::discover_cuda(builder, pci, out.notes);
   detail::add_sim_devices(builder, sims);
   out.machine = builder.build();
   return out;

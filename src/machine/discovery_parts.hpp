@@ -9,11 +9,33 @@
 
 namespace strata::detail {
 
-/// The host hierarchy from hwloc, as a builder whose root is the machine.
-machine_builder discover_host(machine_options const& options);
+/// Where a PCI device sits in the host hierarchy: the place (a package, a group, the
+/// machine) holding the NUMA node and processors hwloc reports as its locality.
+struct pci_locality {
+  unsigned domain, bus, device;
+  machine_builder::node_id parent;
+};
 
-/// Adds one device place per CUDA GPU under the root, or a note saying why there is none.
-void discover_cuda(machine_builder& builder, std::vector<std::string>& notes);
+/// The host hierarchy from hwloc, as a builder whose root is the machine; `pci`, if given,
+/// receives the locality of every PCI device hwloc found.
+machine_builder discover_host(machine_options const& options,
+                              std::vector<pci_locality>* pci = nullptr);
+
+/// The place a device at PCI address domain:bus:device hangs from: its locality, or
+/// `root` when hwloc did not see it (no PCI discovery, a container without /sys).
+inline machine_builder::node_id pci_parent(std::vector<pci_locality> const& pci, unsigned domain,
+                                           unsigned bus, unsigned device,
+                                           machine_builder::node_id root) {
+  for (auto const& p : pci)
+    if (p.domain == domain && p.bus == bus && p.device == device) return p.parent;
+  return root;
+}
+
+/// Adds one device place per CUDA GPU, under the place of its PCI locality (pci_parent)
+/// so that its nearest host memory is its own socket's, or a note saying why there is
+/// none.
+void discover_cuda(machine_builder& builder, std::vector<pci_locality> const& pci,
+                   std::vector<std::string>& notes);
 
 /// Adds one device place per sim device under the root.
 void add_sim_devices(machine_builder& builder, std::vector<sim_device_spec> const& devices);

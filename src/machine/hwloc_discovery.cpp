@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <hwloc.h>
 
+#include <map>
 #include <memory>
 
 #include <unistd.h>
@@ -31,7 +32,7 @@ void restrict_to_binding(hwloc_topology_t topo) {
   hwloc_bitmap_t bound = hwloc_bitmap_alloc();
   if (hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) == 0 && !hwloc_bitmap_iszero(bound) &&
       !hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(topo), bound) &&
-      hwloc_topology_restrict(topo, bound, 0) != 0) {
+      hwloc_topology_restrict(topo, bound, HWLOC_RESTRICT_FLAG_ADAPT_IO) != 0) {
     hwloc_bitmap_free(bound);
     hwloc_failed("hwloc_topology_restrict",
                  "could not restrict the machine to this process's CPUs");
@@ -62,6 +63,9 @@ topology_ptr load_topology(machine_options const& options) {
   // Instruction caches would double every cache level in the tree without telling a
   // program anything about where its data lives.
   hwloc_topology_set_icache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
+  // PCI devices (GPUs, NICs) and the bridges above them, for their locality; they carry
+  // no places of their own (info_of).
+  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (hwloc_topology_load(raw) != 0) {
     if (!spec.empty()) bad_spec("hwloc could not load it");
     hwloc_failed("hwloc_topology_load");
@@ -128,21 +132,45 @@ void add_memories(machine_builder& b, machine_builder::node_id at, hwloc_obj_t o
   }
 }
 
-void add_children(machine_builder& b, machine_builder::node_id at, hwloc_obj_t obj) {
+// `placed` maps each hwloc object to the place that stands for it (its own, or for a
+// filtered-out level the place its children were lifted to).
+void add_children(machine_builder& b, machine_builder::node_id at, hwloc_obj_t obj,
+                  std::map<hwloc_obj_t, machine_builder::node_id>& placed) {
+  placed[obj] = at;
   add_memories(b, at, obj);
   for (auto c = obj->first_child; c; c = c->next_sibling) {
     if (auto info = info_of(c)) {
       auto id = b.add(at, std::move(*info));
-      add_children(b, id, c);
+      add_children(b, id, c, placed);
     } else {
-      add_children(b, at, c);  // a filtered-out level: lift its children
+      add_children(b, at, c, placed);  // a filtered-out level: lift its children
     }
   }
 }
 
+// Each PCI device's locality: its first non-I/O ancestor (the object whose CPUs and NUMA
+// node are nearest to it), as the place that stands for that object.
+std::vector<pci_locality> pci_localities(
+    hwloc_topology_t topo, std::map<hwloc_obj_t, machine_builder::node_id> const& placed,
+    machine_builder::node_id root) {
+  std::vector<pci_locality> out;
+  for (auto dev = hwloc_get_next_pcidev(topo, nullptr); dev;
+       dev = hwloc_get_next_pcidev(topo, dev)) {
+    auto parent = root;
+    for (auto a = hwloc_get_non_io_ancestor_obj(topo, dev); a; a = a->parent)
+      if (auto it = placed.find(a); it != placed.end()) {
+        parent = it->second;
+        break;
+      }
+    auto const& pci = dev->attr->pcidev;
+    out.push_back({pci.domain, pci.bus, pci.dev, parent});
+  }
+  return out;
+}
+
 }  // namespace
 
-machine_builder discover_host(machine_options const& options) {
+machine_builder discover_host(machine_options const& options, std::vector<pci_locality>* pci) {
   auto topo = load_topology(options);
   auto root = hwloc_get_root_obj(topo.get());
   place_info info{.type = place_type::machine, .isa = isa::host, .name = "Machine"};
@@ -159,7 +187,9 @@ machine_builder discover_host(machine_options const& options) {
         "os_memory_bytes", std::to_string(static_cast<std::uint64_t>(pages) *
                                           static_cast<std::uint64_t>(sysconf(_SC_PAGE_SIZE))));
   machine_builder b(std::move(info));
-  add_children(b, b.root(), root);
+  std::map<hwloc_obj_t, machine_builder::node_id> placed;
+  add_children(b, b.root(), root, placed);
+  if (pci) *pci = pci_localities(topo.get(), placed, b.root());
   return b;
 }
 

@@ -1,6 +1,7 @@
 // CUDA allocations. Compiled (and linked against cudart) in CUDA builds; run only where a
 // device exists — on machines without one, pinned memory falls back to mlock.
 #include <strata/error.hpp>
+#include <strata/exec/cuda/backend.hpp>
 
 #include "memory/backends.hpp"
 
@@ -49,6 +50,7 @@ bool pools_supported(int device) {
 void* cuda_device_alloc(place const& memory, std::size_t bytes) {
   void* p = nullptr;
   int const device = memory.os_index();
+  cuda::device_guard const keep_device;  // the caller's own CUDA calls stay on its device
   if (auto e = cudaSetDevice(device); e != cudaSuccess)
     throw backend_error(fmt::format("cudaSetDevice({}): {}", device, cudaGetErrorString(e)));
   static std::once_flag once[64];
@@ -80,6 +82,7 @@ void cuda_device_free(void* p) noexcept {
   // Like cudaFree, freeing waits for the device's queued work (which may still use the
   // memory), then hands the memory back to its pool (cudaFree would return it to the
   // driver). cudaFreeAsync accepts either kind of allocation.
+  cuda::device_guard const keep_device;
   cudaPointerAttributes attr{};
   if (cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.device >= 0)
     cudaSetDevice(attr.device);
@@ -97,6 +100,7 @@ void cuda_device_free(void* p) noexcept {
 void* cuda_managed_alloc(place const& memory, std::size_t bytes) {
   void* p = nullptr;
   int const device = memory.os_index();
+  cuda::device_guard const keep_device;
   if (auto e = cudaSetDevice(device); e != cudaSuccess)
     throw backend_error(fmt::format("cudaSetDevice({}): {}", device, cudaGetErrorString(e)));
   if (auto e = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal); e != cudaSuccess) {

@@ -16,8 +16,12 @@
 //
 // Types. Integers of 4 or 8 bytes (not bool) everywhere; add, sub, min, max, exchange and
 // cas also take float and double; and/or/xor take integers only; inc/dec unsigned
-// integers only (CUDA's atomicInc/atomicDec are unsigned). The host accepts exactly what
-// the device does, so a kernel that compiles for one backend compiles for all.
+// integers only (CUDA's atomicInc/atomicDec are unsigned); exchange, cas and load any
+// 4- or 8-byte trivially copyable type (enums, pointers, a pair of floats), load any
+// scalar too. The host accepts exactly what the device does, so a kernel that compiles
+// for one backend compiles for all (tests/cuda/atomic_types_check.cu compiles every
+// operation for every kind of type under nvcc). Integer types CUDA has no overload for
+// (long, std::size_t, index_t, wchar_t...) go through the unsigned word of their size.
 #pragma once
 
 #include <strata/config.hpp>
@@ -195,11 +199,21 @@ T host_cas_loop(T* p, Next next) {
 }  // namespace detail
 #endif
 
-/// A relaxed atomic read (for values other threads update with the atomics below).
+/// What atomic_load takes: what the other atomics store (atomic_word) and any scalar.
 template <class T>
+concept atomic_loadable = atomic_word<T> || std::is_scalar_v<T>;
+
+/// A relaxed atomic read (for values other threads update with the atomics below).
+template <atomic_loadable T>
 STRATA_FN T atomic_load(T const* p) {
 #if STRATA_DEVICE_CODE
-  return *static_cast<T const volatile*>(p);
+  namespace ca = detail::cuda_atomic;
+  // A class (a pair of floats swapped as one word) has no volatile copy constructor, so a
+  // word-sized value is read as its word.
+  if constexpr (atomic_word<T>)
+    return ca::from_word<T>(*reinterpret_cast<ca::word_t<T> const volatile*>(p));
+  else
+    return *static_cast<T const volatile*>(p);
 #else
   return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_relaxed);
 #endif

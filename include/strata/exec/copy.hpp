@@ -35,6 +35,12 @@ struct copy_side_desc {
 event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::size_t row_bytes,
                 std::size_t rows, std::size_t slices);
 
+/// Sets `slices` x `rows` rows of `row_bytes` of CUDA (device or managed) memory to `byte`
+/// with cudaMemsetAsync / cudaMemset2DAsync on the GPU's stream (after `deps`). In the
+/// library, so that memset works from files the host compiler builds too.
+event memset_rows(after const& deps, copy_side_desc dst, std::size_t row_bytes, std::size_t rows,
+                  std::size_t slices, unsigned char byte);
+
 /// In builds without NDEBUG: checks that [p, p + bytes) lies in one live allocation of
 /// `space` (a freed pointer, a pointer of another space, or a range running past its
 /// allocation is an error naming `what`). Pointers Strata did not allocate pass when the
@@ -195,7 +201,8 @@ event fill(Dst const& dst, std::remove_const_t<typename detail::view_of<Dst>::el
   return fill(after{}, dst, value);
 }
 
-/// Sets every byte of `dst`'s elements to `byte` (not its row padding), after `deps`.
+/// Sets every byte of `dst`'s elements to `byte` (not its row padding), after `deps`. On
+/// CUDA memory: cudaMemsetAsync / cudaMemset2DAsync (from any file); elsewhere a fill.
 template <viewable Dst>
 event memset(after const& deps, Dst const& dst_in, unsigned char byte) {
   auto dst = detail::as_view(dst_in);
@@ -204,6 +211,15 @@ event memset(after const& deps, Dst const& dst_in, unsigned char byte) {
                 "memset: the destination is const (a view<T const>); memset a view of T");
   constexpr std::size_t D = V::rank;
   using S = typename V::space;
+  if constexpr (S::id == space_id::cuda || S::id == space_id::managed) {
+    // CUDA's memset engine, not a byte-per-thread kernel.
+    if (dst.size() == 0) return when_all(deps);
+    std::size_t const rows = D >= 2 ? static_cast<std::size_t>(dst.extent()[D - 2]) : 1;
+    std::size_t const slices = D == 3 ? static_cast<std::size_t>(dst.extent()[0]) : 1;
+    std::size_t const row_bytes =
+        static_cast<std::size_t>(dst.extent()[D - 1]) * sizeof(typename V::element_type);
+    return detail::memset_rows(deps, detail::side_of(dst), row_bytes, rows, slices, byte);
+  }
   vec<D> bytes_extent = dst.extent();
   bytes_extent[D - 1] *= static_cast<index_t>(sizeof(typename V::element_type));
   using B = std::byte;

@@ -28,6 +28,23 @@ namespace detail {
 template <class...>
 inline constexpr bool always_false = false;
 
+/// Whether a backend's context hands each thread its elements in grid-stride order
+/// (`static constexpr bool grid_stride_elements = true`, the CUDA backend) rather than
+/// as one contiguous chunk (the CPU backends, where a thread's chunk is its cache lines
+/// and its SIMD loop).
+template <class Ctx>
+inline constexpr bool grid_stride_elements_v = requires {
+  requires Ctx::grid_stride_elements;
+};
+
+/// How many of `count` elements first, first + stride, ... lie below `bound`.
+STRATA_FN constexpr index_t strided_count(index_t first, index_t stride, index_t count,
+                                          index_t bound) noexcept {
+  if (first >= bound) return 0;
+  index_t const fit = (bound - first + stride - 1) / stride;
+  return fit < count ? fit : count;
+}
+
 }  // namespace detail
 
 template <std::size_t D, class Ctx>
@@ -71,11 +88,49 @@ class domain {
   }
   /// Elements covered by the whole launch.
   STRATA_FN vec<D> global_element_extent() const { return global_extent() * ctx_.element_extent(); }
-  /// The caller's first element, in the launch's global element space.
+  /// The first element of the caller's contiguous chunk (element_chunk()), in the
+  /// launch's global element space.
   STRATA_FN vec<D> first_element() const { return global_index() * ctx_.element_extent(); }
 
   /// The caller's elements as global element indices: integers in 1-D, points otherwise.
+  /// Every backend covers the launch's global element extent once, each thread
+  /// element_extent() elements of it, in the order that suits the backend: on CPUs a
+  /// contiguous chunk (element_chunk(): the thread's cache lines, a SIMD loop); on GPUs
+  /// grid-stride order, global_index() + k * global_extent() (each step of the loop has
+  /// neighbouring threads on neighbouring elements, so their accesses coalesce). Kernels
+  /// that only iterate the range run unchanged on both.
   STRATA_FN auto elements() const {
+    if constexpr (detail::grid_stride_elements_v<Ctx>) {
+      if constexpr (D == 1)
+        return strided_range{global_index()[0], ctx_.element_extent()[0], global_extent()[0]};
+      else
+        return strided_box_range<D>{global_index(), ctx_.element_extent(), global_extent()};
+    } else {
+      return element_chunk();
+    }
+  }
+  /// The caller's elements clipped to [0, bound): the usual `i < n` guard, hoisted out of
+  /// the loop so that it stays vectorizable.
+  STRATA_FN auto elements(vec<D> const& bound) const {
+    if constexpr (detail::grid_stride_elements_v<Ctx>) {
+      vec<D> const first = global_index(), stride = global_extent();
+      vec<D> count = ctx_.element_extent();
+      for (std::size_t i = 0; i < D; ++i)
+        count[i] = detail::strided_count(first[i], stride[i], count[i], bound[i]);
+      if constexpr (D == 1)
+        return strided_range{first[0], count[0], stride[0]};
+      else
+        return strided_box_range<D>{first, count, stride};
+    } else {
+      return element_chunk(bound);
+    }
+  }
+  STRATA_FN auto elements(index_t bound) const requires(D == 1) { return elements(vec<1>{bound}); }
+
+  /// The caller's elements as one contiguous chunk on every backend, for kernels that walk
+  /// rows themselves (first/extent, or first/last in 1-D). On GPUs with several elements
+  /// per thread such accesses do not coalesce; elements() is the fast order there.
+  STRATA_FN auto element_chunk() const {
     if constexpr (D == 1) {
       index_t first = first_element()[0];
       return index_range{first, first + ctx_.element_extent()[0]};
@@ -83,9 +138,8 @@ class domain {
       return box_range<D>{first_element(), ctx_.element_extent()};
     }
   }
-  /// The caller's elements clipped to [0, bound): the usual `i < n` guard, hoisted out of
-  /// the loop so that it stays vectorizable.
-  STRATA_FN auto elements(vec<D> const& bound) const {
+  /// The contiguous chunk clipped to [0, bound).
+  STRATA_FN auto element_chunk(vec<D> const& bound) const {
     auto first = first_element();
     if constexpr (D == 1) {
       index_t last = first[0] + ctx_.element_extent()[0];
@@ -99,7 +153,9 @@ class domain {
       return box_range<D>{first, ext};
     }
   }
-  STRATA_FN auto elements(index_t bound) const requires(D == 1) { return elements(vec<1>{bound}); }
+  STRATA_FN auto element_chunk(index_t bound) const requires(D == 1) {
+    return element_chunk(vec<1>{bound});
+  }
 
   /// The grid level is streaming; synchronize inside a block with block().barrier().
   template <class P = BlockPolicy>

@@ -651,6 +651,13 @@ STRATA_FN void for_each_record(record_span<D, L> const& span, index_range const&
   }
 }
 
+/// The same over a GPU thread's grid-strided elements (domain.hpp): one element per step,
+/// neighbouring threads on neighbouring elements, which is what coalesces there.
+template <record_desc D, class L, class Fn>
+STRATA_FN void for_each_record(record_span<D, L> const& span, strided_range const& range, Fn fn) {
+  for (auto i : range) fn(span[i]);
+}
+
 #undef STRATA_RECORD_IVDEP  // local to for_each_record
 #undef STRATA_RECORD_FLATTEN
 

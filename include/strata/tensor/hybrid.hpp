@@ -130,7 +130,7 @@ struct strip_kernel {
   STRATA_FN void operator()(Self const& self, tensor_block<T, 2> in, tensor_block<T, 2> out,
                             index_t row0, vec<2> region, double* flags, int slot, int delta_slot,
                             A const&... a) const {
-    auto r = self.elements(region);
+    auto r = self.element_chunk(region);
     bool changed = false;
     double delta = 0;
     for (index_t i = 0; i < r.extent[0]; ++i) {

@@ -64,6 +64,17 @@ STRATA_FN void for_each_point(R const& r, Fn&& fn) {
   }
 }
 
+/// The same over a GPU thread's grid-strided elements (domain.hpp): 1-D integers.
+template <std::size_t N, class Fn>
+STRATA_FN void for_each_point(strided_range const& r, Fn&& fn) {
+  for (auto i : r) fn(vec<1>{i});
+}
+/// The same over grid-strided points, the last dimension innermost.
+template <std::size_t N, class Fn>
+STRATA_FN void for_each_point(strided_box_range<N> const& r, Fn&& fn) {
+  for (auto p : r) fn(p);
+}
+
 [[noreturn]] inline void offset_out_of_padding(std::size_t dim, index_t to, index_t extent,
                                                index_t padding) {
   throw out_of_range("tensor iterator: offset to local index " + std::to_string(to) +

@@ -248,7 +248,7 @@ struct cell_kernel {
   // `lo` is the first local cell: 0, or -n for a kernel expanded n cells into the padding.
   template <class Self, class... A>
   STRATA_FN void operator()(Self const& self, vec<N> extent, index_t lo, A const&... a) const {
-    auto r = self.elements(extent);
+    auto r = self.element_chunk(extent);
     if constexpr (N == 1) {
       row(r.last - r.first, a.at(vec<1>{lo + r.first})...);
     } else if constexpr (N == 2) {

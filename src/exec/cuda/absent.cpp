@@ -9,6 +9,7 @@
 #include <strata/exec/cuda/backend.hpp>
 
 #include "exec/cuda/copy.hpp"
+#include "exec/cuda/pointers.hpp"
 
 namespace strata::detail::cuda {
 namespace {
@@ -23,6 +24,11 @@ namespace {
 event copy(copy_desc const&, after const*) {
   throw not_supported(
       "copy: CUDA memory needs a libstrata built with CUDA (-DSTRATA_ENABLE_CUDA=ON)");
+}
+
+event memset(copy_desc const&, unsigned char, after const*) {
+  throw not_supported(
+      "memset: CUDA memory needs a libstrata built with CUDA (-DSTRATA_ENABLE_CUDA=ON)");
 }
 
 bool chainable(after const&) noexcept {
@@ -44,5 +50,13 @@ event finish(int, void*, std::string) {
 std::vector<int> devices_of(std::uint64_t) {
   absent("CUDA devices");
 }
+
+std::optional<foreign_memory> foreign_memory_of(void const*) noexcept {
+  return std::nullopt;  // no CUDA runtime to ask, and no CUDA memory can exist
+}
+
+// Without CUDA no call changes a current device, so there is nothing to restore.
+device_guard::device_guard() noexcept = default;
+device_guard::~device_guard() = default;
 
 }  // namespace strata::detail::cuda

@@ -7,6 +7,8 @@
 #include <strata/memory/allocate.hpp>
 
 #include "exec/cuda/copy.hpp"
+#include "exec/cuda/pointers.hpp"
+#include "exec/cuda/staging.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -15,21 +17,29 @@ namespace strata::detail::cuda {
 namespace {
 
 // The CUDA ordinal of a CUDA-side address, from the allocation registry (a hand-made ptr
-// may carry a wrong place id).
+// may carry a wrong place id), or for memory Strata did not allocate (cudaMalloc, cuBLAS,
+// Thrust) from CUDA's own record of it.
 int ordinal_of(copy_side const& s) {
   auto info = find_allocation(s.base);
+  if (!info) {
+    auto foreign = foreign_memory_of(s.base);
+    if (foreign && (foreign->space == space_id::cuda || foreign->space == space_id::managed) &&
+        foreign->device >= 0)
+      return foreign->device;
+  }
   if (!info || (info->space != space_id::cuda && info->space != space_id::managed) ||
       info->machine != current_machine_key())
     throw invalid_argument(fmt::format(
-        "copy: {} is used as CUDA memory but is no live CUDA allocation of this runtime",
+        "copy: {} is used as CUDA memory but is neither a live CUDA allocation of this runtime "
+        "nor CUDA memory the CUDA runtime knows",
         static_cast<void*>(s.base)));
   return place_of_id(info->place_id).os_index();
 }
 
-void check(cudaError_t e, char const* call, copy_desc const& d) {
+void check(cudaError_t e, char const* call, copy_desc const& d, char const* what = "copy") {
   if (e != cudaSuccess)
     fail(call, e,
-         fmt::format("copy of {} bytes ({} x {} rows of {})", d.bytes(), d.slices, d.rows,
+         fmt::format("{} of {} bytes ({} x {} rows of {})", what, d.bytes(), d.slices, d.rows,
                      d.row_bytes));
 }
 
@@ -74,6 +84,11 @@ event copy(copy_desc const& given, after const* deps) {
   int const src_dev = src_gpu ? ordinal_of(d.src) : -1;
   int const device = src_gpu ? src_dev : dst_dev;
   bool const peer = dst_gpu && src_gpu && dst_dev != src_dev;
+  // cudaMemcpyAsync with pageable host memory blocks this thread until the stream's
+  // earlier work (and, to the host, the copy) is done: such copies are staged instead.
+  if ((!src_gpu && pageable(d.src)) || (!dst_gpu && pageable(d.dst)))
+    return staged_copy(device, d, deps);
+  device_guard const keep_device;  // stream_for makes `device` current
   auto stream = static_cast<cudaStream_t>(stream_for(device, deps));
   std::size_t const rows = d.rows * d.slices;
   // Slices that continue their rows' pitch on both sides are just more rows.
@@ -133,6 +148,34 @@ event copy(copy_desc const& given, after const* deps) {
   return finish(device, stream,
                 fmt::format("copy of {} bytes {} CUDA device {}", d.bytes(),
                             peer ? "between" : (src_gpu ? "from" : "to"), device));
+}
+
+event memset(copy_desc const& given, unsigned char byte, after const* deps) {
+  copy_desc d = given;
+  auto& side = d.dst;
+  if (d.rows <= 1 && side.pitch < d.row_bytes) side.pitch = d.row_bytes;
+  if (d.slices <= 1) side.slice_pitch = d.rows * side.pitch;
+  if (d.bytes() != 0 && side.pitch < d.row_bytes)
+    throw invalid_argument(fmt::format(
+        "memset: a row pitch of {} bytes is below the row of {} bytes", side.pitch, d.row_bytes));
+  int const device = ordinal_of(side);
+  device_guard const keep_device;  // stream_for makes `device` current
+  auto stream = static_cast<cudaStream_t>(stream_for(device, deps));
+  bool const dense_rows = d.rows == 1 || side.pitch == d.row_bytes;
+  bool const slices_are_rows = d.slices == 1 || side.slice_pitch == d.rows * side.pitch;
+  if (dense_rows && slices_are_rows) {
+    check(cudaMemsetAsync(side.base, byte, d.bytes(), stream), "cudaMemsetAsync", d, "memset");
+  } else if (slices_are_rows) {
+    check(cudaMemset2DAsync(side.base, side.pitch, byte, d.row_bytes, d.rows * d.slices, stream),
+          "cudaMemset2DAsync", d, "memset");
+  } else {
+    for (std::size_t k = 0; k < d.slices; ++k)
+      check(cudaMemset2DAsync(side.base + k * side.slice_pitch, side.pitch, byte, d.row_bytes,
+                              d.rows, stream),
+            "cudaMemset2DAsync", d, "memset");
+  }
+  return finish(device, stream,
+                fmt::format("memset of {} bytes on CUDA device {}", d.bytes(), device));
 }
 
 }  // namespace strata::detail::cuda

@@ -18,6 +18,11 @@ inline bool involved(copy_desc const& d) noexcept {
 /// copy between two GPUs), after the CUDA markers of `deps` (null: no dependencies).
 event copy(copy_desc const& d, after const* deps);
 
+/// Sets the rows of `d.dst` (device or managed memory) to `byte` with cudaMemsetAsync, or
+/// cudaMemset2DAsync for pitched rows, on a stream of its GPU after the CUDA markers of
+/// `deps` (null: none). `d.src` is not used.
+event memset(copy_desc const& d, unsigned char byte, after const* deps);
+
 /// Below this many bytes per row, a pitched copy between two memories of one GPU runs as
 /// a kernel: the copy engines move short rows at a fraction of their bandwidth.
 inline constexpr std::size_t short_row_bytes = 64;

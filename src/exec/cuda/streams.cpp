@@ -6,7 +6,9 @@
 // Why a worker and not cudaLaunchHostFunc: a host function may not call CUDA, yet an
 // event's continuations do (a launch after it); and after a kernel fault the stream stops,
 // so a host function would never run and `wait` would hang. The worker's
-// cudaEventSynchronize returns the fault instead, which fails the event.
+// cudaEventSynchronize returns the fault instead, which fails the event. Markers are
+// blocking-sync events from a per-device pool (issue 13, item 7): the worker sleeps in the
+// driver rather than spinning a core, and a launch makes no cudaEvent of its own.
 //
 // Tracing (issue 12): with STRATA_TRACE on, stream_for records a timing event before the
 // work and finish makes its marker a timing event too; the completion worker turns the
@@ -17,6 +19,9 @@
 #include <strata/exec/cuda/backend.hpp>
 #include <strata/exec/trace.hpp>
 
+#include "exec/cuda/event_pool.hpp"
+#include "exec/cuda/pointers.hpp"
+#include "exec/cuda/staging.hpp"
 #include "exec/exec_state.hpp"
 #include "log.hpp"
 
@@ -40,6 +45,35 @@ namespace strata::detail::cuda {
                                   cudaGetErrorString(e), cudaGetErrorName(e)));
 }
 
+static_assert(static_cast<int>(memory_type::unregistered) == cudaMemoryTypeUnregistered &&
+              static_cast<int>(memory_type::host) == cudaMemoryTypeHost &&
+              static_cast<int>(memory_type::device) == cudaMemoryTypeDevice &&
+              static_cast<int>(memory_type::managed) == cudaMemoryTypeManaged);
+
+std::optional<foreign_memory> foreign_memory_of(void const* address) noexcept {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, address) != cudaSuccess) {
+    (void)cudaGetLastError();  // no driver, or not CUDA's: not the caller's next error
+    return std::nullopt;
+  }
+  return classify(static_cast<memory_type>(attr.type), attr.device);
+}
+
+device_guard::device_guard() noexcept {
+  if (cudaGetDevice(&saved_) != cudaSuccess) {
+    saved_ = -1;
+    (void)cudaGetLastError();
+  }
+}
+
+device_guard::~device_guard() {
+  // Only a change is undone: setting the device the thread already has would still make
+  // a context on it where the caller never used CUDA.
+  int now = -1;
+  if (saved_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != saved_) cudaSetDevice(saved_);
+  (void)cudaGetLastError();  // a failed restore is not the caller's next call's error
+}
+
 namespace {
 
 void check(cudaError_t e, char const* call, std::string const& context = {}) {
@@ -54,6 +88,7 @@ thread_local cudaEvent_t pending_begin = nullptr;
 class device {
  public:
   explicit device(int ordinal) : ordinal_(ordinal) {
+    device_guard const keep_device;
     check(cudaSetDevice(ordinal), "cudaSetDevice");
     enable_peers();
     for (auto& s : streams_)
@@ -73,6 +108,7 @@ class device {
     worker_ = std::thread([this] { run(); });
   }
   ~device() {
+    stager_.reset();  // its last copies complete through this device's worker, still running
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
@@ -98,11 +134,17 @@ class device {
     cudaEvent_t begin = std::exchange(pending_begin, nullptr);
     bool const traced = begin && trace::enabled();
     if (begin && !traced) cudaEventDestroy(begin), begin = nullptr;
-    cudaEvent_t marker = nullptr;
-    check(cudaEventCreateWithFlags(&marker, traced ? cudaEventDefault : cudaEventDisableTiming),
-          "cudaEventCreateWithFlags", what);
-    std::shared_ptr<void> owned(marker,
-                                [](void* m) { cudaEventDestroy(static_cast<cudaEvent_t>(m)); });
+    std::shared_ptr<void> owned;
+    if (traced) {
+      // A timing event, made for this work only (the trace is not the fast path).
+      cudaEvent_t timed = nullptr;
+      check(cudaEventCreateWithFlags(&timed, cudaEventBlockingSync), "cudaEventCreateWithFlags",
+            what);
+      owned.reset(timed, [](void* m) { cudaEventDestroy(static_cast<cudaEvent_t>(m)); });
+    } else {
+      owned = markers_->acquire();  // back to the pool when the last strata event lets go
+    }
+    auto marker = static_cast<cudaEvent_t>(owned.get());
     check(cudaEventRecord(marker, stream), "cudaEventRecord", what);
     auto done = event::pending();
     done.state()->set_native(owned, ordinal_);
@@ -115,9 +157,24 @@ class device {
     return done;
   }
 
+  /// The staging thread of pageable host copies, made on first use.
+  stager& staging() {
+    std::lock_guard lock(stager_mutex_);
+    if (!stager_) stager_ = std::make_unique<stager>(ordinal_);
+    return *stager_;
+  }
+
   bool wait_idle() {
+    // A staged copy ends by queueing its marker below, so the stager is drained first
+    // (without holding stager_mutex_: a continuation may be staging a copy meanwhile).
+    stager* staging = nullptr;
+    {
+      std::lock_guard lock(stager_mutex_);
+      staging = stager_.get();  // once made, it lives as long as the device
+    }
+    bool const staged = staging && staging->wait_idle();
     std::unique_lock lock(mutex_);
-    bool const busy = !queue_.empty() || running_;
+    bool const busy = staged || !queue_.empty() || running_;
     idle_.wait(lock, [this] { return queue_.empty() && !running_; });
     return busy;
   }
@@ -204,7 +261,20 @@ class device {
     }
   }
 
+  // Markers without timing; blocking-sync, so that the completion worker's
+  // cudaEventSynchronize sleeps in the driver instead of spinning a host core.
+  static cudaEvent_t make_marker() {
+    cudaEvent_t e = nullptr;
+    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync),
+          "cudaEventCreateWithFlags");
+    return e;
+  }
+  static void destroy_marker(cudaEvent_t e) noexcept { cudaEventDestroy(e); }
+  using marker_pool = handle_pool<cudaEvent_t, cudaEvent_t (*)(), void (*)(cudaEvent_t) noexcept>;
+
   int ordinal_;
+  std::shared_ptr<marker_pool> markers_ =
+      std::make_shared<marker_pool>(&device::make_marker, &device::destroy_marker);
   std::array<cudaStream_t, streams_per_device> streams_{};
   std::atomic<unsigned> next_{0};
   device_limits limits_{};
@@ -216,6 +286,8 @@ class device {
   bool running_ = false;
   bool stopping_ = false;
   std::thread worker_;
+  std::mutex stager_mutex_;
+  std::unique_ptr<stager> stager_;
 };
 
 class state final : public device_backend_state {
@@ -265,6 +337,8 @@ bool chainable(after const& deps) noexcept {
   return true;
 }
 
+// Leaves `ordinal` current for the work the caller queues next; the caller holds a
+// device_guard that restores its own device afterwards.
 void* stream_for(int ordinal, after const* deps) {
   auto& d = device_of(ordinal);
   check(cudaSetDevice(ordinal), "cudaSetDevice");
@@ -282,6 +356,10 @@ void* stream_for(int ordinal, after const* deps) {
     check(cudaEventRecord(pending_begin, s), "cudaEventRecord");
   }
   return s;
+}
+
+event staged_copy(int ordinal, copy_desc const& d, after const* deps) {
+  return device_of(ordinal).staging().copy(d, deps);
 }
 
 event finish(int ordinal, void* stream, std::string what) {

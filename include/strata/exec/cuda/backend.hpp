@@ -3,7 +3,8 @@
 //
 // Mapping (Alpaka Table 2): Strata's grid of blocks is CUDA's grid, its blocks CUDA's
 // blocks (1-3D; Strata's last dimension is CUDA's x, so the fastest-varying index is the
-// coalescing one), and a thread's elements a loop inside the CUDA thread. A parallel
+// coalescing one; a grid extent too large for y or z goes to x, plan_grid), and a
+// thread's elements a grid-stride loop inside the CUDA thread (domain.hpp). A parallel
 // block's barrier() is __syncthreads(), its scratchpad dynamic shared memory sized from
 // the shape, and a phase-split kernel runs its phases with __syncthreads() between them
 // (the per-thread State lives in registers). Atomics and fences (atomic.hpp) are CUDA's
@@ -70,6 +71,79 @@ event finish(int device, void* stream, std::string what);
 /// The CUDA ordinals of the devices in `mask`, in order.
 std::vector<int> devices_of(std::uint64_t mask);
 
+/// Restores the calling thread's current CUDA device when it leaves scope: Strata's calls
+/// switch devices (cudaSetDevice) to launch, copy, allocate and free, and must not
+/// redirect the caller's own CUDA calls (cuBLAS, cudaMalloc) to another GPU.
+class device_guard {
+ public:
+  device_guard() noexcept;
+  ~device_guard();
+  device_guard(device_guard const&) = delete;
+  device_guard& operator=(device_guard const&) = delete;
+
+ private:
+  int saved_ = -1;  // -1: cudaGetDevice failed, nothing to restore
+};
+
+/// Where a launch's grid goes on CUDA's grid axes. Strata's last dimension is x when the
+/// extents fit the axes' limits (x takes 2^31-1 blocks, y and z 65535); otherwise the
+/// largest extent takes x and the others y, then z, in Strata's order. Threads keep
+/// their own mapping (the last dimension is threadIdx.x, for coalescing); which axis a
+/// block index comes from changes only the order blocks are scheduled in.
+struct grid_plan {
+  unsigned extent[3];           // x, y, z of the CUDA grid
+  std::uint8_t axis_of_dim[3];  // Strata dimension i uses CUDA axis axis_of_dim[i]
+};
+
+template <std::size_t D>
+grid_plan plan_grid(vec<D> const& grid, device_limits const& lim) {
+  grid_plan plan{{1, 1, 1}, {0, 0, 0}};
+  for (std::size_t i = 0; i < D; ++i) plan.axis_of_dim[i] = static_cast<std::uint8_t>(D - 1 - i);
+  bool fits = true;
+  for (std::size_t i = 0; i < D; ++i)
+    if (grid[i] > lim.max_grid[D - 1 - i]) fits = false;
+  if (!fits) {
+    std::size_t largest = 0;
+    for (std::size_t i = 1; i < D; ++i)
+      if (grid[i] > grid[largest]) largest = i;
+    std::uint8_t next = 1;
+    for (std::size_t i = 0; i < D; ++i) plan.axis_of_dim[i] = i == largest ? 0 : next++;
+  }
+  for (std::size_t i = 0; i < D; ++i)
+    plan.extent[plan.axis_of_dim[i]] = static_cast<unsigned>(grid[i]);
+  return plan;
+}
+
+/// Checks a launch's grid, block and scratchpad against device `device`'s limits `lim`
+/// (invalid_argument naming the limit) and returns where its grid goes (plan_grid).
+template <std::size_t D>
+grid_plan check_shape(int device, device_limits const& lim, vec<D> const& grid, vec<D> const& block,
+                      std::size_t scratch) {
+  char const* axis = "xyz";
+  auto const plan = plan_grid(grid, lim);
+  auto too_big = [&](char const* what, std::size_t i, index_t v, int a, int max) {
+    throw invalid_argument("launch on CUDA device " + std::to_string(device) + ": " + what +
+                           " extent " + std::to_string(v) + " in dimension " + std::to_string(i) +
+                           " (CUDA's " + axis[a] + ") exceeds the device's limit of " +
+                           std::to_string(max));
+  };
+  for (std::size_t i = 0; i < D; ++i) {
+    int const b = static_cast<int>(D - 1 - i), g = plan.axis_of_dim[i];
+    if (block[i] > lim.max_block[b]) too_big("block", i, block[i], b, lim.max_block[b]);
+    if (grid[i] > lim.max_grid[g]) too_big("grid", i, grid[i], g, lim.max_grid[g]);
+  }
+  if (block.product() > lim.max_threads_per_block)
+    throw invalid_argument("launch on CUDA device " + std::to_string(device) + ": block of " +
+                           std::to_string(block.product()) + " threads exceeds the limit of " +
+                           std::to_string(lim.max_threads_per_block) + " threads per block");
+  if (scratch > lim.shared_per_block_optin)
+    throw invalid_argument("launch on CUDA device " + std::to_string(device) + ": scratchpad of " +
+                           std::to_string(scratch) + " bytes exceeds the " +
+                           std::to_string(lim.shared_per_block_optin) +
+                           " bytes of shared memory a block may have");
+  return plan;
+}
+
 }  // namespace strata::detail::cuda
 
 #if defined(__CUDACC__)
@@ -77,20 +151,25 @@ std::vector<int> devices_of(std::uint64_t mask);
 
 namespace strata::detail::cuda {
 
-/// Strata dimension i of a D-dimensional launch is CUDA's axis D-1-i (x is the last).
-template <std::size_t D>
-STRATA_FN inline unsigned axis_of(dim3 const& v, std::size_t i) {
-  std::size_t a = D - 1 - i;
+/// Component `a` (0 = x, 1 = y, 2 = z) of a CUDA index.
+STRATA_FN inline unsigned component(dim3 const& v, unsigned a) {
   return a == 0 ? v.x : (a == 1 ? v.y : v.z);
 }
 
-/// The domain's context on the GPU: extents passed by value, indices read from builtins.
-/// `offset0` is the first block (in dimension 0) of this device's part of a multi-GPU
-/// grid. Phases: barrier() is the phase boundary and does not compile inside a phase.
+/// The domain's context on the GPU: extents passed by value, indices read from builtins
+/// (a thread's dimension i is threadIdx's axis D-1-i; a block's is blockIdx's
+/// grid_axis[i], see plan_grid). `offset0` is the first block (in dimension 0) of this
+/// device's part of a multi-GPU grid. Phases: barrier() is the phase boundary and does
+/// not compile inside a phase.
 template <std::size_t D, bool Phases>
 struct context {
+  /// A thread's elements are grid-strided (domain.hpp): consecutive threads touch
+  /// consecutive elements in each step, so their loads coalesce.
+  static constexpr bool grid_stride_elements = true;
+
   vec<D> grid, block, elements;
   index_t offset0;
+  std::uint8_t grid_axis[3];
   std::byte* scratch;
   std::size_t scratch_bytes;
   mutable std::size_t scratchpad_used = 0;
@@ -101,7 +180,8 @@ struct context {
   STRATA_FN vec<D> block_index() const {
     vec<D> r{};
 #if STRATA_DEVICE_CODE
-    for (std::size_t i = 0; i < D; ++i) r[i] = static_cast<index_t>(axis_of<D>(blockIdx, i));
+    for (std::size_t i = 0; i < D; ++i)
+      r[i] = static_cast<index_t>(component(blockIdx, grid_axis[i]));
     r[0] += offset0;
 #endif
     return r;
@@ -109,7 +189,8 @@ struct context {
   STRATA_FN vec<D> thread_index() const {
     vec<D> r{};
 #if STRATA_DEVICE_CODE
-    for (std::size_t i = 0; i < D; ++i) r[i] = static_cast<index_t>(axis_of<D>(threadIdx, i));
+    for (std::size_t i = 0; i < D; ++i)
+      r[i] = static_cast<index_t>(component(threadIdx, static_cast<unsigned>(D - 1 - i)));
 #endif
     return r;
   }
@@ -134,6 +215,7 @@ template <std::size_t D>
 struct launch_desc {
   vec<D> grid, block, elements;
   index_t offset0;
+  std::uint8_t grid_axis[3];
   std::size_t scratch_bytes;
 };
 
@@ -144,7 +226,13 @@ namespace k {
 template <std::size_t D, class P, class Kernel, class... A>
 __global__ void run(launch_desc<D> d, Kernel kernel, A... a) {
   extern __shared__ __align__(16) std::byte strata_shared[];
-  context<D, false> ctx{d.grid, d.block, d.elements, d.offset0, strata_shared, d.scratch_bytes};
+  context<D, false> ctx{d.grid,
+                        d.block,
+                        d.elements,
+                        d.offset0,
+                        {d.grid_axis[0], d.grid_axis[1], d.grid_axis[2]},
+                        strata_shared,
+                        d.scratch_bytes};
   kernel(domain<D, P, context<D, false>>(ctx), a...);
 }
 
@@ -152,7 +240,13 @@ template <std::size_t D, class PhasedKernel, class... A>
 __global__ void phases(launch_desc<D> d, PhasedKernel kernel, A... a) {
   using State = typename PhasedKernel::state_type;
   extern __shared__ __align__(16) std::byte strata_shared[];
-  context<D, true> ctx{d.grid, d.block, d.elements, d.offset0, strata_shared, d.scratch_bytes};
+  context<D, true> ctx{d.grid,
+                       d.block,
+                       d.elements,
+                       d.offset0,
+                       {d.grid_axis[0], d.grid_axis[1], d.grid_axis[2]},
+                       strata_shared,
+                       d.scratch_bytes};
   State state{};
   // Each phase for this thread, then the block's barrier: the CPU backends' phase loop,
   // turned inside out.
@@ -172,32 +266,6 @@ dim3 to_dim3(vec<D> const& v) {
   unsigned e[3] = {1, 1, 1};
   for (std::size_t i = 0; i < D; ++i) e[D - 1 - i] = static_cast<unsigned>(v[i]);
   return dim3(e[0], e[1], e[2]);
-}
-
-template <std::size_t D>
-void check_shape(int device, vec<D> const& grid, vec<D> const& block, std::size_t scratch) {
-  auto const& lim = limits(device);
-  char const* axis = "xyz";
-  auto too_big = [&](char const* what, std::size_t i, index_t v, int max) {
-    throw invalid_argument("launch on CUDA device " + std::to_string(device) + ": " + what +
-                           " extent " + std::to_string(v) + " in dimension " + std::to_string(i) +
-                           " (CUDA's " + axis[D - 1 - i] + ") exceeds the device's limit of " +
-                           std::to_string(max));
-  };
-  for (std::size_t i = 0; i < D; ++i) {
-    if (block[i] > lim.max_block[D - 1 - i])
-      too_big("block", i, block[i], lim.max_block[D - 1 - i]);
-    if (grid[i] > lim.max_grid[D - 1 - i]) too_big("grid", i, grid[i], lim.max_grid[D - 1 - i]);
-  }
-  if (block.product() > lim.max_threads_per_block)
-    throw invalid_argument("launch on CUDA device " + std::to_string(device) + ": block of " +
-                           std::to_string(block.product()) + " threads exceeds the limit of " +
-                           std::to_string(lim.max_threads_per_block) + " threads per block");
-  if (scratch > lim.shared_per_block_optin)
-    throw invalid_argument("launch on CUDA device " + std::to_string(device) + ": scratchpad of " +
-                           std::to_string(scratch) + " bytes exceeds the " +
-                           std::to_string(lim.shared_per_block_optin) +
-                           " bytes of shared memory a block may have");
 }
 
 template <class Fn>
@@ -249,20 +317,30 @@ struct backend {
       g[0] = rows / n + (part < rows % n ? 1 : 0);
       return g;
     };
+    // The caller's current device is restored on return (stream_for switches devices).
+    dc::device_guard const keep_device;
     // Every part is checked before any is queued: a shape one GPU rejects must not leave
     // the other GPUs' parts running with no event to wait for.
-    for (index_t part = 0; part < n; ++part)
-      dc::check_shape(devices[static_cast<std::size_t>(part)], part_grid(part), s.block_extent(),
-                      scratch);
+    std::vector<dc::grid_plan> plans;
+    for (index_t part = 0; part < n; ++part) {
+      int const device = devices[static_cast<std::size_t>(part)];
+      plans.push_back(
+          dc::check_shape(device, dc::limits(device), part_grid(part), s.block_extent(), scratch));
+    }
     std::vector<event> parts;
     index_t first = 0;
     for (index_t part = 0; part < n; ++part) {
       int const device = devices[static_cast<std::size_t>(part)];
-      vec<D> const g = part_grid(part);
-      index_t const count = g[0];
+      auto const& plan = plans[static_cast<std::size_t>(part)];
+      index_t const count = part_grid(part)[0];
       void* stream = dc::stream_for(device, deps);
-      dc::launch_desc<D> d{s.grid_extent(), s.block_extent(), s.element_extent(), first, scratch};
-      dim3 const grid_dim = dc::to_dim3(g);
+      dc::launch_desc<D> d{s.grid_extent(),
+                           s.block_extent(),
+                           s.element_extent(),
+                           first,
+                           {plan.axis_of_dim[0], plan.axis_of_dim[1], plan.axis_of_dim[2]},
+                           scratch};
+      dim3 const grid_dim(plan.extent[0], plan.extent[1], plan.extent[2]);
       dim3 const block_dim = dc::to_dim3(s.block_extent());
       auto cs = static_cast<cudaStream_t>(stream);
       // cudaGetLastError below must report this launch, not a non-sticky error an earlier
