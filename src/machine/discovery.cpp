@@ -1,3 +1,4 @@
+#include <strata/detail/features.hpp>
 #include "machine/discovery_parts.hpp"
 
 namespace strata {
@@ -37,7 +38,10 @@ discovered_machine discover_machine(machine_options const& options) {
   auto sims = parse_sim_devices(options.sim_devices, options.sim_devices_source);
   discovered_machine out;
   std::vector<detail::pci_locality> pci;
-  auto builder = detail::discover_host(options, &pci);
+  // GPUs hang from the host place of their PCI locality; without CUDA (not built, or not
+  // asked for) nothing needs the PCI scan.
+  auto builder =
+      detail::discover_host(options, STRATA_ENABLE_CUDA && options.cuda ? &pci : nullptr);
   if (options.cuda) detail::discover_cuda(builder, pci, out.notes);
   detail::add_sim_devices(builder, sims);
   out.machine = builder.build();

@@ -40,7 +40,7 @@ void restrict_to_binding(hwloc_topology_t topo) {
   hwloc_bitmap_free(bound);
 }
 
-topology_ptr load_topology(machine_options const& options) {
+topology_ptr load_topology(machine_options const& options, bool io) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0) hwloc_failed("hwloc_topology_init");
   topology_ptr topo(raw);
@@ -64,8 +64,10 @@ topology_ptr load_topology(machine_options const& options) {
   // program anything about where its data lives.
   hwloc_topology_set_icache_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_NONE);
   // PCI devices (GPUs, NICs) and the bridges above them, for their locality; they carry
-  // no places of their own (info_of).
-  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  // no places of their own (info_of). Only when the caller places GPUs by them: the PCI
+  // scan (hwloc's pci plugin, libpciaccess) costs time at every start and leaves
+  // allocations of its own that leak checkers report.
+  if (io) hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (hwloc_topology_load(raw) != 0) {
     if (!spec.empty()) bad_spec("hwloc could not load it");
     hwloc_failed("hwloc_topology_load");
@@ -171,7 +173,7 @@ std::vector<pci_locality> pci_localities(
 }  // namespace
 
 machine_builder discover_host(machine_options const& options, std::vector<pci_locality>* pci) {
-  auto topo = load_topology(options);
+  auto topo = load_topology(options, pci != nullptr);
   auto root = hwloc_get_root_obj(topo.get());
   place_info info{.type = place_type::machine, .isa = isa::host, .name = "Machine"};
   if (auto host = hwloc_obj_get_info_by_name(root, "HostName"))
