@@ -236,43 +236,15 @@ class eikonal_solver {
   using cell = strata::records<desc, L>;
 
   eikonal_solver(std::vector<strata::place> const& places, strata::vec<N> extent,
-                 strata::vec<N> parts, double band)
-      : a_(places, spec(extent, parts)),
-        b_(places, spec(extent, parts)),
-        active_(places, spec(extent, parts)),
-        h_(T(1.0 / static_cast<double>(largest(extent)))),
-        limit_(T(band / static_cast<double>(largest(extent)))),
-        band_(band) {
-    if (!(band >= 1))
-      throw strata::invalid_argument("eikonal: band " + std::to_string(band) +
-                                     " cells; expected at least 1");
-    strata::record_value<desc> far;
-    far[typename desc::value{}] = fim_infinity<T>;
-    far[typename desc::state{}] = fim_far;
-    strata::set_boundary(a_, strata::boundary::constant<strata::record_value<desc>>{far});
-    strata::set_boundary(b_, strata::boundary::constant<strata::record_value<desc>>{far});
-    graph_.split(fim_step{}, strata::concurrent_padded_access(a_), b_, active_, h_, limit_)
-        .then_split(fim_step{}, strata::concurrent_padded_access(b_), a_, active_, h_, limit_)
-        .then_reduce(active_, result_, strata::reduce_max{});
-    graph_.conditional([this] {
-      ++passes_;
-      last_ = result_.value_and_reset();
-      return last_ != 0 && 2 * passes_ < max_iterations_;
-    });
-  }
+                 strata::vec<N> parts, double band);
   eikonal_solver(eikonal_solver const&) = delete;  // the graph's predicate holds `this`
   eikonal_solver& operator=(eikonal_solver const&) = delete;
 
   /// Every cell far, the centre a source.
-  void reset() { strata::for_each_cell(fim_init{}, a_, eikonal_centre(a_.extent()), T(0)).wait(); }
+  void reset();
   /// Iterates until no cell is active (or `max_iterations`); returns the iterations run.
   /// `pool`: the host PUs that run the graph's nodes (all by default).
-  int solve(int max_iterations, strata::place const* pool = nullptr) {
-    passes_ = 0;
-    max_iterations_ = max_iterations;
-    (pool ? strata::run(graph_, *pool) : strata::run(graph_)).wait();
-    return 2 * passes_;
-  }
+  int solve(int max_iterations, strata::place const* pool = nullptr);
   /// Whether the last solve reached the fixed point (no active cell).
   bool converged() const { return last_ == 0; }
   T h() const { return h_; }
@@ -281,26 +253,10 @@ class eikonal_solver {
   strata::tensor<cell, N> const& field() const { return a_; }
 
   /// Every cell's value, row-major, in double (infinity where far).
-  std::vector<double> values(strata::place const& host) const {
-    auto const n = a_.extent().product();
-    strata::record_array<desc, strata::aos> arr(host, n);
-    strata::copy(arr.view(), a_).wait();
-    std::vector<double> v(static_cast<std::size_t>(n));
-    for (strata::index_t k = 0; k < n; ++k)
-      v[static_cast<std::size_t>(k)] = arr[k][typename desc::value{}];
-    return v;
-  }
+  std::vector<double> values(strata::place const& host) const;
 
   /// Every cell's FIM state, row-major.
-  std::vector<int> states(strata::place const& host) const {
-    auto const n = a_.extent().product();
-    strata::record_array<desc, strata::aos> arr(host, n);
-    strata::copy(arr.view(), a_).wait();
-    std::vector<int> v(static_cast<std::size_t>(n));
-    for (strata::index_t k = 0; k < n; ++k)
-      v[static_cast<std::size_t>(k)] = static_cast<int>(arr[k][typename desc::state{}]);
-    return v;
-  }
+  std::vector<int> states(strata::place const& host) const;
 
  private:
   static strata::index_t largest(strata::vec<N> const& e) {
@@ -323,5 +279,83 @@ class eikonal_solver {
   int passes_ = 0, max_iterations_ = 0;
   std::uint16_t last_ = 1;
 };
+
+// The members that build the graph and launch the kernels are defined out of the class
+// (not inline), so that `extern template` below keeps every other translation unit from
+// instantiating them: each instantiation costs about 10 s of compile time, and the app, its
+// tests and its benchmark used to compile the same dozen each.
+template <class T, class L, std::size_t N>
+eikonal_solver<T, L, N>::eikonal_solver(std::vector<strata::place> const& places,
+                                        strata::vec<N> extent, strata::vec<N> parts, double band)
+    : a_(places, spec(extent, parts)),
+      b_(places, spec(extent, parts)),
+      active_(places, spec(extent, parts)),
+      h_(T(1.0 / static_cast<double>(largest(extent)))),
+      limit_(T(band / static_cast<double>(largest(extent)))),
+      band_(band) {
+  if (!(band >= 1))
+    throw strata::invalid_argument("eikonal: band " + std::to_string(band) +
+                                   " cells; expected at least 1");
+  strata::record_value<desc> far;
+  far[typename desc::value{}] = fim_infinity<T>;
+  far[typename desc::state{}] = fim_far;
+  strata::set_boundary(a_, strata::boundary::constant<strata::record_value<desc>>{far});
+  strata::set_boundary(b_, strata::boundary::constant<strata::record_value<desc>>{far});
+  graph_.split(fim_step{}, strata::concurrent_padded_access(a_), b_, active_, h_, limit_)
+      .then_split(fim_step{}, strata::concurrent_padded_access(b_), a_, active_, h_, limit_)
+      .then_reduce(active_, result_, strata::reduce_max{});
+  graph_.conditional([this] {
+    ++passes_;
+    last_ = result_.value_and_reset();
+    return last_ != 0 && 2 * passes_ < max_iterations_;
+  });
+}
+
+template <class T, class L, std::size_t N>
+void eikonal_solver<T, L, N>::reset() {
+  strata::for_each_cell(fim_init{}, a_, eikonal_centre(a_.extent()), T(0)).wait();
+}
+
+template <class T, class L, std::size_t N>
+int eikonal_solver<T, L, N>::solve(int max_iterations, strata::place const* pool) {
+  passes_ = 0;
+  max_iterations_ = max_iterations;
+  (pool ? strata::run(graph_, *pool) : strata::run(graph_)).wait();
+  return 2 * passes_;
+}
+
+template <class T, class L, std::size_t N>
+std::vector<double> eikonal_solver<T, L, N>::values(strata::place const& host) const {
+  auto const n = a_.extent().product();
+  strata::record_array<desc, strata::aos> arr(host, n);
+  strata::copy(arr.view(), a_).wait();
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (strata::index_t k = 0; k < n; ++k)
+    v[static_cast<std::size_t>(k)] = arr[k][typename desc::value{}];
+  return v;
+}
+
+template <class T, class L, std::size_t N>
+std::vector<int> eikonal_solver<T, L, N>::states(strata::place const& host) const {
+  auto const n = a_.extent().product();
+  strata::record_array<desc, strata::aos> arr(host, n);
+  strata::copy(arr.view(), a_).wait();
+  std::vector<int> v(static_cast<std::size_t>(n));
+  for (strata::index_t k = 0; k < n; ++k)
+    v[static_cast<std::size_t>(k)] = static_cast<int>(arr[k][typename desc::state{}]);
+  return v;
+}
+
+// Compiled once, in apps/common/eikonal_{float,double}_{2,3}d.cpp: the layouts the app,
+// its tests and its benchmark run (AoS, SoA, AoSoA<16>). Other instantiations compile
+// where they are used.
+#define APPS_EIKONAL_SOLVERS(SPEC, T, N)                 \
+  SPEC template class eikonal_solver<T, strata::aos, N>; \
+  SPEC template class eikonal_solver<T, strata::soa, N>; \
+  SPEC template class eikonal_solver<T, strata::aosoa<16>, N>;
+APPS_EIKONAL_SOLVERS(extern, float, 2)
+APPS_EIKONAL_SOLVERS(extern, double, 2)
+APPS_EIKONAL_SOLVERS(extern, float, 3)
+APPS_EIKONAL_SOLVERS(extern, double, 3)
 
 }  // namespace apps

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/large.hpp"
 #include "harness.hpp"
 
 // Defined (bench/CMakeLists.txt) when both FFTW (the app's strata_apps_fft) and FFTW-MPI
@@ -193,6 +194,8 @@ void run_dist_fft(context& ctx) {
   dist::runtime rt(ctx.rt());
   std::vector<index_t> sizes =
       ctx.opts().quick ? std::vector<index_t>{256} : std::vector<index_t>{1024, 2048, 4096};
+  // N = 8192 (the largest: 1 GiB per array) when STRATA_BENCH_LARGE=1.
+  if (!ctx.opts().quick && large_sizes()) sizes.push_back(8192);
   for (auto n : sizes)
     for (bool transposed : {true, false}) run_size(ctx, rt, n, transposed);
 #endif

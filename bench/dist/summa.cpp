@@ -28,6 +28,7 @@
 #include <cblas.h>
 #endif
 
+#include "dist/large.hpp"
 #include "gemm.hpp"
 #include "harness.hpp"
 #include "summa.hpp"
@@ -286,6 +287,9 @@ void run_dist_summa(context& ctx) {
   openblas_set_num_threads(1);
   std::vector<index_t> sizes =
       ctx.opts().quick ? std::vector<index_t>{384} : std::vector<index_t>{2048, 4096};
+  // n = 8192 (the largest) takes minutes per rank count: asked for by
+  // STRATA_BENCH_LARGE=1.
+  if (!ctx.opts().quick && large_sizes()) sizes.push_back(8192);
   for (auto n : sizes) run_size(ctx, rt, n);
 #ifndef STRATA_BENCH_HAVE_SCALAPACK
   if (rt.rank() == 0)

@@ -1032,79 +1032,97 @@ void engine::free_communicators() {
 
 // --- collectives ----------------------------------------------------------------------
 
-event engine::collective(std::shared_ptr<team_state> const& t, collective_args const& a) {
+void team_state::start_in_order(std::uint64_t place, std::function<void()> start) {
+  if (place != next_to_start) {
+    held.emplace(place, std::move(start));
+    return;
+  }
+  start();
+  ++next_to_start;
+  for (auto it = held.find(next_to_start); it != held.end(); it = held.find(next_to_start)) {
+    auto next = std::move(it->second);
+    held.erase(it);
+    next();
+    ++next_to_start;
+  }
+}
+
+event engine::collective(std::shared_ptr<team_state> const& t, collective_args const& a,
+                         std::uint64_t place) {
   auto ev = event::pending();
   outstanding_.fetch_add(1, std::memory_order_acq_rel);
-  mpi_thread::get().post([this, t, a, ev] {
-    auto fail_with = [&](std::exception_ptr err) {
-      outstanding_.fetch_sub(1, std::memory_order_acq_rel);
-      ev.complete(err);
-    };
-    try {
-      MPI_Datatype type = MPI_BYTE;
-      bool made = false;
-      if (a.typed) {
-        type = mpi_type(a.type);
-      } else if (a.kind != collective::barrier) {
-        check_mpi(MPI_Type_contiguous(static_cast<int>(a.elem_size), MPI_BYTE, &type),
-                  "MPI_Type_contiguous");
-        check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
-        made = true;
-      }
-      if (a.count > static_cast<std::size_t>(INT_MAX))
-        throw invalid_argument("dist collective: " + std::to_string(a.count) +
-                               " elements per rank; expected at most " + std::to_string(INT_MAX));
-      int const n = static_cast<int>(a.count);
-      MPI_Request r = MPI_REQUEST_NULL;
-      MPI_Comm c = t->comm;
-      int rc = MPI_SUCCESS;
-      switch (a.kind) {
-        case collective::barrier:
-          rc = MPI_Ibarrier(c, &r);
-          break;
-        case collective::broadcast:
-          rc = MPI_Ibcast(a.out, n, type, a.root, c, &r);
-          break;
-        case collective::reduce:
-          rc = MPI_Ireduce(a.in, a.out, n, type, mpi_op(a.op), a.root, c, &r);
-          break;
-        case collective::all_reduce:
-          rc = MPI_Iallreduce(a.in, a.out, n, type, mpi_op(a.op), c, &r);
-          break;
-        case collective::gather:
-          rc = MPI_Igather(a.in, n, type, a.out, n, type, a.root, c, &r);
-          break;
-        case collective::scatter:
-          rc = MPI_Iscatter(a.in, n, type, a.out, n, type, a.root, c, &r);
-          break;
-        case collective::all_gather:
-          rc = MPI_Iallgather(a.in, n, type, a.out, n, type, c, &r);
-          break;
-        case collective::all_to_all:
-          rc = MPI_Ialltoall(a.in, n, type, a.out, n, type, c, &r);
-          break;
-        case collective::all_to_all_v: {
-          auto const k = a.counts->size() / 4;
-          int const* v = a.counts->data();
-          rc = MPI_Ialltoallv(a.in, v, v + k, type, a.out, v + 2 * k, v + 3 * k, type, c, &r);
-          break;
-        }
-      }
-      if (rc != MPI_SUCCESS) {
-        if (made) MPI_Type_free(&type);
-        throw error("dist collective failed to start: " + mpi_error_text(rc));
-      }
-      track(r, [this, ev, type, made, t, keep = a.counts](MPI_Status const& st) mutable {
-        if (made) MPI_Type_free(&type);
+  mpi_thread::get().post([this, t, a, ev, place] {
+    t->start_in_order(place, [this, t, a, ev] {
+      auto fail_with = [&](std::exception_ptr err) {
         outstanding_.fetch_sub(1, std::memory_order_acq_rel);
-        if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING)
-          return ev.complete(std::make_exception_ptr(
-              error("dist collective failed: " + mpi_error_text(st.MPI_ERROR))));
-        ev.complete();
-      });
-    } catch (...) {
-      fail_with(std::current_exception());
-    }
+        ev.complete(err);
+      };
+      try {
+        MPI_Datatype type = MPI_BYTE;
+        bool made = false;
+        if (a.typed) {
+          type = mpi_type(a.type);
+        } else if (a.kind != collective::barrier) {
+          check_mpi(MPI_Type_contiguous(static_cast<int>(a.elem_size), MPI_BYTE, &type),
+                    "MPI_Type_contiguous");
+          check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+          made = true;
+        }
+        if (a.count > static_cast<std::size_t>(INT_MAX))
+          throw invalid_argument("dist collective: " + std::to_string(a.count) +
+                                 " elements per rank; expected at most " + std::to_string(INT_MAX));
+        int const n = static_cast<int>(a.count);
+        MPI_Request r = MPI_REQUEST_NULL;
+        MPI_Comm c = t->comm;
+        int rc = MPI_SUCCESS;
+        switch (a.kind) {
+          case collective::barrier:
+            rc = MPI_Ibarrier(c, &r);
+            break;
+          case collective::broadcast:
+            rc = MPI_Ibcast(a.out, n, type, a.root, c, &r);
+            break;
+          case collective::reduce:
+            rc = MPI_Ireduce(a.in, a.out, n, type, mpi_op(a.op), a.root, c, &r);
+            break;
+          case collective::all_reduce:
+            rc = MPI_Iallreduce(a.in, a.out, n, type, mpi_op(a.op), c, &r);
+            break;
+          case collective::gather:
+            rc = MPI_Igather(a.in, n, type, a.out, n, type, a.root, c, &r);
+            break;
+          case collective::scatter:
+            rc = MPI_Iscatter(a.in, n, type, a.out, n, type, a.root, c, &r);
+            break;
+          case collective::all_gather:
+            rc = MPI_Iallgather(a.in, n, type, a.out, n, type, c, &r);
+            break;
+          case collective::all_to_all:
+            rc = MPI_Ialltoall(a.in, n, type, a.out, n, type, c, &r);
+            break;
+          case collective::all_to_all_v: {
+            auto const k = a.counts->size() / 4;
+            int const* v = a.counts->data();
+            rc = MPI_Ialltoallv(a.in, v, v + k, type, a.out, v + 2 * k, v + 3 * k, type, c, &r);
+            break;
+          }
+        }
+        if (rc != MPI_SUCCESS) {
+          if (made) MPI_Type_free(&type);
+          throw error("dist collective failed to start: " + mpi_error_text(rc));
+        }
+        track(r, [this, ev, type, made, t, keep = a.counts](MPI_Status const& st) mutable {
+          if (made) MPI_Type_free(&type);
+          outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+          if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING)
+            return ev.complete(std::make_exception_ptr(
+                error("dist collective failed: " + mpi_error_text(st.MPI_ERROR))));
+          ev.complete();
+        });
+      } catch (...) {
+        fail_with(std::current_exception());
+      }
+    });
   });
   return ev;
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -41,6 +42,14 @@ struct team_state {
   int my = -1;             // this process's team rank
   engine* owner = nullptr;
   std::atomic<bool> alive{true};
+  // The order of the team's collectives (reserve_collective): places handed out, the next
+  // place to start, and started-too-early collectives waiting for their turn. The last two
+  // are touched only by whoever runs MPI (the MPI thread or the progress token's holder).
+  std::atomic<std::uint64_t> next_place{0};
+  std::uint64_t next_to_start = 0;
+  std::map<std::uint64_t, std::function<void()>> held;
+  /// Runs `start` now if `place` is next, then the held ones that follow; else holds it.
+  void start_in_order(std::uint64_t place, std::function<void()> start);
 };
 
 /// The process-wide MPI thread: started by the first dist::runtime, it initializes MPI
@@ -132,7 +141,8 @@ class engine {
   event get(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps);
   event atomic(int rank, std::uintptr_t address, atomic_kind kind, scalar type,
                std::uint64_t operand, std::uint64_t expected, std::shared_ptr<bytes> old);
-  event collective(std::shared_ptr<team_state> const& t, collective_args const& a);
+  event collective(std::shared_ptr<team_state> const& t, collective_args const& a,
+                   std::uint64_t place);
   /// A non-blocking send (or receive) of `n` bytes to (from) team rank `peer` with `tag`
   /// on the team's communicator (MPI_Isend / MPI_Irecv on the MPI thread).
   event point_to_point(std::shared_ptr<team_state> const& t, bool send, int peer, int tag,

@@ -2,6 +2,7 @@
 #include <strata/exec/trace.hpp>
 #include <strata/machine/json.hpp>
 
+#include "dist/direct.hpp"
 #include "dist/engine.hpp"
 #include "log.hpp"
 
@@ -31,6 +32,8 @@ struct runtime_impl {
   std::string version;
   // The local machine's places in depth-first order, matching this rank's subtree.
   std::vector<place> local_places;
+  // Who shares this node, and whether its ranks read each other directly.
+  direct_peers direct;
 
   static team make(std::shared_ptr<team_state> s) { return team(std::move(s)); }
 };
@@ -107,7 +110,19 @@ event start_collective(team const& t, collective_args const& a) {
   check_member(t, "dist collective");
   if (t.state()->owner != &current_engine())
     throw error("dist collective: the team belongs to an earlier dist::runtime");
-  return current_engine().collective(t.state(), a);
+  return current_engine().collective(t.state(), a, reserve_collective(t));
+}
+
+std::uint64_t reserve_collective(team const& t) {
+  check_member(t, "dist collective");
+  return t.state()->next_place.fetch_add(1, std::memory_order_relaxed);
+}
+
+event start_collective(team const& t, collective_args const& a, std::uint64_t place) {
+  check_member(t, "dist collective");
+  if (t.state()->owner != &current_engine())
+    throw error("dist collective: the team belongs to an earlier dist::runtime");
+  return current_engine().collective(t.state(), a, place);
 }
 
 event start_point_to_point(team const& t, bool send, int peer, int tag, void* buffer, std::size_t n,
@@ -156,6 +171,24 @@ int team::world_rank(int r) const {
                            " is out of range; expected 0.." + std::to_string(all.size() - 1));
   return all[static_cast<std::size_t>(r)];
 }
+
+namespace detail {
+
+bool direct_access(team const& t) {
+  auto const& d = runtime::current().impl().direct;
+  if (!d.usable) return false;
+  auto const& host = d.hosts[static_cast<std::size_t>(runtime::current().rank())];
+  for (int r : t.ranks())
+    if (d.hosts[static_cast<std::size_t>(r)] != host) return false;
+  return true;
+}
+
+void read_direct(team const& t, int q, std::span<remote_run const> runs, void* out) {
+  int const w = t.world_rank(q);
+  direct_read(runtime::current().impl().direct.pids[static_cast<std::size_t>(w)], w, runs, out);
+}
+
+}  // namespace detail
 
 event barrier(team const& t) {
   return detail::start_collective(t, {.kind = detail::collective::barrier});
@@ -226,9 +259,13 @@ void runtime::start() {
       check_mpi(MPI_Allgatherv(mine.data(), n, MPI_CHAR, all.data(), sizes.data(), offsets.data(),
                                MPI_CHAR, coll),
                 "MPI_Allgatherv");
-      for (std::size_t r = 0; r < sizes.size(); ++r)
+      std::vector<std::string> hosts;
+      for (std::size_t r = 0; r < sizes.size(); ++r) {
         trees.push_back(
             all.substr(static_cast<std::size_t>(offsets[r]), static_cast<std::size_t>(sizes[r])));
+        hosts.push_back(trees.back().substr(trees.back().rfind('\n') + 1));
+      }
+      impl_->direct = direct_setup(coll, impl_->rank, std::move(hosts));
     });
     // Each rank traces to a file of its own, told apart when tracing started (before MPI
     // knew the rank) from the launcher's environment; says so if that did not work.

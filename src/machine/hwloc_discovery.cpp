@@ -7,8 +7,10 @@
 #include <fmt/format.h>
 #include <hwloc.h>
 
+#include <cstdlib>
 #include <map>
 #include <memory>
+#include <string>
 
 #include <unistd.h>
 
@@ -38,6 +40,63 @@ void restrict_to_binding(hwloc_topology_t topo) {
                  "could not restrict the machine to this process's CPUs");
   }
   hwloc_bitmap_free(bound);
+}
+
+// One of several MPI ranks on this node, none of them bound (Open MPI binds nothing when
+// it oversubscribes; a user may ask for no binding): left alone every rank would start a
+// worker per PU of the node, L ranks x P workers on P PUs. Each rank takes its share
+// instead, as `--bind-to core` would give it: P / L consecutive PUs (cores stay together),
+// or, with more ranks than PUs, PU r mod P. STRATA_SHARE_NODE=0 keeps the whole node.
+int env_int(char const* name) {
+  char const* v = std::getenv(name);
+  if (!v || !*v) return -1;
+  char* end = nullptr;
+  long const x = std::strtol(v, &end, 10);
+  return *end || x < 0 || x > 1 << 20 ? -1 : static_cast<int>(x);
+}
+
+void share_node_among_ranks(hwloc_topology_t topo) {
+  if (char const* v = std::getenv("STRATA_SHARE_NODE")) {
+    std::string const s(v);
+    if (s == "0") return;
+    if (s != "1")
+      throw config_error(fmt::format(
+          "STRATA_SHARE_NODE=\"{}\": expected 1 (each MPI rank on a node takes its share of "
+          "its PUs, the default) or 0 (every rank sees the whole node)",
+          s));
+  }
+  // Open MPI's and MPICH's (Hydra's) names for the ranks on this node.
+  int rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK"), size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (rank < 0 || size < 0) {
+    rank = env_int("MPI_LOCALRANKID");
+    size = env_int("MPI_LOCALNRANKS");
+  }
+  if (size < 2 || rank < 0 || rank >= size) return;
+  hwloc_bitmap_t bound = hwloc_bitmap_alloc();
+  bool const whole = hwloc_get_cpubind(topo, bound, HWLOC_CPUBIND_PROCESS) != 0 ||
+                     hwloc_bitmap_iszero(bound) ||
+                     hwloc_bitmap_isincluded(hwloc_topology_get_topology_cpuset(topo), bound);
+  hwloc_bitmap_free(bound);
+  if (!whole) return;  // bound by the launcher or the user: restrict_to_binding did it
+  int const pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+  if (pus < 2) return;
+  hwloc_bitmap_t share = hwloc_bitmap_alloc();
+  int first = 0, last = 0;  // [first, last) in logical PU order
+  if (size <= pus) {
+    first = static_cast<int>(static_cast<long>(rank) * pus / size);
+    last = static_cast<int>(static_cast<long>(rank + 1) * pus / size);
+  } else {
+    first = rank % pus;
+    last = first + 1;
+  }
+  for (int k = first; k < last; ++k)
+    hwloc_bitmap_or(share, share,
+                    hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, static_cast<unsigned>(k))->cpuset);
+  int const rc = hwloc_topology_restrict(topo, share, HWLOC_RESTRICT_FLAG_ADAPT_IO);
+  hwloc_bitmap_free(share);
+  if (rc != 0)
+    hwloc_failed("hwloc_topology_restrict",
+                 "could not restrict the machine to this rank's share of the node");
 }
 
 topology_ptr load_topology(machine_options const& options, bool io) {
@@ -72,7 +131,10 @@ topology_ptr load_topology(machine_options const& options, bool io) {
     if (!spec.empty()) bad_spec("hwloc could not load it");
     hwloc_failed("hwloc_topology_load");
   }
-  if (spec.empty()) restrict_to_binding(raw);
+  if (spec.empty()) {
+    restrict_to_binding(raw);
+    share_node_among_ranks(raw);
+  }
   return topo;
 }
 

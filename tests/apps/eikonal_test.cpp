@@ -79,7 +79,7 @@ TEST(EikonalGodunov, UpdateMatchesItsClosedForms) {
 
 template <class L>
 class Eikonal : public ::testing::Test {};
-using layouts = ::testing::Types<aos, soa, aosoa<8>>;
+using layouts = ::testing::Types<aos, soa, aosoa<16>>;
 TYPED_TEST_SUITE(Eikonal, layouts);
 
 // 2-D, both precisions, on the host in 2 x 2 blocks and over 3 sim devices in 3 x 2: each

@@ -8,11 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <complex>
+#include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace strata;
@@ -230,4 +233,76 @@ TEST(DistArray, MistakesAreErrors) {
   EXPECT_THROW(
       dist::all_to_all_v(rt.world(), std::span<int const>(in), bad, n, std::span<int>(out), n, n),
       invalid_argument);
+}
+
+// Copies and a reduction in flight together, the first copy's pack (or reads) far longer
+// on some ranks than on others: the copies start their exchanges from callbacks, whose
+// order differs between ranks, while MPI needs a team's collectives started in one order
+// everywhere. The engine starts them in the order the copies were called.
+TEST(DistArray, CopiesInFlightTogetherKeepTheirOrder) {
+  dist::runtime rt;
+  int const p = rt.size();
+  auto const& w = rt.world();
+  index_t const n = 768, m = 6;
+  // One rank holds the large source: it packs (or is read) alone, the others at once.
+  dist::array_type<2> const one{.extent = {n, n}, .grid = {1, 1}};
+  dist::array_type<2> const rows{
+      .extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
+  dist::array_type<2> const small_rows{
+      .extent = {m, m}, .dist = {distribution::cyclic(), distribution::whole()}, .grid = {p, 1}};
+  dist::array_type<2> const small_cols{.extent = {m, m},
+                                       .dist = {distribution::whole(), distribution::block()},
+                                       .grid = {1, p},
+                                       .order = {1, 0}};
+  dist::array<double, 2> big(w, one), spread(w, rows), a(w, small_rows), b(w, small_cols),
+      c(w, small_cols);
+  big.for_each([](vec<2> const& i, double& x) { x = value(i); });
+  for (int round = 0; round < 4; ++round) {
+    a.for_each([round](vec<2> const& i, double& x) { x = value(i) + round; });
+    std::int64_t const mine = rt.rank() + round;
+    std::int64_t sum = -1;
+    auto e1 = dist::copy(spread, big);
+    auto e2 = dist::copy(b, a);
+    auto e3 = dist::all_reduce(w, std::span<std::int64_t const>(&mine, 1),
+                               std::span<std::int64_t>(&sum, 1), dist::reduce_op::sum);
+    auto e4 = dist::copy(c, a);  // reads what e2 reads: independent of it
+    e1.wait();
+    e2.wait();
+    e3.wait();
+    e4.wait();
+    EXPECT_EQ(sum, static_cast<std::int64_t>(p) * (p - 1) / 2 + std::int64_t{p} * round);
+    std::size_t wrong = 0;
+    spread.for_each([&](vec<2> const& i, double& x) { wrong += x != value(i); });
+    b.for_each([&](vec<2> const& i, double& x) { wrong += x != value(i) + round; });
+    c.for_each([&](vec<2> const& i, double& x) { wrong += x != value(i) + round; });
+    EXPECT_EQ(wrong, 0u) << "round " << round << " on rank " << rt.rank();
+  }
+}
+
+// With direct reads (one node), a rank's copy completes only when no peer reads its
+// source any more: overwriting the source right after wait() must not change what the
+// peers received, whatever order the ranks finish in.
+TEST(DistArray, SourceIsFreeOnceTheCopyCompletes) {
+  dist::runtime rt;
+  int const p = rt.size();
+  auto const& w = rt.world();
+  index_t const n = 257;
+  dist::array_type<2> const rows{
+      .extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
+  dist::array_type<2> const cols{.extent = {n, n},
+                                 .dist = {distribution::whole(), distribution::cyclic()},
+                                 .grid = {1, p},
+                                 .order = {1, 0}};
+  dist::array<double, 2> a(w, rows), b(w, cols);
+  for (int round = 0; round < 6; ++round) {
+    a.for_each([round](vec<2> const& i, double& x) { x = value(i) * (round + 1); });
+    dist::copy(b, a).wait();
+    // Rank 0 overwrites its source at once; the others first let time pass.
+    if (rt.rank() != 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (auto& x : a.local()) x = -1;
+    std::size_t wrong = 0;
+    b.for_each([&](vec<2> const& i, double& x) { wrong += x != value(i) * (round + 1); });
+    EXPECT_EQ(wrong, 0u) << "round " << round << " on rank " << rt.rank();
+    dist::barrier(w).wait();
+  }
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <sched.h>
+#include <unistd.h>
 
 using namespace strata;
 namespace dist = strata::dist;
@@ -664,4 +668,28 @@ TEST(DistRuntime, RuntimesComeAndGoAndTeamsDieWithThem) {
   EXPECT_THROW(dist::barrier(old), error);
   EXPECT_NO_THROW(dist::barrier(rt.world()).wait());
   EXPECT_THROW(dist::runtime(), error);  // one at a time
+}
+
+// Ranks on one node that nobody bound each take their share of its PUs (P / L
+// consecutive ones, or one when there are more ranks than PUs), as a binding to cores
+// would give them; a bound rank sees its binding. Either way no rank starts a worker per
+// PU of the whole node.
+TEST(DistMachine, RanksOnANodeShareItsPus) {
+  dist::runtime rt;
+  char const* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  if (!local) GTEST_SKIP() << "not started by Open MPI's mpiexec";
+  int const l = std::atoi(local);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  long const online = sysconf(_SC_NPROCESSORS_ONLN);
+  int pus = 0;
+  for (auto const& p : rt.local().machine().descendants()) pus += p.type() == place_type::pu;
+  if (CPU_COUNT(&set) < online) {
+    EXPECT_EQ(pus, CPU_COUNT(&set)) << "a bound rank sees its binding";
+  } else {
+    int const r = std::atoi(std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"));
+    long const share = l <= online ? (r + 1) * online / l - r * online / l : 1;
+    EXPECT_EQ(pus, share) << "local rank " << r << " of " << l << " on " << online << " PUs";
+  }
 }

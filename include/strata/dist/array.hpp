@@ -22,6 +22,7 @@
 #pragma once
 
 #include <strata/dist/collectives.hpp>
+#include <strata/dist/direct.hpp>
 #include <strata/dist/runtime.hpp>
 #include <strata/error.hpp>
 #include <strata/exec.hpp>
@@ -30,6 +31,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <span>
@@ -233,10 +235,18 @@ struct copy_plan {
   T const* from;
   T* to;
   int me;
+  // The direct protocol (every member on this node, dist/direct.hpp): per peer the
+  // elements this rank takes, as offsets in that peer's storage, the source type (its
+  // strides per rank), the team, and the peers' source addresses once gathered.
+  std::vector<pair_set<N>> remote;
+  array_type<N> const* src_type = nullptr;
+  team members;
+  std::vector<std::uint64_t> bases;
 
   void move_own() const;
   void pack(index_t q) const;
   void unpack(index_t q) const;
+  void pull(index_t q) const;
 };
 
 /// Ascending intersection of two ascending index lists.
@@ -436,6 +446,97 @@ void copy_plan<T, N>::unpack(index_t q) const {
   copy_set(staging->in.data() + rdispl[static_cast<std::size_t>(q)], packed_like(b), to, b);
 }
 
+/// Takes this rank's elements held by peer q straight from q's source array (direct
+/// reads on one node: no pack at q, no message): in chunks of about 256 KiB, each read
+/// span by span along q's innermost storage dimension into a buffer, then copied (or
+/// transposed, in tiles) into place while it is in cache. A span runs from the first to
+/// the last element wanted along that dimension, so a cyclic source reads up to P times
+/// what it needs in long runs rather than one read per element.
+template <class T, std::size_t N>
+void copy_plan<T, N>::pull(index_t q) const {
+  if (q == me) return;
+  auto const uq = static_cast<std::size_t>(q);
+  auto const& a = remote[uq];
+  auto const& b = recvs[uq];
+  if (a.count() == 0) return;
+  auto const strides = src_type->local_strides(static_cast<int>(q));
+  // Dimensions by falling stride: the last one is contiguous in q's storage.
+  std::array<std::size_t, N> dims{};
+  for (std::size_t d = 0; d < N; ++d) dims[d] = d;
+  std::stable_sort(dims.begin(), dims.end(),
+                   [&](std::size_t x, std::size_t y) { return strides[x] > strides[y]; });
+  std::size_t const inner = dims[N - 1];
+  auto const [lo_it, hi_it] = std::minmax_element(a.offsets[inner].begin(), a.offsets[inner].end());
+  index_t const lo = *lo_it, span = *hi_it - lo + 1;
+  // The buffer: the spans one after another, the other dimensions in q's storage order.
+  pair_set<N> buf;
+  for (auto o : a.offsets[inner]) buf.offsets[inner].push_back(o - lo);
+  std::array<index_t, N> step{};
+  step[inner] = 1;
+  index_t run_elems = span;  // elements per position of the outermost dimension
+  for (std::size_t k = N - 1; k-- > 0;) {
+    auto const d = dims[k];
+    step[d] = run_elems;
+    for (std::size_t j = 0; j < a.offsets[d].size(); ++j)
+      buf.offsets[d].push_back(static_cast<index_t>(j) * run_elems);
+    run_elems *= static_cast<index_t>(a.offsets[d].size());
+  }
+  std::size_t const outer = dims[0];
+  index_t const outer_n = N == 1 ? 1 : static_cast<index_t>(a.offsets[outer].size());
+  index_t const per_outer = N == 1 ? span : step[outer];
+  index_t const chunk =
+      std::max<index_t>(1, static_cast<index_t>((std::size_t{256} << 10) / sizeof(T)) /
+                               std::max<index_t>(1, per_outer));
+  std::vector<T> buffer(static_cast<std::size_t>(std::min(chunk, outer_n) * per_outer));
+  std::vector<remote_run> runs;
+  auto const base = bases[uq];
+  for (index_t j0 = 0; j0 < outer_n; j0 += chunk) {
+    index_t const j1 = std::min(outer_n, j0 + chunk);
+    runs.clear();
+    if constexpr (N == 1) {
+      runs.push_back(
+          {static_cast<std::uintptr_t>(base + static_cast<std::uint64_t>(lo) * sizeof(T)),
+           static_cast<std::size_t>(span) * sizeof(T)});
+    } else {
+      // Every position of the dimensions outside `inner` with the outermost in [j0, j1),
+      // in q's storage order: one span each.
+      std::array<std::size_t, N> pos{};
+      pos[outer] = static_cast<std::size_t>(j0);
+      for (;;) {
+        index_t o = lo;
+        for (std::size_t k = 0; k + 1 < N; ++k) o += a.offsets[dims[k]][pos[dims[k]]];
+        runs.push_back(
+            {static_cast<std::uintptr_t>(base + static_cast<std::uint64_t>(o) * sizeof(T)),
+             static_cast<std::size_t>(span) * sizeof(T)});
+        std::size_t k = N - 1;
+        bool more = false;
+        while (k-- > 0) {
+          auto const d = dims[k];
+          auto const end = d == outer ? static_cast<std::size_t>(j1) : a.offsets[d].size();
+          if (++pos[d] < end) {
+            more = true;
+            break;
+          }
+          pos[d] = d == outer ? static_cast<std::size_t>(j0) : 0;
+        }
+        if (!more) break;
+      }
+    }
+    read_direct(members, static_cast<int>(q), runs, buffer.data());
+    // This chunk's part of both sets: the outermost dimension's positions [j0, j1).
+    pair_set<N> from_chunk = buf, to_chunk = b;
+    if constexpr (N > 1) {
+      auto slice = [&](std::vector<index_t>& o, index_t shift) {
+        o = std::vector<index_t>(o.begin() + j0, o.begin() + j1);
+        for (auto& x : o) x -= shift;
+      };
+      slice(from_chunk.offsets[outer], j0 * step[outer]);
+      slice(to_chunk.offsets[outer], 0);
+    }
+    copy_set(buffer.data(), from_chunk, to, to_chunk);
+  }
+}
+
 }  // namespace detail
 
 /// The local part of a distributed array on this rank (host memory), and its type.
@@ -550,6 +651,9 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
       rcount(scount.size()), rdispl(scount.size());
   std::vector<detail::pair_set<N>> sends, recvs;
   std::size_t stotal = 0, rtotal = 0;
+  // On one node each rank reads what it needs from the peers' arrays itself.
+  bool const direct = size > 1 && detail::direct_access(tm);
+  std::vector<detail::pair_set<N>> remote;
   for (int q = 0; q < size; ++q) {
     std::array<std::vector<index_t>, N> out, in;
     for (std::size_t d = 0; d < N; ++d) {
@@ -558,6 +662,7 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
     }
     sends.push_back(detail::make_pair_set(out, st, me));
     recvs.push_back(detail::make_pair_set(in, dt, me));
+    if (direct) remote.push_back(detail::make_pair_set(in, st, q));
     auto const uq = static_cast<std::size_t>(q);
     scount[uq] = q == me ? 0 : sends.back().count();
     rcount[uq] = q == me ? 0 : recvs.back().count();
@@ -568,9 +673,19 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
   }
   // Staging kept in the destination for its next copy (fresh pages cost as much as the
   // copy itself at large sizes); a copy that finds it in use gets its own.
-  auto plan = std::make_shared<detail::copy_plan<T, N>>(detail::copy_plan<T, N>{
-      std::move(sends), std::move(recvs), std::move(sdispl), std::move(rdispl),
-      size == 1 ? nullptr : dst.staging(), src.local().data(), dst.local().data(), me});
+  auto plan = std::make_shared<detail::copy_plan<T, N>>(
+      detail::copy_plan<T, N>{std::move(sends),
+                              std::move(recvs),
+                              std::move(sdispl),
+                              std::move(rdispl),
+                              size == 1 || direct ? nullptr : dst.staging(),
+                              src.local().data(),
+                              dst.local().data(),
+                              me,
+                              std::move(remote),
+                              &src.type(),
+                              tm,
+                              {}});
   if (plan->staging) {
     plan->staging->out.resize(stotal);
     plan->staging->in.resize(rtotal);
@@ -580,11 +695,31 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
   auto host = strata::runtime::current().machine();
   auto local = launch(host, grid(1), [plan](auto const&) { plan->move_own(); });
   if (size == 1) return local;
+  if (direct) {
+    // Every member gives the address of its source; once all have (the gather is the
+    // sign that every source is ready), each reads its elements from the peers; the
+    // barrier after it tells every member that nobody reads its source any more, so
+    // its event completes only then. The barrier's place in the team's order of
+    // collectives is taken now, as the gather's is.
+    plan->bases.resize(static_cast<std::size_t>(size));
+    auto const mine = std::make_shared<std::uint64_t>(
+        static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(src.local().data())));
+    auto gathered = all_gather(tm, std::span<std::uint64_t const>(mine.get(), 1),
+                               std::span<std::uint64_t>(plan->bases));
+    auto const closing = detail::reserve_collective(tm);
+    auto pulled = launch(after(gathered), host, grid(size),
+                         [plan, mine](auto const& self) { plan->pull(self.global_index()); });
+    return detail::start_reserved_after(when_all(after(local, pulled)), [tm, closing] {
+      return detail::start_collective(tm, {.kind = detail::collective::barrier}, closing);
+    });
+  }
   auto packed =
       launch(host, grid(size), [plan](auto const& self) { plan->pack(self.global_index()); });
-  auto moved = detail::start_after_event(packed, [plan, tm, scount, rcount] {
-    return all_to_all_v(tm, std::span<T const>(plan->staging->out), scount, plan->sdispl,
-                        std::span<T>(plan->staging->in), rcount, plan->rdispl);
+  // The exchange's place among the team's collectives is taken now, in call order.
+  auto const exchange = detail::reserve_collective(tm);
+  auto moved = detail::start_reserved_after(packed, [plan, tm, scount, rcount, exchange] {
+    return detail::all_to_all_v(tm, std::span<T const>(plan->staging->out), scount, plan->sdispl,
+                                std::span<T>(plan->staging->in), rcount, plan->rdispl, exchange);
   });
   auto unpacked = launch(after(moved), host, grid(size),
                          [plan](auto const& self) { plan->unpack(self.global_index()); });

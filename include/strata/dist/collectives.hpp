@@ -20,7 +20,9 @@
 
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -62,6 +64,14 @@ struct collective_args {
   std::shared_ptr<std::vector<int> const> counts;
 };
 event start_collective(team const& t, collective_args const& a);
+/// A place in the team's order of collectives, taken now for a collective started later
+/// (from a callback): MPI needs every member to start a communicator's collectives in the
+/// same order, and callbacks run in different orders on different ranks. The engine starts
+/// the team's collectives in the order of their places, holding back later ones until
+/// the earlier places are started; so a reserved place must be started exactly once.
+std::uint64_t reserve_collective(team const& t);
+/// Starts a collective at the place `reserve_collective` gave.
+event start_collective(team const& t, collective_args const& a, std::uint64_t place);
 void check_member(team const& t, char const* operation);
 void check_root(team const& t, int root, char const* operation);
 [[noreturn]] void size_mismatch(char const* operation, std::string const& what);
@@ -83,6 +93,25 @@ strata::event start_after_event(strata::event const& dep, F start) {
       started.then([started, out] { out.complete(started.error()); });
     } catch (...) {
       out.complete(std::current_exception());
+    }
+  });
+  return out;
+}
+
+/// start_after_event for a collective whose place in the team's order was reserved:
+/// `start()` runs once `dep` has completed, failed or not (the other members wait in the
+/// collective for this one; a failure is reported after it), and the returned event
+/// completes with dep's error if any, else the collective's outcome.
+template <class F>
+strata::event start_reserved_after(strata::event const& dep, F start) {
+  auto out = strata::event::pending();
+  dep.then([dep, out, start = std::move(start)]() mutable {
+    auto const before = dep.error();
+    try {
+      auto started = start();
+      started.then([started, out, before] { out.complete(before ? before : started.error()); });
+    } catch (...) {
+      out.complete(before ? before : std::current_exception());
     }
   });
   return out;
@@ -222,17 +251,16 @@ strata::event all_to_all(team const& t, std::span<T const> in, std::span<T> out)
                                       .elem_size = sizeof(T)});
 }
 
-/// All-to-all with a size per pair: `send_counts[j]` elements from `in` at
-/// `send_displs[j]` go to member j, which receives them at `recv_displs[i]` of its `out`
-/// (`recv_counts[i]` elements from member i). Every member's send count to j must equal
-/// j's receive count from it (MPI's rule; not checkable locally). Counts and
-/// displacements are team-size vectors of elements, each within `int`.
+namespace detail {
+
+/// all_to_all_v (below), started at a reserved place in the team's order when given.
 template <class T>
 strata::event all_to_all_v(team const& t, std::span<T const> in,
                            std::vector<std::size_t> const& send_counts,
                            std::vector<std::size_t> const& send_displs, std::span<T> out,
                            std::vector<std::size_t> const& recv_counts,
-                           std::vector<std::size_t> const& recv_displs) {
+                           std::vector<std::size_t> const& recv_displs,
+                           std::optional<std::uint64_t> place) {
   detail::check_element<T>();
   detail::check_member(t, "dist::all_to_all_v");
   auto const n = static_cast<std::size_t>(t.size());
@@ -267,11 +295,29 @@ strata::event all_to_all_v(team const& t, std::span<T const> in,
                                 std::to_string(recv_displs[j] + recv_counts[j]) + " of out's " +
                                 std::to_string(out.size()));
   }
-  return detail::start_collective(t, {.kind = detail::collective::all_to_all_v,
-                                      .in = in.data(),
-                                      .out = out.data(),
-                                      .elem_size = sizeof(T),
-                                      .counts = std::move(all)});
+  collective_args const args{.kind = detail::collective::all_to_all_v,
+                             .in = in.data(),
+                             .out = out.data(),
+                             .elem_size = sizeof(T),
+                             .counts = std::move(all)};
+  return place ? start_collective(t, args, *place) : start_collective(t, args);
+}
+
+}  // namespace detail
+
+/// All-to-all with a size per pair: `send_counts[j]` elements from `in` at
+/// `send_displs[j]` go to member j, which receives them at `recv_displs[i]` of its `out`
+/// (`recv_counts[i]` elements from member i). Every member's send count to j must equal
+/// j's receive count from it (MPI's rule; not checkable locally). Counts and
+/// displacements are team-size vectors of elements, each within `int`.
+template <class T>
+strata::event all_to_all_v(team const& t, std::span<T const> in,
+                           std::vector<std::size_t> const& send_counts,
+                           std::vector<std::size_t> const& send_displs, std::span<T> out,
+                           std::vector<std::size_t> const& recv_counts,
+                           std::vector<std::size_t> const& recv_displs) {
+  return detail::all_to_all_v(t, in, send_counts, send_displs, out, recv_counts, recv_displs,
+                              std::nullopt);
 }
 
 // Point-to-point messages on a team (PARRAY §4.12's sendrecv as two halves): what a halo

@@ -1,0 +1,7 @@
+// The Eikonal solvers on double cells in 3-D, compiled once for the app, its tests and
+// its benchmark (ripple_eikonal.hpp declares them extern).
+#include "ripple_eikonal.hpp"
+
+namespace apps {
+APPS_EIKONAL_SOLVERS(, double, 3)
+}  // namespace apps

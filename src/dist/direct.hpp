@@ -1,0 +1,30 @@
+// Start-up side of direct (cross-memory attach) reads: which ranks share this node, their
+// process ids, and whether process_vm_readv works between them (include/strata/dist/
+// direct.hpp has the users' side).
+#pragma once
+
+#include <strata/dist/direct.hpp>
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+namespace strata::dist::detail {
+
+struct direct_peers {
+  std::vector<long> pids;          // per world rank
+  std::vector<std::string> hosts;  // per world rank (MPI_Get_processor_name)
+  bool usable = false;             // agreed by every rank
+};
+
+/// Collective over `comm` (world order; called on the MPI thread at start-up): gathers
+/// every rank's process id, has each rank read a word from another rank on its node,
+/// and agrees (minimum over all ranks) whether direct reads work and are wanted.
+direct_peers direct_setup(MPI_Comm comm, int rank, std::vector<std::string> hosts);
+
+/// process_vm_readv of `runs` of process `pid` into `out`, in batches of IOV_MAX runs;
+/// throws strata::error naming `rank` on failure.
+void direct_read(long pid, int rank, std::span<remote_run const> runs, void* out);
+
+}  // namespace strata::dist::detail
