@@ -2,8 +2,12 @@
 
 #include <strata/error.hpp>
 
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,14 +17,46 @@
 
 #include "harness.hpp"
 
+extern char** environ;
+
 namespace strata::cli {
 
 #if STRATA_HAVE_DIST
 namespace {
-// `strata bench --ranks N NAME ...`: the same strata-bench command under mpiexec, N ranks on this
-// machine (oversubscribed if it has fewer cores; as root where CI runs so).
+// `--ranks 1,2,4`: the counts to run at, in order. A wrong item is named with what was
+// expected, as the other options' errors are (run.cpp turns it into exit 1).
+std::vector<int> parse_rank_counts(std::string const& text) {
+  auto bad = [&](std::string const& why) {
+    return invalid_argument("bench --ranks=\"" + text + "\": " + why +
+                            "; expected a rank count from 1 to 1024 or a comma-separated "
+                            "list of them, e.g. --ranks 4 or --ranks 1,2,4");
+  };
+  std::vector<int> counts;
+  std::size_t begin = 0;
+  for (int item = 1;; ++item) {
+    auto const end = std::min(text.find(',', begin), text.size());
+    std::string const part = text.substr(begin, end - begin);
+    if (part.empty())
+      throw bad(text.empty() ? std::string("the list is empty")
+                             : "item " + std::to_string(item) + " is empty");
+    long value = 0;
+    auto const [rest, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (ec == std::errc::result_out_of_range)
+      value = part[0] == '-' ? -1 : 1025;
+    else if (ec != std::errc{} || rest != part.data() + part.size())
+      throw bad("\"" + part + "\" is not a whole number");
+    if (value < 1) throw bad(part + " is not a rank count (at least 1 rank)");
+    if (value > 1024) throw bad(part + " is more than 1024 ranks");
+    counts.push_back(static_cast<int>(value));
+    if (end == text.size()) return counts;
+    begin = end + 1;
+  }
+}
+
+// The same strata-bench command under mpiexec with `ranks` ranks on this machine
+// (oversubscribed if it has fewer cores; as root where CI runs so).
 template <class Opts>
-[[noreturn]] void relaunch_under_mpi(Opts const& o) {
+std::vector<std::string> mpi_command(Opts const& o, int ranks) {
   ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
   if (::geteuid() == 0) {
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
@@ -31,7 +67,7 @@ template <class Opts>
   if (len <= 0) throw error("bench --ranks: cannot find this program's path (/proc/self/exe)");
   std::vector<std::string> args{STRATA_MPIEXEC,
                                 "-n",
-                                std::to_string(o.ranks),
+                                std::to_string(ranks),
                                 std::string(self.data(), static_cast<std::size_t>(len)),
                                 o.name,
                                 "--repeats",
@@ -39,12 +75,63 @@ template <class Opts>
   if (o.run.json) args.push_back("--json");
   if (o.run.quick) args.push_back("--quick");
   if (!o.run.progress) args.push_back("--no-progress");
+  return args;
+}
+
+std::vector<char*> argv_of(std::vector<std::string>& args) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  ::execv(STRATA_MPIEXEC, argv.data());
+  return argv;
+}
+
+// `strata bench --ranks N NAME ...`: mpiexec takes this process's place.
+template <class Opts>
+[[noreturn]] void relaunch_under_mpi(Opts const& o, int ranks) {
+  auto args = mpi_command(o, ranks);
+  std::fflush(stdout);
+  ::execv(STRATA_MPIEXEC, argv_of(args).data());
   throw error(std::string("bench --ranks: could not start ") + STRATA_MPIEXEC + ": " +
               std::strerror(errno));
+}
+
+// `strata bench --ranks 1,2,4 NAME ...`: one mpiexec per count, one after the other, each
+// writing to this stdout, so that `--json > f.jsonl` holds every count (each run starts
+// with its own metadata line). The first run that fails stops the rest.
+template <class Opts>
+void run_each_rank_count(Opts const& o, std::vector<int> const& counts) {
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    auto args = mpi_command(o, counts[i]);
+    if (o.run.progress)
+      std::fprintf(stderr, "strata bench: --ranks %d (%zu of %zu counts)\n", counts[i], i + 1,
+                   counts.size());
+    std::fflush(stdout);  // ours before the child's
+    std::fflush(stderr);
+    pid_t pid = 0;
+    if (int rc =
+            ::posix_spawn(&pid, STRATA_MPIEXEC, nullptr, nullptr, argv_of(args).data(), environ);
+        rc != 0)
+      throw error(std::string("bench --ranks: could not start ") + STRATA_MPIEXEC + ": " +
+                  std::strerror(rc));
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0)
+      if (errno != EINTR)
+        throw error(std::string("bench --ranks: waiting for mpiexec: ") + std::strerror(errno));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      int const code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      auto list = [&](std::size_t from, std::size_t to) {
+        std::string text;
+        for (std::size_t j = from; j < to; ++j)
+          text += (j > from ? "," : "") + std::to_string(counts[j]);
+        return text;
+      };
+      throw error(
+          "bench --ranks=\"" + o.ranks + "\": the run at " + std::to_string(counts[i]) +
+          " rank(s) failed (exit " + std::to_string(code) + "; its messages are above)" +
+          (i > 0 ? "; the runs at " + list(0, i) + " completed" : std::string()) +
+          (i + 1 < counts.size() ? "; not run: " + list(i + 1, counts.size()) : std::string()));
+    }
+  }
 }
 }  // namespace
 #endif
@@ -54,7 +141,7 @@ void configure_bench(CLI::App& cmd_app) {
     std::string name;
     bool list = false;
     bench::options run;
-    int ranks = 0;
+    std::string ranks;  // "4" or "1,2,4"
   };
   auto o = std::make_shared<opts>();
   auto* cmd = &cmd_app;
@@ -67,14 +154,22 @@ void configure_bench(CLI::App& cmd_app) {
   cmd->add_flag("--quick", o->run.quick, "Small problems (a smoke test, not a measurement)");
   cmd->add_flag("!--no-progress", o->run.progress,
                 "No \"[k/n] benchmark\" lines on stderr (stdout never has them)");
+  CLI::Option* ranks = nullptr;
 #if STRATA_HAVE_DIST
-  cmd->add_option("--ranks", o->ranks,
-                  "Run under mpiexec with this many ranks (the dist-* benchmarks)")
-      ->check(CLI::Range(1, 1024));
+  ranks = cmd->add_option("--ranks", o->ranks,
+                          "Run under mpiexec with this many ranks (the dist-* benchmarks); "
+                          "a comma list (1,2,4) runs each count in turn into one output")
+              ->type_name("N[,N...]");
 #endif
-  cmd->callback([o] {
+  cmd->callback([o, ranks] {
 #if STRATA_HAVE_DIST
-    if (o->ranks > 0) return relaunch_under_mpi(*o);
+    if (ranks->count() > 0) {
+      auto const counts = parse_rank_counts(o->ranks);
+      if (counts.size() == 1) return relaunch_under_mpi(*o, counts[0]);
+      return run_each_rank_count(*o, counts);
+    }
+#else
+    (void)ranks;
 #endif
     if (o->list || o->name.empty()) {
       for (auto const& b : bench::registry())

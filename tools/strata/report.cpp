@@ -20,8 +20,11 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -140,6 +143,15 @@ std::vector<json> read_runs(std::string const& path) {
     need_number(j, "strata_s", where, true);
     need_number(j, "peer_s", where, true);
     if (j.contains("limit") && !j["limit"].is_null()) need_number(j, "limit", where, true);
+    // What the scaling tables read (a count of ranks, the rates beside the seconds).
+    if (j.contains("ranks")) {
+      need_number(j, "ranks", where, true);
+      if (double const r = j["ranks"].get<double>(); r != std::floor(r) || r > 1e6)
+        throw parse_error(
+            fmt::format("{}: \"ranks\" is {}; expected a whole number of ranks", where, r));
+    }
+    for (char const* key : {"strata_gflops", "peer_gflops"})
+      if (j.contains(key)) need_number(j, key, where, true);
     if (!j.contains("ratio")) j["ratio"] = j["peer_s"].get<double>() / j["strata_s"].get<double>();
     need_number(j, "ratio", where, true);
     j["line"] = n;
@@ -156,6 +168,111 @@ std::vector<json> read_runs(std::string const& path) {
                     "all --json`)",
                     path));
   return runs;
+}
+
+// "1024/natural/ranks2" -> "1024/natural": the problem, which each rank count ran.
+std::string without_ranks(std::string const& variant) {
+  std::string out;
+  std::size_t begin = 0;
+  while (begin <= variant.size()) {
+    auto const end = std::min(variant.find('/', begin), variant.size());
+    auto const part = std::string_view(variant).substr(begin, end - begin);
+    bool const is_ranks = part.size() > 5 && part.starts_with("ranks") &&
+                          part.find_first_not_of("0123456789", 5) == std::string_view::npos;
+    if (!is_ranks) out += (out.empty() ? "" : "/") + std::string(part);
+    begin = end + 1;
+  }
+  return out.empty() ? variant : out;
+}
+
+// Strong scaling across every run read (`strata bench --ranks 1,2,4` writes one run per
+// count, and counts may come from different files): for each benchmark whose lines span
+// two or more `ranks`, one table per problem and peer, a row per rank count. Where several
+// lines give one count, each side's fastest is taken (the minimum, as within a run), and
+// the row says how many lines there were and which gave its figures. Efficiency is
+// t_min * P_min / (t_P * P) against the smallest count present, which need not be 1 rank.
+json scaling_tables(json const& runs) {
+  struct side {
+    double s = 0;
+    json gflops;  // null where the line has no rate: no flop count is made up here
+    std::string from;
+  };
+  struct point {
+    side strata, peer;
+    int lines = 0;
+  };
+  struct table {
+    std::string problem, peer;
+    std::map<long, point> points;  // by rank count, so the rows come out in order
+  };
+  struct bench {
+    std::string name;
+    std::vector<table> tables;  // in the order of their first line
+    std::set<long> counts;
+  };
+  std::vector<bench> benches;
+  auto take = [](side& best, json const& rec, char const* s_key, char const* gflops_key,
+                 std::string from, bool first) {
+    double const s = rec[s_key].get<double>();
+    if (!first && s >= best.s) return;
+    best = {s, rec.contains(gflops_key) ? rec[gflops_key] : json(nullptr), std::move(from)};
+  };
+  for (auto const& run : runs)
+    for (auto const& rec : run["records"]) {
+      if (!rec.contains("ranks")) continue;
+      auto const name = rec["bench"].get<std::string>();
+      auto b = std::find_if(benches.begin(), benches.end(),
+                            [&](bench const& x) { return x.name == name; });
+      if (b == benches.end()) b = benches.insert(benches.end(), bench{name, {}, {}});
+      auto const problem = without_ranks(rec["variant"].get<std::string>());
+      auto const peer = rec["peer"].get<std::string>();
+      auto t = std::find_if(b->tables.begin(), b->tables.end(),
+                            [&](table const& x) { return x.problem == problem && x.peer == peer; });
+      if (t == b->tables.end()) t = b->tables.insert(b->tables.end(), table{problem, peer, {}});
+      auto const ranks = std::lround(rec["ranks"].get<double>());
+      b->counts.insert(ranks);
+      auto& p = t->points[ranks];
+      auto const from =
+          fmt::format("{}:{}", run["source"].get<std::string>(), rec["line"].get<int>());
+      bool const first = p.lines++ == 0;
+      take(p.strata, rec, "strata_s", "strata_gflops", from, first);
+      take(p.peer, rec, "peer_s", "peer_gflops", from, first);
+    }
+  json out = json::array();
+  for (auto const& b : benches) {
+    if (b.counts.size() < 2) continue;
+    json entry;
+    entry["bench"] = b.name;
+    entry["tables"] = json::array();
+    entry["one_count"] = json::array();  // problems measured at one count: no scaling
+    for (auto const& t : b.tables) {
+      auto const& [base_ranks, base] = *t.points.begin();
+      if (t.points.size() < 2) {
+        entry["one_count"].push_back(
+            fmt::format("{} vs {} ({} ranks)", t.problem, t.peer, base_ranks));
+        continue;
+      }
+      json rows = json::array();
+      for (auto const& [ranks, p] : t.points) {
+        double const scale = static_cast<double>(ranks) / static_cast<double>(base_ranks);
+        rows.push_back({{"ranks", ranks},
+                        {"lines", p.lines},
+                        {"strata_s", p.strata.s},
+                        {"strata_gflops", p.strata.gflops},
+                        {"strata_efficiency", base.strata.s / (scale * p.strata.s)},
+                        {"peer_s", p.peer.s},
+                        {"peer_gflops", p.peer.gflops},
+                        {"peer_efficiency", base.peer.s / (scale * p.peer.s)},
+                        {"ratio", p.peer.s / p.strata.s},
+                        {"strata_from", p.strata.from},
+                        {"peer_from", p.peer.from}});
+      }
+      entry["tables"].push_back(
+          {{"problem", t.problem}, {"peer", t.peer}, {"base_ranks", base_ranks}, {"rows", rows}});
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
 }
 
 // The plotting script: next to this program in the build tree, under share/strata in an
@@ -219,6 +336,7 @@ void run_report(report_options const& o) {
       all_have_meta = all_have_meta && !r["meta"].is_null();
       data["runs"].push_back(std::move(r));
     }
+  data["scaling"] = scaling_tables(data["runs"]);
   auto& made = data["report"];
   made["strata_version"] = build_info::strata_version();
   made["commit"] = build_info::commit();

@@ -41,6 +41,8 @@ RUN_COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 # preferred as the x axis of a scaling curve.
 SCALING_FIELDS = [("threads", "threads"), ("devices", "devices"),
                   ("sim_devices", "sim devices"), ("ranks", "ranks")]
+# Fields whose scaling curve joins the runs (the best of any run at each x).
+RUNS_JOINED = {"ranks"}
 
 
 def has_spread(rec, side):
@@ -192,6 +194,11 @@ def strip_count(name):
     return re.sub(r"/\d+$", "", name)
 
 
+def strip_ranks(name):
+    """"1024/natural/ranks2" -> "1024/natural" (the dist-* benchmarks name their count)."""
+    return re.sub(r"(^|/)ranks\d+(?=/|$)", "", name).lstrip("/") or name
+
+
 def mask_numbers(name):
     return re.sub(r"\d+", "N", name)
 
@@ -202,18 +209,23 @@ def strip_size(name):
 
 def scaling_axis(rows):
     """(x of each row or None, axis name, variant prefix function), or Nones if none scales."""
-    def varies(xs, prefix):
+    def varies(xs, prefix, across_runs=False):
         by_series = {}
         for (run, rec), x in zip(rows, xs):
             if x is not None:
-                by_series.setdefault((run, prefix(rec["variant"])), set()).add(x)
+                series = prefix(rec["variant"])
+                by_series.setdefault(series if across_runs else (run, series), set()).add(x)
         return any(len(v) >= 2 for v in by_series.values())
 
     for field, name in SCALING_FIELDS:
         xs = [rec.get(field) for _, rec in rows]
-        # The count may sit inside the name too ("host+2sim"): then every number is masked.
-        for prefix in (strip_count, mask_numbers):
-            if varies(xs, prefix):
+        # Rank counts are usually measured one run each (`--ranks 1,2,4`): one curve
+        # joins the runs.
+        across = field in RUNS_JOINED
+        # The count may sit inside the name too ("host+2sim", "n2048/ranks2"): then that
+        # part is dropped, or failing that, every number is masked.
+        for prefix in (strip_count, strip_ranks, mask_numbers):
+            if varies(xs, prefix, across):
                 return xs, name, prefix
     # A trailing /N in the variant: a count the line has no field for.
     xs = [float(m.group(1)) if (m := re.search(r"/(\d+)$", rec["variant"])) else None
@@ -233,18 +245,19 @@ def scaling_panel(ax, rows, xs, xlabel, prefix, runs_in_bench, run_label):
     rate, unit = rate_of(recs)
     # A Strata variant's best over the peers it met; a peer per Strata variant, as the
     # variant names the problem too (spmv: the matrix).
-    best = {}  # (run, variant, side, name) -> {x: (seconds, y)}
+    joined = xlabel in {label for field, label in SCALING_FIELDS if field in RUNS_JOINED}
+    best = {}  # (run, variant, side, name) -> {x: (seconds, y)}; run -1 where joined
     for (run, rec), x in zip(rows, xs):
         if x is None:
             continue
         vprefix = prefix(rec["variant"])
         for side, name in (("strata", "Strata " + vprefix),
                            ("peer", f"{prefix(rec['peer'])} (vs {vprefix})")):
-            points = best.setdefault((run, vprefix, side, name), {})
+            points = best.setdefault((-1 if joined else run, vprefix, side, name), {})
             t = rec[f"{side}_s"]
             if x not in points or t < points[x][0]:
                 points[x] = (t, rate(rec, t) if with_limit else t)
-    several = len(runs_in_bench) > 1
+    several = len(runs_in_bench) > 1 and not joined
     drawn = 0
     for (run, vprefix, side, name), points in sorted(best.items(), key=str):
         if len(points) < 2:
@@ -271,7 +284,8 @@ def scaling_panel(ax, rows, xs, xlabel, prefix, runs_in_bench, run_label):
     else:
         ax.set_yscale("log")
         ax.set_ylabel("seconds as reported")
-    ax.set_title("scaling: solid Strata, dashed peer (best run at each x)", fontsize=8)
+    ax.set_title("scaling: solid Strata, dashed peer (best "
+                 + ("of all runs" if joined else "run") + " at each x)", fontsize=8)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=6, loc="best")
 
@@ -315,6 +329,51 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def fmt_cell(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def from_text(where):
+    """"/path/to/run.jsonl:4" -> "run.jsonl:4", as the runs are labelled."""
+    path, _, line = where.rpartition(":")
+    return f"{os.path.basename(path)}:{line}"
+
+
+def scaling_tables_html(entry):
+    """The strong-scaling tables `strata report` computed (report-data.json "scaling")."""
+    parts = ["<h3>strong scaling</h3><p>One row per rank count, from every run read. "
+             "Efficiency is t<sub>min</sub> &middot; P<sub>min</sub> / (t<sub>P</sub> "
+             "&middot; P), against the smallest count present (1 = perfect scaling); "
+             "GFLOP/s as the lines report them (- where they report none). Where several "
+             "lines give one count, each side's minimum time is taken (<b>best of "
+             "N</b>).</p>"]
+    for t in entry["tables"]:
+        rows = []
+        for r in t["rows"]:
+            if r["lines"] > 1:
+                src = (f"best of {r['lines']}: Strata {esc(from_text(r['strata_from']))}, "
+                       f"peer {esc(from_text(r['peer_from']))}")
+            else:
+                src = esc(from_text(r["strata_from"]))
+            rows.append(
+                f"<tr><td>{r['ranks']}</td><td>{fmt_s(r['strata_s'])}</td>"
+                f"<td>{fmt_cell(r['strata_gflops'], '.4g')}</td>"
+                f"<td><b>{r['strata_efficiency']:.3f}</b></td><td>{fmt_s(r['peer_s'])}</td>"
+                f"<td>{fmt_cell(r['peer_gflops'], '.4g')}</td>"
+                f"<td>{r['peer_efficiency']:.3f}</td><td>{r['ratio']:.3f}</td>"
+                f"<td>{src}</td></tr>")
+        parts.append(
+            f"<table class=scaling><caption>{esc(t['problem'])} vs {esc(t['peer'])} "
+            f"(efficiency against {t['base_ranks']} rank(s))</caption><tr><th>ranks</th>"
+            "<th>Strata s</th><th>Strata GFLOP/s</th><th>Strata efficiency</th>"
+            "<th>peer s</th><th>peer GFLOP/s</th><th>peer efficiency</th>"
+            "<th>peer_s / strata_s</th><th>from</th></tr>" + "".join(rows) + "</table>")
+    if entry["one_count"]:
+        parts.append("<p>Measured at one rank count only (no table): "
+                     + ", ".join(esc(x) for x in entry["one_count"]) + ".</p>")
+    return "".join(parts)
+
+
 def software_table(run):
     meta = run.get("meta")
     if not meta:
@@ -338,6 +397,7 @@ def main():
     with open(data_path, encoding="utf-8") as f:
         data = json.load(f)
     runs, report = data["runs"], data["report"]
+    scaling_of = {entry["bench"]: entry for entry in data.get("scaling", [])}
     os.makedirs(os.path.join(out, "plots"), exist_ok=True)
 
     def run_label(i):
@@ -366,7 +426,7 @@ def main():
             f"<tr><td><a href='#{esc(slug(bench))}'>{esc(bench)}</a></td><td>{len(rows)}</td>"
             f"<td>{geomean(ratios):.3f}</td><td>{min(ratios):.3f}</td><td>{max(ratios):.3f}</td>"
             f"<td>{'yes' if any(r.get('limit') is not None for _, r in rows) else ''}</td>"
-            f"<td>{'yes' if scaling else ''}</td></tr>")
+            f"<td>{'yes' if scaling or bench in scaling_of else ''}</td></tr>")
         table = []
         for run, r in rows:
             spread = five(r, "ratio")
@@ -380,6 +440,7 @@ def main():
         sections.append(
             f"<section id='{esc(slug(bench))}'><h2>{esc(bench)}</h2>"
             f"<img class=plot src='{uri}' alt='plots of {esc(bench)}'>"
+            + (scaling_tables_html(scaling_of[bench]) if bench in scaling_of else "") +
             "<details><summary>numbers</summary><table class=data><tr><th>run</th>"
             "<th>variant</th><th>peer</th><th>size</th><th>strata_s</th><th>peer_s</th>"
             "<th>ratio</th><th>median [IQR]</th><th>limit</th><th>note</th></tr>"
@@ -414,6 +475,8 @@ def main():
 body {{ font-family: sans-serif; margin: 1.5em auto; max-width: 1500px; color: #222; }}
 table {{ border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }}
 td, th {{ border: 1px solid #ccc; padding: 2px 6px; text-align: left; }}
+table.scaling td {{ text-align: right; }}
+caption {{ text-align: left; font-weight: bold; padding: 2px 0; }}
 img.plot {{ max-width: 100%; border: 1px solid #eee; }}
 pre {{ background: #f6f6f6; padding: 0.6em; font-size: 0.8em; overflow-x: auto; }}
 section {{ margin-bottom: 2em; }}

@@ -4,6 +4,13 @@
   check_report.py files   STRATA OUT PLOTS INPUT...   report from files: its files, PLOTS plots
   check_report.py run     STRATA OUT                  report --run of one quick benchmark
   check_report.py browser STRATA OUT CHROMIUM INPUT...  the page in headless Chromium
+  check_report.py scaling STRATA OUT INPUT...   strong-scaling tables over the inputs' ranks
+  check_report.py ranks   STRATA OUT            `strata bench --ranks 1,2` into one report
+
+The scaling check computes the tables from the input lines itself (each side's minimum
+per problem, peer and rank count; efficiency against the smallest count) and compares
+report-data.json and the page's cells with them, then makes the report again and
+requires the same bytes (the page's date of making aside).
 
 The browser check reads the marker the page's own script sets once every image has loaded
 (body data-images="decoded/total"), and first proves on a copy with one image broken that
@@ -62,6 +69,118 @@ def check_files(out, plots):
         if section not in page:
             fail(f"index.html lacks {section}")
     return page
+
+
+def without_ranks(variant):
+    parts = [p for p in variant.split("/") if not re.fullmatch(r"ranks\d+", p)]
+    return "/".join(parts) or variant
+
+
+def expected_scaling(inputs):
+    """{bench: {(problem, peer): {ranks: row}}} for benchmarks spanning 2+ rank counts,
+    computed from the input lines, independently of `strata report`."""
+    points, counts = {}, {}
+    for path in inputs:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                rec = json.loads(line) if line.strip() else {}
+                if "ranks" not in rec:
+                    continue
+                ranks = int(rec["ranks"])
+                counts.setdefault(rec["bench"], set()).add(ranks)
+                key = (without_ranks(rec["variant"]), rec["peer"])
+                row = points.setdefault(rec["bench"], {}).setdefault(key, {}).setdefault(
+                    ranks, {"lines": 0})
+                row["lines"] += 1
+                for side in ("strata", "peer"):
+                    if f"{side}_s" not in row or rec[f"{side}_s"] < row[f"{side}_s"]:
+                        row[f"{side}_s"] = rec[f"{side}_s"]
+                        row[f"{side}_gflops"] = rec.get(f"{side}_gflops")
+                        row[f"{side}_from"] = f"{os.path.basename(path)}:{n}"
+    tables = {}
+    for bench, by_key in points.items():
+        if len(counts[bench]) < 2:
+            continue
+        for key, rows in by_key.items():
+            if len(rows) < 2:
+                continue
+            p0 = min(rows)
+            for p, row in rows.items():
+                for side in ("strata", "peer"):
+                    row[f"{side}_efficiency"] = rows[p0][f"{side}_s"] * p0 / (row[f"{side}_s"] * p)
+                row["ratio"] = row["peer_s"] / row["strata_s"]
+            tables.setdefault(bench, {})[key] = rows
+    return tables
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
+
+
+def check_scaling(out, inputs):
+    with open(os.path.join(out, "report-data.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
+        page = f.read()
+    want = expected_scaling(inputs)
+    got = {e["bench"]: e for e in data.get("scaling", [])}
+    if sorted(got) != sorted(want):
+        fail(f"scaling tables for {sorted(got)}, expected {sorted(want)}")
+    cells = 0
+    for bench, tables in want.items():
+        got_tables = {(t["problem"], t["peer"]): t for t in got[bench]["tables"]}
+        if sorted(got_tables) != sorted(tables):
+            fail(f"{bench}: tables {sorted(got_tables)}, expected {sorted(tables)}")
+        for key, rows in tables.items():
+            t = got_tables[key]
+            if [r["ranks"] for r in t["rows"]] != sorted(rows):
+                fail(f"{bench} {key}: rows {[r['ranks'] for r in t['rows']]}, expected "
+                     f"{sorted(rows)} in order")
+            # The page's table: its caption, then one <tr> per rank count.
+            m = re.search(re.escape(f"<caption>{key[0]} vs {key[1]} ") + r".*?</table>",
+                          page)
+            if not m:
+                fail(f"index.html has no scaling table for {bench} {key}")
+            page_rows = re.findall(r"<tr><td>(\d+)</td>(.*?)</tr>", m.group(0))
+            if [int(r[0]) for r in page_rows] != sorted(rows):
+                fail(f"index.html's table for {bench} {key} has rows {page_rows}")
+            for got_row, (_, html_row) in zip(t["rows"], page_rows):
+                row = rows[got_row["ranks"]]
+                for field in ("strata_s", "peer_s", "strata_efficiency", "peer_efficiency",
+                              "ratio"):
+                    if not close(got_row[field], row[field]):
+                        fail(f"{bench} {key} ranks {got_row['ranks']}: {field} is "
+                             f"{got_row[field]}, expected {row[field]}")
+                for field in ("strata_gflops", "peer_gflops"):
+                    if (got_row[field] is None) != (row[field] is None) or (
+                            row[field] is not None and not close(got_row[field], row[field])):
+                        fail(f"{bench} {key} ranks {got_row['ranks']}: {field} is "
+                             f"{got_row[field]}, expected {row[field]}")
+                if got_row["lines"] != row["lines"]:
+                    fail(f"{bench} {key} ranks {got_row['ranks']}: {got_row['lines']} lines, "
+                         f"expected {row['lines']}")
+                # After the ranks: Strata s, GFLOP/s, efficiency | peer s, GFLOP/s,
+                # efficiency | ratio | from
+                text = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td>(.*?)</td>",
+                                                                      html_row)]
+                shown = {"strata_efficiency": text[2], "peer_efficiency": text[5],
+                         "ratio": text[6]}
+                for field, cell in shown.items():
+                    if cell != f"{row[field]:.3f}":
+                        fail(f"{bench} {key} ranks {got_row['ranks']}: the page shows "
+                             f"{field} {cell!r}, expected {row[field]:.3f}")
+                for i, field in ((1, "strata_gflops"), (4, "peer_gflops")):
+                    expect = "-" if row[field] is None else f"{row[field]:.4g}"
+                    if text[i] != expect:
+                        fail(f"{bench} {key} ranks {got_row['ranks']}: the page shows "
+                             f"{field} {text[i]!r}, expected {expect!r}")
+                if row["lines"] > 1 and not text[7].startswith(f"best of {row['lines']}: "
+                                                               f"Strata {row['strata_from']}, "
+                                                               f"peer {row['peer_from']}"):
+                    fail(f"{bench} {key} ranks {got_row['ranks']}: the page does not say "
+                         f"which lines gave the best of {row['lines']}: {text[7]!r}")
+                cells += 1
+    return data, page, cells
 
 
 def images_in_browser(chromium, html_path):
@@ -134,6 +253,84 @@ def main():
             fail(f"with one image broken Chromium reports {ok_broken}/{expected}, expected "
                  f"{expected - 1}/{expected}: the check could not see a missing plot")
         print(f"ok: Chromium decoded all {ok} plots (and saw the broken one in a copy)")
+    elif mode == "scaling":
+        inputs = sys.argv[4:]
+        make_report(strata, out, inputs)
+        data, page, rows = check_scaling(out, inputs)
+        # Known figures of tests/tools/report/scaling-*.jsonl, in case the check's own
+        # computation went wrong the same way: dist-summa vs ScaLAPACK takes 8.0 s at 1
+        # rank, best 4.2 s at 2 (second file; the peer's best 4.6 s from the first), 2.5 s
+        # at 4.
+        if inputs and all(os.path.basename(i).startswith("scaling-") for i in inputs):
+            t = next(t for e in data["scaling"] if e["bench"] == "dist-summa"
+                     for t in e["tables"] if t["peer"] == "scalapack-pdgemm")
+            known = [(1, 1.0, 8.0, 9.0), (2, 8.0 / (2 * 4.2), 4.2, 4.6),
+                     (4, 8.0 / (4 * 2.5), 2.5, 2.4)]
+            for r, (ranks, eff, ts, tp) in zip(t["rows"], known):
+                if r["ranks"] != ranks or not close(r["strata_efficiency"], eff) or \
+                        r["strata_s"] != ts or r["peer_s"] != tp:
+                    fail(f"dist-summa vs scalapack-pdgemm row {r}, expected ranks {ranks}, "
+                         f"efficiency {eff}, strata_s {ts}, peer_s {tp}")
+            # dist-spmv has 2 and 4 ranks only: its efficiency is against 2 ranks.
+            t = next(t for e in data["scaling"] if e["bench"] == "dist-spmv"
+                     for t in e["tables"])
+            eff = 0.0010 * 2 / (0.0006 * 4)
+            if t["base_ranks"] != 2 or [r["ranks"] for r in t["rows"]] != [2, 4] or \
+                    not close(t["rows"][1]["strata_efficiency"], eff):
+                fail(f"dist-spmv's table {t}, expected 2 and 4 ranks, efficiency {eff} at 4")
+            if not any(e["bench"] == "dist-fft" and
+                       "2048/natural vs fftw_mpi_plan_dft_2d (4 ranks)" in e["one_count"]
+                       for e in data["scaling"]):
+                fail("dist-fft's 2048 problem (4 ranks only) is not listed as one count")
+            if any(e["bench"] == "dist-latency" for e in data["scaling"]) or \
+                    "<caption>8B" in page:
+                fail("dist-latency (one rank count) has a scaling table")
+        # Same input, same bytes: the page and its data but for the date of making.
+        again = out + "-again"
+        make_report(strata, again, inputs)
+        texts = []
+        for d in (out, again):
+            with open(os.path.join(d, "index.html"), encoding="utf-8") as f:
+                page_text = re.sub(r"Made \d{4}-\d\d-\d\dT[0-9:]+Z", "Made DATE", f.read())
+            with open(os.path.join(d, "report-data.json"), encoding="utf-8") as f:
+                made = json.load(f)
+            made["report"]["date"] = "DATE"
+            texts.append((page_text, made))
+        if texts[0][0] != texts[1][0]:
+            fail("index.html differs between two reports of the same input")
+        if texts[0][1] != texts[1][1]:
+            fail("report-data.json differs between two reports of the same input")
+        for png in sorted(os.listdir(os.path.join(out, "plots"))):
+            with open(os.path.join(out, "plots", png), "rb") as f1, \
+                    open(os.path.join(again, "plots", png), "rb") as f2:
+                if f1.read() != f2.read():
+                    fail(f"plots/{png} differs between two reports of the same input")
+        print(f"ok: {rows} scaling rows as computed from the input, twice the same page")
+    elif mode == "ranks":
+        # `strata bench --ranks 1,2` writes both counts into one output, which the report
+        # turns into a table.
+        os.makedirs(out, exist_ok=True)
+        jsonl = os.path.join(out, "bench.jsonl")
+        cmd = [strata, "bench", "--ranks", "1,2", "dist-spmv", "--quick", "--repeats", "2",
+               "--json"]
+        print("running:", " ".join(cmd), flush=True)
+        with open(jsonl, "w", encoding="utf-8") as f:
+            done = subprocess.run(cmd, stdout=f, stderr=subprocess.PIPE, text=True,
+                                  timeout=240)
+        print(done.stderr, flush=True)
+        if done.returncode != 0:
+            fail(f"strata bench --ranks 1,2 exited {done.returncode}")
+        with open(jsonl, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f if line.strip()]
+        metas = sum(1 for line in lines if "meta" in line)
+        ranks = sorted({int(line["ranks"]) for line in lines if "ranks" in line})
+        if metas != 2 or ranks != [1, 2]:
+            fail(f"bench.jsonl holds {metas} runs with ranks {ranks}, expected 2 runs, 1 and 2")
+        make_report(strata, os.path.join(out, "report"), [jsonl])
+        _, _, rows = check_scaling(os.path.join(out, "report"), [jsonl])
+        if rows == 0:
+            fail("no scaling rows from a run at 1 and 2 ranks")
+        print(f"ok: --ranks 1,2 gave {len(lines) - metas} lines and {rows} scaling rows")
     else:
         fail(f"unknown mode {mode}")
 
