@@ -182,9 +182,21 @@ TEST(GraphWork, DeviceWorkIsLinkedToItsNodeInTheTrace) {
     return best;
   };
   std::map<std::string, int> linked;  // node name -> device events linked to it
+  std::size_t device_heads = 0;
   for (auto const& [id, head] : heads) {
     auto const* device_event = enclosing(head, true);
     ASSERT_NE(device_event, nullptr) << "flow " << id << " ends at no event";
+    if (device_event->cat == "task") {
+      // An arrow from a node to the successor it made ready: drawn only when the node's
+      // completion ran on the thread that ran its body just before (timing: a device
+      // node completes when its queue does), so it may or may not be there.
+      ASSERT_TRUE(tails.count(id)) << "flow " << id << " has no start";
+      auto const* from = enclosing(tails[id], false);
+      ASSERT_NE(from, nullptr) << "flow " << id << " starts in no event";
+      EXPECT_EQ(from->cat, "task");
+      continue;
+    }
+    ++device_heads;
     EXPECT_EQ(device_event->cat, "sim");
     EXPECT_EQ(processes[device_event->pid], "sim device sim0");
     ASSERT_TRUE(tails.count(id)) << "flow " << id << " has no start";
@@ -196,7 +208,7 @@ TEST(GraphWork, DeviceWorkIsLinkedToItsNodeInTheTrace) {
     EXPECT_EQ(from->cat, "task");
     ++linked[from->name];
   }
-  EXPECT_EQ(heads.size(), 4u) << "two copies and two kernels, each with one arrow";
+  EXPECT_EQ(device_heads, 4u) << "two copies and two kernels, each with one arrow";
   EXPECT_EQ(linked["upload"], 1);
   EXPECT_EQ(linked["compute"], 2);
   EXPECT_EQ(linked["download"], 1);
