@@ -4,16 +4,25 @@
 
 #include "dist/engine.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <set>
 #include <string>
+#include <utility>
 
 namespace strata::dist::detail {
 
@@ -23,23 +32,206 @@ namespace {
 // (a container's seccomp profile or Yama's ptrace scope may forbid it).
 std::uint64_t volatile probe_word = 0x5374726174614443ull;
 
-bool wanted() {
+enum class direct_mode { off, read, map };
+
+direct_mode wanted() {
   char const* v = std::getenv("STRATA_DIST_DIRECT");
-  if (!v) return true;
+  if (!v) return direct_mode::map;
   std::string const s(v);
-  if (s == "0") return false;
-  if (s == "1") return true;
+  if (s == "0") return direct_mode::off;
+  if (s == "1") return direct_mode::map;
+  if (s == "read") return direct_mode::read;
   throw config_error("STRATA_DIST_DIRECT=\"" + s +
-                     "\": expected 1 (read peers on this node directly, the default) or 0 "
-                     "(always exchange messages)");
+                     "\": expected 1 (access peers on this node directly, mapping their "
+                     "arrays: the default), read (direct reads with process_vm_readv only) or "
+                     "0 (always exchange messages)");
+}
+
+// The first page of a shared block's memory file: peers check what they mapped against
+// the handle, and see the owner free the block (alive = 0) to drop their mapping.
+struct block_header {
+  std::uint64_t magic;
+  std::uint64_t serial;
+  std::atomic<std::uint32_t> alive;
+};
+constexpr std::uint64_t block_magic = 0x5374726174614231ull;
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free,
+              "the header's flag is shared between processes");
+
+std::size_t page_bytes() {
+  static std::size_t const p = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return p;
+}
+
+std::atomic<std::uint64_t> next_serial{1};
+
+// A peer's block mapped here (read-only), unmapped when the last user lets go.
+struct peer_map {
+  void* base = nullptr;
+  std::size_t bytes = 0;
+  ~peer_map() {
+    if (base) ::munmap(base, bytes);
+  }
+  block_header const& header() const { return *static_cast<block_header const*>(base); }
+};
+
+// The mappings of peers' blocks, by (world rank, serial), and the ranks whose blocks
+// could not be mapped (their copies read with process_vm_readv instead).
+struct peer_cache {
+  std::mutex mutex;
+  std::map<std::pair<int, std::uint64_t>, std::shared_ptr<peer_map>> maps;
+  std::set<int> refused;
+
+  // Drops the mappings of blocks their owners have freed (copies still reading one hold
+  // their own reference), so a freed array's memory goes back to the system here too.
+  void sweep() {
+    for (auto it = maps.begin(); it != maps.end();)
+      if (it->second->header().alive.load(std::memory_order_acquire) == 0)
+        it = maps.erase(it);
+      else
+        ++it;
+  }
+};
+
+peer_cache& cache() {
+  static peer_cache c;
+  return c;
 }
 
 }  // namespace
 
+shared_block::shared_block(team const& t, std::size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  if (direct_mapping(t)) {
+    {
+      auto& c = cache();
+      std::lock_guard lock(c.mutex);
+      c.sweep();
+    }
+    int const fd = ::memfd_create("strata-dist-array", MFD_CLOEXEC);
+    std::size_t const total = page_bytes() + bytes;
+    if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(total)) == 0) {
+      void* m = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      if (m != MAP_FAILED) {
+        map_ = m;
+        map_bytes_ = total;
+        fd_ = fd;
+        serial_ = next_serial.fetch_add(1, std::memory_order_relaxed);
+        auto* h = new (m) block_header{block_magic, serial_, {1}};
+        (void)h;
+        data_ = static_cast<char*>(m) + page_bytes();
+        return;
+      }
+    }
+    // No memory file (a descriptor limit, a seccomp profile): private memory, which the
+    // peers then read with process_vm_readv.
+    if (fd >= 0) ::close(fd);
+  }
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) {
+    int const e = errno;
+    throw error("dist::array: could not allocate " + std::to_string(bytes) +
+                " bytes for the local part (" + std::strerror(e) + ")");
+  }
+  map_ = data_ = m;
+  map_bytes_ = bytes;
+}
+
+void shared_block::release() noexcept {
+  if (!map_) return;
+  if (fd_ >= 0) {
+    static_cast<block_header*>(map_)->alive.store(0, std::memory_order_release);
+    ::close(fd_);
+  }
+  ::munmap(map_, map_bytes_);
+  map_ = data_ = nullptr;
+  map_bytes_ = bytes_ = 0;
+  fd_ = -1;
+}
+
+shared_block::~shared_block() {
+  release();
+}
+
+shared_block::shared_block(shared_block&& o) noexcept
+    : map_(std::exchange(o.map_, nullptr)),
+      map_bytes_(std::exchange(o.map_bytes_, 0)),
+      data_(std::exchange(o.data_, nullptr)),
+      bytes_(std::exchange(o.bytes_, 0)),
+      fd_(std::exchange(o.fd_, -1)),
+      serial_(std::exchange(o.serial_, 0)) {}
+
+shared_block& shared_block::operator=(shared_block&& o) noexcept {
+  if (this != &o) {
+    release();
+    map_ = std::exchange(o.map_, nullptr);
+    map_bytes_ = std::exchange(o.map_bytes_, 0);
+    data_ = std::exchange(o.data_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+    fd_ = std::exchange(o.fd_, -1);
+    serial_ = std::exchange(o.serial_, 0);
+  }
+  return *this;
+}
+
+block_handle shared_block::handle() const noexcept {
+  return {static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(data_)), fd_, serial_};
+}
+
+std::size_t mapped_peer_blocks() {
+  auto& c = cache();
+  std::lock_guard lock(c.mutex);
+  return c.maps.size();
+}
+
+std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h) {
+  auto& c = cache();
+  std::lock_guard lock(c.mutex);
+  c.sweep();
+  auto const key = std::pair{rank, h.serial};
+  auto it = c.maps.find(key);
+  if (it == c.maps.end()) {
+    if (c.refused.count(rank)) return nullptr;
+    // The owner's descriptor, opened through /proc: allowed where process_vm_readv is
+    // (same user, ptrace access), refused e.g. under a hidepid /proc.
+    std::string const path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(h.fd);
+    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < page_bytes()) {
+      if (fd >= 0) ::close(fd);
+      c.refused.insert(rank);
+      return nullptr;
+    }
+    auto m = std::make_shared<peer_map>();
+    m->bytes = static_cast<std::size_t>(st.st_size);
+    // Populated at once: one pass over the page tables instead of a fault per page at
+    // the first copy.
+    void* base = ::mmap(nullptr, m->bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    ::close(fd);
+    if (base == MAP_FAILED) {
+      c.refused.insert(rank);
+      return nullptr;
+    }
+    m->base = base;
+    auto const& head = m->header();
+    // Not the block the handle names (it cannot be while its array lives, but a wrong
+    // guess must not be read): fall back to process_vm_readv for this copy.
+    if (head.magic != block_magic || head.serial != h.serial ||
+        head.alive.load(std::memory_order_acquire) == 0)
+      return nullptr;
+    // A bounded cache: past a few hundred live blocks start again (users keep theirs).
+    if (c.maps.size() >= 256) c.maps.clear();
+    it = c.maps.emplace(key, std::move(m)).first;
+  }
+  auto const& m = it->second;
+  return {m, static_cast<char const*>(m->base) + page_bytes()};
+}
+
 direct_peers direct_setup(MPI_Comm comm, int rank, std::vector<std::string> hosts) {
   // The setting first: every rank reads the same environment, so a bad value fails them
   // all here, before any of them enters a collective.
-  bool const want = wanted();
+  auto const mode = wanted();
+  bool const want = mode != direct_mode::off;
   direct_peers p;
   p.hosts = std::move(hosts);
   auto const size = p.hosts.size();
@@ -74,6 +266,7 @@ direct_peers direct_setup(MPI_Comm comm, int rank, std::vector<std::string> host
   int agreed = 0;
   check_mpi(MPI_Allreduce(&ok, &agreed, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   p.usable = agreed == 1;
+  p.map = p.usable && mode == direct_mode::map;
   return p;
 }
 

@@ -16,12 +16,16 @@ struct direct_peers {
   std::vector<long> pids;          // per world rank
   std::vector<std::string> hosts;  // per world rank (MPI_Get_processor_name)
   bool usable = false;             // agreed by every rank
+  bool map = false;                // usable, and arrays in memory files the peers map
 };
 
 /// Collective over `comm` (world order; called on the MPI thread at start-up): gathers
 /// every rank's process id, has each rank read a word from another rank on its node,
 /// and agrees (minimum over all ranks) whether direct reads work and are wanted.
 direct_peers direct_setup(MPI_Comm comm, int rank, std::vector<std::string> hosts);
+
+/// map_peer_block for world rank `rank`, process `pid`.
+std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h);
 
 /// process_vm_readv of `runs` of process `pid` into `out`, in batches of IOV_MAX runs;
 /// throws strata::error naming `rank` on failure.

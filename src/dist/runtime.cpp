@@ -183,6 +183,16 @@ bool direct_access(team const& t) {
   return true;
 }
 
+bool direct_mapping(team const& t) {
+  return runtime::current().impl().direct.map && direct_access(t);
+}
+
+std::shared_ptr<void const> map_peer_block(team const& t, int q, block_handle const& h) {
+  if (h.fd < 0 || !runtime::current().impl().direct.map) return nullptr;
+  int const w = t.world_rank(q);
+  return direct_map(runtime::current().impl().direct.pids[static_cast<std::size_t>(w)], w, h);
+}
+
 void read_direct(team const& t, int q, std::span<remote_run const> runs, void* out) {
   int const w = t.world_rank(q);
   direct_read(runtime::current().impl().direct.pids[static_cast<std::size_t>(w)], w, runs, out);

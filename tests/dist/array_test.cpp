@@ -306,3 +306,64 @@ TEST(DistArray, SourceIsFreeOnceTheCopyCompletes) {
     dist::barrier(w).wait();
   }
 }
+
+// On one node a peer's array is mapped into this process for copies (dist/direct.hpp):
+// arrays made and freed in a loop must not leave their mappings behind (each would keep
+// a freed array's memory alive), and copies must read the arrays made since, not stale
+// mappings of earlier ones at the same addresses.
+TEST(DistArray, MappingsOfFreedArraysGo) {
+  dist::runtime rt;
+  int const p = rt.size();
+  auto const& w = rt.world();
+  index_t const n = 67;
+  dist::array_type<2> const rows{
+      .extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
+  dist::array_type<2> const cols{.extent = {n, n},
+                                 .dist = {distribution::whole(), distribution::block()},
+                                 .grid = {1, p},
+                                 .order = {1, 0}};
+  for (int round = 0; round < 40; ++round) {
+    dist::array<double, 2> a(w, rows), b(w, cols);
+    a.for_each([round](vec<2> const& i, double& x) { x = value(i) + round; });
+    dist::copy(b, a).wait();
+    std::size_t wrong = 0;
+    b.for_each([&](vec<2> const& i, double& x) { wrong += x != value(i) + round; });
+    ASSERT_EQ(wrong, 0u) << "round " << round << " on rank " << rt.rank();
+  }
+  // The last round's sources at most, one per peer (none when nothing is mapped).
+  auto const mapped = dist::detail::mapped_peer_blocks();
+  if (dist::detail::direct_mapping(w))
+    EXPECT_LE(mapped, static_cast<std::size_t>(p - 1));
+  else
+    EXPECT_EQ(mapped, 0u);
+}
+
+// dist::array copies its elements into memory of its own; a move keeps the memory.
+TEST(DistArray, CopiesOwnTheirMemoryMovesKeepIt) {
+  dist::runtime rt;
+  int const p = rt.size();
+  dist::array_type<1> const t{.extent = {103}, .dist = {distribution::cyclic()}, .grid = {p}};
+  dist::array<double, 1> a(rt.world(), t);
+  a.for_each([](vec<1> const& i, double& x) { x = value(i); });
+  dist::array<double, 1> b = a;
+  ASSERT_EQ(b.local().size(), a.local().size());
+  if (!a.local().empty()) EXPECT_NE(b.local().data(), a.local().data());
+  for (auto& x : a.local()) x = -1;
+  std::size_t wrong = 0;
+  b.for_each([&](vec<1> const& i, double& x) { wrong += x != value(i); });
+  EXPECT_EQ(wrong, 0u);
+  auto const* where = b.local().data();
+  dist::array<double, 1> c = std::move(b);
+  EXPECT_EQ(c.local().data(), where);
+  a = c;
+  wrong = 0;
+  a.for_each([&](vec<1> const& i, double& x) { wrong += x != value(i); });
+  EXPECT_EQ(wrong, 0u);
+  // A copy made from the copy reads the new memory.
+  dist::array_type<1> const blocks{.extent = {103}, .dist = {distribution::block()}, .grid = {p}};
+  dist::array<double, 1> d(rt.world(), blocks);
+  dist::copy(d, a).wait();
+  wrong = 0;
+  d.for_each([&](vec<1> const& i, double& x) { wrong += x != value(i); });
+  EXPECT_EQ(wrong, 0u);
+}

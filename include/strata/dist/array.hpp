@@ -36,6 +36,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace strata::dist {
@@ -237,11 +238,12 @@ struct copy_plan {
   int me;
   // The direct protocol (every member on this node, dist/direct.hpp): per peer the
   // elements this rank takes, as offsets in that peer's storage, the source type (its
-  // strides per rank), the team, and the peers' source addresses once gathered.
+  // strides per rank), the team, and the peers' source blocks once gathered (three
+  // words each: block_handle's address, fd, serial).
   std::vector<pair_set<N>> remote;
   array_type<N> const* src_type = nullptr;
   team members;
-  std::vector<std::uint64_t> bases;
+  std::vector<std::uint64_t> handles;
 
   void move_own() const;
   void pack(index_t q) const;
@@ -447,11 +449,13 @@ void copy_plan<T, N>::unpack(index_t q) const {
 }
 
 /// Takes this rank's elements held by peer q straight from q's source array (direct
-/// reads on one node: no pack at q, no message): in chunks of about 256 KiB, each read
-/// span by span along q's innermost storage dimension into a buffer, then copied (or
-/// transposed, in tiles) into place while it is in cache. A span runs from the first to
-/// the last element wanted along that dimension, so a cyclic source reads up to P times
-/// what it needs in long runs rather than one read per element.
+/// access on one node: no pack at q, no message). Mapped (q's block is a memory file this
+/// process maps, dist/direct.hpp): one tiled copy from q's storage into place, as for
+/// this rank's own elements. Otherwise read with process_vm_readv in chunks of about
+/// 256 KiB, each span by span along q's innermost storage dimension into a buffer, then
+/// copied (or transposed, in tiles) into place while it is in cache. A span runs from the
+/// first to the last element wanted along that dimension, so a cyclic source reads up to
+/// P times what it needs in long runs rather than one read per element.
 template <class T, std::size_t N>
 void copy_plan<T, N>::pull(index_t q) const {
   if (q == me) return;
@@ -459,6 +463,12 @@ void copy_plan<T, N>::pull(index_t q) const {
   auto const& a = remote[uq];
   auto const& b = recvs[uq];
   if (a.count() == 0) return;
+  block_handle const h{handles[3 * uq], static_cast<std::int64_t>(handles[3 * uq + 1]),
+                       handles[3 * uq + 2]};
+  if (auto const mapped = map_peer_block(members, static_cast<int>(q), h)) {
+    copy_set(static_cast<T const*>(mapped.get()), a, to, b);
+    return;
+  }
   auto const strides = src_type->local_strides(static_cast<int>(q));
   // Dimensions by falling stride: the last one is contiguous in q's storage.
   std::array<std::size_t, N> dims{};
@@ -489,7 +499,7 @@ void copy_plan<T, N>::pull(index_t q) const {
                                std::max<index_t>(1, per_outer));
   std::vector<T> buffer(static_cast<std::size_t>(std::min(chunk, outer_n) * per_outer));
   std::vector<remote_run> runs;
-  auto const base = bases[uq];
+  auto const base = h.address;
   for (index_t j0 = 0; j0 < outer_n; j0 += chunk) {
     index_t const j1 = std::min(outer_n, j0 + chunk);
     runs.clear();
@@ -551,10 +561,38 @@ class array {
   array(team const& members, array_type<N> const& type) : team_(members), type_(type) {
     detail::check_member(members, "dist::array");
     type_.check(members.size(), "dist::array");
-    auto const e = type_.local_extent(members.rank());
-    data_.assign(static_cast<std::size_t>(e.product()), T{});
+    auto const n = static_cast<std::size_t>(type_.local_extent(members.rank()).product());
+    // Memory the peers on this node can map (dist/direct.hpp), so copies read it in place.
+    block_ = detail::shared_block(members, n * sizeof(T));
+    data_ = std::span<T>(static_cast<T*>(block_.data()), n);
+    std::uninitialized_fill(data_.begin(), data_.end(), T{});
     strides_ = type_.local_strides(members.rank());
   }
+  /// A copy has its own memory (and the same team and type); a move keeps the memory.
+  array(array const& o) : array(o.team_, o.type_) {
+    std::copy(o.data_.begin(), o.data_.end(), data_.begin());
+  }
+  array& operator=(array const& o) {
+    if (this != &o) *this = array(o);
+    return *this;
+  }
+  array(array&& o) noexcept
+      : team_(std::move(o.team_)),
+        type_(std::move(o.type_)),
+        block_(std::move(o.block_)),
+        data_(std::exchange(o.data_, {})),
+        strides_(o.strides_),
+        staging_(std::move(o.staging_)) {}
+  array& operator=(array&& o) noexcept {
+    team_ = std::move(o.team_);
+    type_ = std::move(o.type_);
+    block_ = std::move(o.block_);
+    data_ = std::exchange(o.data_, {});
+    strides_ = o.strides_;
+    staging_ = std::move(o.staging_);
+    return *this;
+  }
+  ~array() = default;
 
   array_type<N> const& type() const noexcept { return type_; }
   team const& members() const noexcept { return team_; }
@@ -568,6 +606,8 @@ class array {
   bool holds(vec<N> const& i) const { return type_.owner_rank(i) == team_.rank(); }
   T& at(vec<N> const& i) { return data_[offset_of(i)]; }
   T const& at(vec<N> const& i) const { return data_[offset_of(i)]; }
+  /// This rank's memory (dist/direct.hpp): what dist::copy tells the peers to map.
+  detail::shared_block const& block() const noexcept { return block_; }
   /// Buffers for a copy into this array: the kept ones when no copy holds them.
   std::shared_ptr<detail::copy_staging<T>> staging() const {
     if (staging_.use_count() == 1) return staging_;
@@ -616,7 +656,8 @@ class array {
 
   team team_;
   array_type<N> type_;
-  std::vector<T> data_;
+  detail::shared_block block_;
+  std::span<T> data_;
   // This rank's storage strides, once: local_strides walks the owned index lists, so
   // per element it made for_each and at() cost O(extent) each (minutes for a 4096^2
   // block-cyclic fill).
@@ -701,11 +742,12 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
     // barrier after it tells every member that nobody reads its source any more, so
     // its event completes only then. The barrier's place in the team's order of
     // collectives is taken now, as the gather's is.
-    plan->bases.resize(static_cast<std::size_t>(size));
-    auto const mine = std::make_shared<std::uint64_t>(
-        static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(src.local().data())));
-    auto gathered = all_gather(tm, std::span<std::uint64_t const>(mine.get(), 1),
-                               std::span<std::uint64_t>(plan->bases));
+    plan->handles.resize(3 * static_cast<std::size_t>(size));
+    auto const h = src.block().handle();
+    auto const mine = std::make_shared<std::array<std::uint64_t, 3>>(
+        std::array<std::uint64_t, 3>{h.address, static_cast<std::uint64_t>(h.fd), h.serial});
+    auto gathered = all_gather(tm, std::span<std::uint64_t const>(*mine),
+                               std::span<std::uint64_t>(plan->handles));
     auto const closing = detail::reserve_collective(tm);
     auto pulled = launch(after(gathered), host, grid(size),
                          [plan, mine](auto const& self) { plan->pull(self.global_index()); });

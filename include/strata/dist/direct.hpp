@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 namespace strata::dist::detail {
@@ -27,6 +28,57 @@ struct remote_run {
 /// STRATA_DIST_DIRECT is not 0. Every member gets the same answer (the start-up probe's
 /// outcome is agreed by all ranks), so members can choose a protocol by it alone.
 bool direct_access(team const& t);
+
+/// What a rank tells its peers about one of its shared blocks (below) so they can map it.
+struct block_handle {
+  std::uint64_t address = 0;  // where the data starts in the owner's address space
+  std::int64_t fd = -1;       // the owner's descriptor of the block's memory file; -1: none
+  std::uint64_t serial = 0;   // unique among the owner's blocks, for the peers' cache
+};
+
+/// Host memory for the local part of a distributed array, zero-filled. When every member
+/// of the team shares this node and direct access works it lives in an anonymous memory
+/// file (memfd) that the peers can map into their own address space, so a copy on one
+/// node reads the source in place, like a load from its own memory (docs/dist.md "Copies
+/// on one node"); otherwise, or when the system refuses a memory file, it is private
+/// anonymous memory and handle().fd is -1. Move-only; the memory is page-aligned.
+class shared_block {
+ public:
+  shared_block() noexcept = default;
+  shared_block(team const& t, std::size_t bytes);
+  ~shared_block();
+  shared_block(shared_block&& o) noexcept;
+  shared_block& operator=(shared_block&& o) noexcept;
+  shared_block(shared_block const&) = delete;
+  shared_block& operator=(shared_block const&) = delete;
+
+  void* data() const noexcept { return data_; }
+  std::size_t bytes() const noexcept { return bytes_; }
+  block_handle handle() const noexcept;
+
+ private:
+  void release() noexcept;
+  void* map_ = nullptr;  // the whole mapping: a header page (when shared), then the data
+  std::size_t map_bytes_ = 0;
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  int fd_ = -1;
+  std::uint64_t serial_ = 0;
+};
+
+/// Team rank q's block `h` mapped read-only into this process, or null when it has no
+/// memory file or mapping it failed (the caller then reads with read_direct). Mappings
+/// are cached per block and dropped once their owner frees the block; the pointer keeps
+/// its mapping alive while held.
+std::shared_ptr<void const> map_peer_block(team const& t, int q, block_handle const& h);
+
+/// Whether arrays of `t` live in memory files the peers map: direct_access(t), and
+/// STRATA_DIST_DIRECT is not `read` (which keeps process_vm_readv for every copy).
+bool direct_mapping(team const& t);
+
+/// How many peers' blocks this process has mapped now (a diagnostic: mappings of freed
+/// blocks go at the next copy or allocation).
+std::size_t mapped_peer_blocks();
 
 /// Reads `runs` of team rank q's memory, one after another, into `out` (which holds their
 /// total bytes). Throws strata::error naming the rank and the system's reason on failure.
