@@ -14,9 +14,11 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <new>
@@ -49,14 +51,20 @@ direct_mode wanted() {
 
 // The first page of a shared block's memory file: peers check what they mapped against
 // the handle, and see the owner free the block (alive = 0) to drop their mapping.
+// Private blocks (no memory file) have the header too: peers read its counters with
+// process_vm_readv. `started` and `pulls_done` count the copies this block was the source
+// of (written by its owner only): see copy_started.
 struct block_header {
   std::uint64_t magic;
   std::uint64_t serial;
   std::atomic<std::uint32_t> alive;
+  std::atomic<std::uint64_t> started;
+  std::atomic<std::uint64_t> pulls_done;
 };
 constexpr std::uint64_t block_magic = 0x5374726174614231ull;
-static_assert(std::atomic<std::uint32_t>::is_always_lock_free,
-              "the header's flag is shared between processes");
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free &&
+                  std::atomic<std::uint64_t>::is_always_lock_free,
+              "the header's words are shared between processes");
 
 std::size_t page_bytes() {
   static std::size_t const p = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -101,7 +109,9 @@ peer_cache& cache() {
 }  // namespace
 
 shared_block::shared_block(team const& t, std::size_t bytes) : bytes_(bytes) {
-  if (bytes == 0) return;
+  // An empty part has its header too: its rank still reads from the peers in copies
+  // from this array, and they wait for its count.
+  std::size_t const total = page_bytes() + bytes;
   if (direct_mapping(t)) {
     {
       auto& c = cache();
@@ -109,40 +119,36 @@ shared_block::shared_block(team const& t, std::size_t bytes) : bytes_(bytes) {
       c.sweep();
     }
     int const fd = ::memfd_create("strata-dist-array", MFD_CLOEXEC);
-    std::size_t const total = page_bytes() + bytes;
     if (fd >= 0 && ::ftruncate(fd, static_cast<off_t>(total)) == 0) {
       void* m = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
       if (m != MAP_FAILED) {
         map_ = m;
-        map_bytes_ = total;
         fd_ = fd;
-        serial_ = next_serial.fetch_add(1, std::memory_order_relaxed);
-        auto* h = new (m) block_header{block_magic, serial_, {1}};
-        (void)h;
-        data_ = static_cast<char*>(m) + page_bytes();
-        return;
       }
     }
     // No memory file (a descriptor limit, a seccomp profile): private memory, which the
     // peers then read with process_vm_readv.
-    if (fd >= 0) ::close(fd);
+    if (!map_ && fd >= 0) ::close(fd);
   }
-  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) {
-    int const e = errno;
-    throw error("dist::array: could not allocate " + std::to_string(bytes) +
-                " bytes for the local part (" + std::strerror(e) + ")");
+  if (!map_) {
+    void* m = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      int const e = errno;
+      throw error("dist::array: could not allocate " + std::to_string(bytes) +
+                  " bytes for the local part (" + std::strerror(e) + ")");
+    }
+    map_ = m;
   }
-  map_ = data_ = m;
-  map_bytes_ = bytes;
+  map_bytes_ = total;
+  serial_ = next_serial.fetch_add(1, std::memory_order_relaxed);
+  new (map_) block_header{block_magic, serial_, {1}, {0}, {0}};
+  data_ = static_cast<char*>(map_) + page_bytes();
 }
 
 void shared_block::release() noexcept {
   if (!map_) return;
-  if (fd_ >= 0) {
-    static_cast<block_header*>(map_)->alive.store(0, std::memory_order_release);
-    ::close(fd_);
-  }
+  static_cast<block_header*>(map_)->alive.store(0, std::memory_order_release);
+  if (fd_ >= 0) ::close(fd_);
   ::munmap(map_, map_bytes_);
   map_ = data_ = nullptr;
   map_bytes_ = bytes_ = 0;
@@ -174,8 +180,42 @@ shared_block& shared_block::operator=(shared_block&& o) noexcept {
   return *this;
 }
 
+std::uint64_t shared_block::copy_started() const noexcept {
+  if (!map_) return 0;
+  return static_cast<block_header*>(map_)->started.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+void shared_block::pulls_done() const noexcept {
+  if (map_) static_cast<block_header*>(map_)->pulls_done.fetch_add(1, std::memory_order_release);
+}
+
 block_handle shared_block::handle() const noexcept {
   return {static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(data_)), fd_, serial_};
+}
+
+std::uint64_t direct_pulls_done(long pid, int rank, block_handle const& h,
+                                void const* mapped_data) {
+  if (mapped_data) {
+    auto const* head =
+        reinterpret_cast<block_header const*>(static_cast<char const*>(mapped_data) - page_bytes());
+    return head->pulls_done.load(std::memory_order_acquire);
+  }
+  // Not mapped here: read the header. The owner may have freed the block since (it can,
+  // once its own copy completed, which needed this rank's count, so this rank's pulls
+  // are done; but the count seen here may be from an earlier copy): a block that is
+  // gone, or replaced by another at the same address, counts as done.
+  block_header head;
+  remote_run const run{static_cast<std::uintptr_t>(h.address - page_bytes()), sizeof head};
+  iovec local{&head, sizeof head};
+  iovec remote{reinterpret_cast<void*>(run.address), run.bytes};
+  if (::process_vm_readv(static_cast<pid_t>(pid), &local, 1, &remote, 1, 0) !=
+          static_cast<ssize_t>(sizeof head) ||
+      head.magic != block_magic || head.serial != h.serial ||
+      head.alive.load(std::memory_order_relaxed) == 0)
+    return std::numeric_limits<std::uint64_t>::max();
+  (void)rank;
+  std::atomic_thread_fence(std::memory_order_acquire);
+  return head.pulls_done.load(std::memory_order_relaxed);
 }
 
 std::size_t mapped_peer_blocks() {
@@ -196,10 +236,15 @@ std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h
     // (same user, ptrace access), refused e.g. under a hidepid /proc.
     std::string const path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(h.fd);
     int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      // Not allowed: read this rank with process_vm_readv from now on. (A descriptor that
+      // is gone is this copy's problem only; it cannot be, as the owner waits for us.)
+      if (errno == EACCES || errno == EPERM) c.refused.insert(rank);
+      return nullptr;
+    }
     struct stat st {};
-    if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < page_bytes()) {
-      if (fd >= 0) ::close(fd);
-      c.refused.insert(rank);
+    if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < page_bytes()) {
+      ::close(fd);
       return nullptr;
     }
     auto m = std::make_shared<peer_map>();

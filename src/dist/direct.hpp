@@ -27,6 +27,10 @@ direct_peers direct_setup(MPI_Comm comm, int rank, std::vector<std::string> host
 /// map_peer_block for world rank `rank`, process `pid`.
 std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h);
 
+/// The pulls_done count in the header of block `h` of process `pid` (world rank `rank`),
+/// through its mapping here (`mapped_data`, the block's data) or process_vm_readv.
+std::uint64_t direct_pulls_done(long pid, int rank, block_handle const& h, void const* mapped_data);
+
 /// process_vm_readv of `runs` of process `pid` into `out`, in batches of IOV_MAX runs;
 /// throws strata::error naming `rank` on failure.
 void direct_read(long pid, int rank, std::span<remote_run const> runs, void* out);

@@ -554,7 +554,43 @@ engine::engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size)
 engine::~engine() = default;
 
 bool engine::busy() const noexcept {
-  return outstanding_.load(std::memory_order_relaxed) > 0 || !requests_.empty();
+  return outstanding_.load(std::memory_order_relaxed) > 0 || !requests_.empty() ||
+         !watches_.empty();
+}
+
+event engine::watch(std::function<bool()> ready) {
+  auto ev = event::pending();
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  mpi_thread::get().post([this, ready = std::move(ready), ev]() mutable {
+    watches_.emplace_back(std::move(ready), ev);
+  });
+  return ev;
+}
+
+bool engine::poll_watches() {
+  if (watches_.empty()) return false;
+  std::vector<std::pair<event, std::exception_ptr>> done;
+  std::size_t kept = 0;
+  for (auto& w : watches_) {
+    bool ready = false;
+    std::exception_ptr err;
+    try {
+      ready = w.first();
+    } catch (...) {
+      err = std::current_exception();
+    }
+    if (ready || err)
+      done.emplace_back(std::move(w.second), err);
+    else
+      watches_[kept++] = std::move(w);
+  }
+  watches_.resize(kept);
+  // Completed after the list is settled: a continuation may add a watch of its own.
+  for (auto& [ev, err] : done) {
+    outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+    ev.complete(err);
+  }
+  return !done.empty();
 }
 
 void engine::check_rank(int rank, char const* operation) const {
@@ -1000,7 +1036,15 @@ bool engine::progress() {
       for (auto& [cb, st] : run) cb(st);
     }
   }
+  did = poll_watches() || did;
   if (closing_ && barrier_done_ && requests_.empty() && on_closed_) {
+    // Waits nobody will end now (a member left without waiting for its copies) fail.
+    for (auto& w : watches_) {
+      outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+      w.second.complete(std::make_exception_ptr(
+          error("dist: the runtime shut down while a copy waited for another rank")));
+    }
+    watches_.clear();
     auto done = std::move(on_closed_);
     on_closed_ = nullptr;
     done();

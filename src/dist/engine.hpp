@@ -147,6 +147,10 @@ class engine {
   /// on the team's communicator (MPI_Isend / MPI_Irecv on the MPI thread).
   event point_to_point(std::shared_ptr<team_state> const& t, bool send, int peer, int tag,
                        void* buffer, std::size_t n);
+  /// An event the MPI thread completes once `ready()` returns true (polled every round
+  /// while it is pending, like an MPI request; an exception from it fails the event):
+  /// how waits on other processes' shared-memory words join the one wake-up path.
+  event watch(std::function<bool()> ready);
   std::shared_ptr<team_state> make_team(std::vector<int> ranks);
   std::shared_ptr<team_state> const& world() const noexcept { return world_; }
   /// Origin operations not yet complete.
@@ -178,6 +182,7 @@ class engine {
   using callback = std::function<void(MPI_Status const&)>;
 
   void track(MPI_Request r, callback done);
+  bool poll_watches();
   void send(int to, header const& h, void const* payload, std::size_t n);
   std::uint64_t begin(pending p);
   void finish(std::uint64_t id, std::exception_ptr err);
@@ -202,6 +207,8 @@ class engine {
   // MPI-thread state.
   std::vector<MPI_Request> requests_;
   std::vector<callback> callbacks_;
+  // Pending watch() predicates and their events (the MPI thread's only).
+  std::vector<std::pair<std::function<bool()>, event>> watches_;
   std::unordered_map<std::uint64_t, pending> pending_;
   std::uint64_t next_id_ = 1;
   std::uint64_t put_tags_ = 0, get_tags_ = 0;

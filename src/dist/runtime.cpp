@@ -193,6 +193,31 @@ std::shared_ptr<void const> map_peer_block(team const& t, int q, block_handle co
   return direct_map(runtime::current().impl().direct.pids[static_cast<std::size_t>(w)], w, h);
 }
 
+strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, std::uint64_t n,
+                                std::vector<std::shared_ptr<void const>> mapped) {
+  auto const& pids = runtime::current().impl().direct.pids;
+  struct peer {
+    long pid;
+    int world;
+    block_handle handle;
+    std::shared_ptr<void const> mapped;
+  };
+  std::vector<peer> waiting;
+  for (int q = 0; q < t.size(); ++q) {
+    if (q == t.rank()) continue;
+    auto const uq = static_cast<std::size_t>(q);
+    int const w = t.world_rank(q);
+    waiting.push_back({pids[static_cast<std::size_t>(w)], w, peers[uq],
+                       uq < mapped.size() ? mapped[uq] : nullptr});
+  }
+  return current_engine().watch([waiting = std::move(waiting), n]() mutable {
+    std::erase_if(waiting, [n](peer const& p) {
+      return direct_pulls_done(p.pid, p.world, p.handle, p.mapped.get()) >= n;
+    });
+    return waiting.empty();
+  });
+}
+
 void read_direct(team const& t, int q, std::span<remote_run const> runs, void* out) {
   int const w = t.world_rank(q);
   direct_read(runtime::current().impl().direct.pids[static_cast<std::size_t>(w)], w, runs, out);

@@ -244,7 +244,14 @@ struct copy_plan {
   array_type<N> const* src_type = nullptr;
   team members;
   std::vector<std::uint64_t> handles;
+  // Per peer, its block as mapped by pull() (null where it was read with
+  // process_vm_readv); each pull task writes its own slot.
+  mutable std::vector<std::shared_ptr<void const>> mapped;
 
+  block_handle handle_of(index_t q) const {
+    auto const uq = static_cast<std::size_t>(q);
+    return {handles[3 * uq], static_cast<std::int64_t>(handles[3 * uq + 1]), handles[3 * uq + 2]};
+  }
   void move_own() const;
   void pack(index_t q) const;
   void unpack(index_t q) const;
@@ -462,11 +469,14 @@ void copy_plan<T, N>::pull(index_t q) const {
   auto const uq = static_cast<std::size_t>(q);
   auto const& a = remote[uq];
   auto const& b = recvs[uq];
+  // Mapped even with nothing to take: the closing wait reads q's count there, and q's
+  // block is sure to live only until this rank has counted its pulls.
+  auto const h = handle_of(q);
+  auto const m = map_peer_block(members, static_cast<int>(q), h);
+  mapped[uq] = m;
   if (a.count() == 0) return;
-  block_handle const h{handles[3 * uq], static_cast<std::int64_t>(handles[3 * uq + 1]),
-                       handles[3 * uq + 2]};
-  if (auto const mapped = map_peer_block(members, static_cast<int>(q), h)) {
-    copy_set(static_cast<T const*>(mapped.get()), a, to, b);
+  if (m) {
+    copy_set(static_cast<T const*>(m.get()), a, to, b);
     return;
   }
   auto const strides = src_type->local_strides(static_cast<int>(q));
@@ -737,22 +747,30 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
   auto local = launch(host, grid(1), [plan](auto const&) { plan->move_own(); });
   if (size == 1) return local;
   if (direct) {
-    // Every member gives the address of its source; once all have (the gather is the
-    // sign that every source is ready), each reads its elements from the peers; the
-    // barrier after it tells every member that nobody reads its source any more, so
-    // its event completes only then. The barrier's place in the team's order of
-    // collectives is taken now, as the gather's is.
+    // Every member gives its source's handle (dist/direct.hpp); once all have (the
+    // gather is the sign that every source is ready), each takes its elements from the
+    // peers' blocks. Then it counts the copy as pulled in its own block's header, and its
+    // event completes once every peer has counted this copy too: nobody reads its source
+    // any more. No barrier: a reader writes one word of its own memory, the owner's MPI
+    // thread polls the peers' words (mapped) as it polls its requests.
+    auto const& block = src.block();
+    auto const n = block.copy_started();
     plan->handles.resize(3 * static_cast<std::size_t>(size));
-    auto const h = src.block().handle();
+    plan->mapped.resize(static_cast<std::size_t>(size));
+    auto const h = block.handle();
     auto const mine = std::make_shared<std::array<std::uint64_t, 3>>(
         std::array<std::uint64_t, 3>{h.address, static_cast<std::uint64_t>(h.fd), h.serial});
     auto gathered = all_gather(tm, std::span<std::uint64_t const>(*mine),
                                std::span<std::uint64_t>(plan->handles));
-    auto const closing = detail::reserve_collective(tm);
     auto pulled = launch(after(gathered), host, grid(size),
                          [plan, mine](auto const& self) { plan->pull(self.global_index()); });
-    return detail::start_reserved_after(when_all(after(local, pulled)), [tm, closing] {
-      return detail::start_collective(tm, {.kind = detail::collective::barrier}, closing);
+    // Counted even when a read failed (this rank's event fails): the peers must not wait
+    // for a count that never comes.
+    return detail::start_reserved_after(when_all(after(local, pulled)), [plan, &block, n, size] {
+      block.pulls_done();
+      std::vector<detail::block_handle> peers;
+      for (int q = 0; q < size; ++q) peers.push_back(plan->handle_of(q));
+      return detail::when_peers_pulled(plan->members, std::move(peers), n, plan->mapped);
     });
   }
   auto packed =

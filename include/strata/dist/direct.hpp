@@ -9,11 +9,13 @@
 #pragma once
 
 #include <strata/dist/runtime.hpp>
+#include <strata/exec/event.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 namespace strata::dist::detail {
 
@@ -55,6 +57,13 @@ class shared_block {
   void* data() const noexcept { return data_; }
   std::size_t bytes() const noexcept { return bytes_; }
   block_handle handle() const noexcept;
+  /// Counts a copy from this block as its source: the n-th (returned) on every member,
+  /// since copies are collective and called in the same order.
+  std::uint64_t copy_started() const noexcept;
+  /// Says, in the block's header, that this rank has finished taking its elements from
+  /// the peers in one more copy from this block's array (it read their blocks, not this
+  /// one: the count tells the peers that their blocks are free again).
+  void pulls_done() const noexcept;
 
  private:
   void release() noexcept;
@@ -71,6 +80,14 @@ class shared_block {
 /// are cached per block and dropped once their owner frees the block; the pointer keeps
 /// its mapping alive while held.
 std::shared_ptr<void const> map_peer_block(team const& t, int q, block_handle const& h);
+
+/// Completes (on the MPI thread, which polls it like a request) once every other member q
+/// of `t` has counted `n` finished pulls in its block `peers[q]` (shared_block::pulls_done),
+/// reading the count through `mapped[q]` (map_peer_block's pointer; null: with
+/// process_vm_readv). How a direct copy learns that nobody reads its source any more
+/// without a barrier: one word written by each reader, no message.
+strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, std::uint64_t n,
+                                std::vector<std::shared_ptr<void const>> mapped);
 
 /// Whether arrays of `t` live in memory files the peers map: direct_access(t), and
 /// STRATA_DIST_DIRECT is not `read` (which keeps process_vm_readv for every copy).
