@@ -77,6 +77,7 @@ std::atomic<std::uint64_t> next_serial{1};
 struct peer_map {
   void* base = nullptr;
   std::size_t bytes = 0;
+  bool writable = false;
   ~peer_map() {
     if (base) ::munmap(base, bytes);
   }
@@ -108,12 +109,15 @@ peer_cache& cache() {
 
 }  // namespace
 
-shared_block::shared_block(team const& t, std::size_t bytes) : bytes_(bytes) {
+// A team of one has no peer to map its part: private memory serves it.
+shared_block::shared_block(team const& t, std::size_t bytes)
+    : shared_block(bytes, t.size() > 1 && direct_mapping(t), "dist::array") {}
+
+shared_block::shared_block(std::size_t bytes, bool shared, char const* what) : bytes_(bytes) {
   // An empty part has its header too: its rank still reads from the peers in copies
   // from this array, and they wait for its count.
   std::size_t const total = page_bytes() + bytes;
-  // A team of one has no peer to map its part: private memory (below) serves it.
-  if (t.size() > 1 && direct_mapping(t)) {
+  if (shared) {
     {
       auto& c = cache();
       std::lock_guard lock(c.mutex);
@@ -135,8 +139,8 @@ shared_block::shared_block(team const& t, std::size_t bytes) : bytes_(bytes) {
     void* m = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
       int const e = errno;
-      throw error("dist::array: could not allocate " + std::to_string(bytes) +
-                  " bytes for the local part (" + std::strerror(e) + ")");
+      throw out_of_memory(std::string(what) + ": could not allocate " + std::to_string(bytes) +
+                          " bytes (" + std::strerror(e) + ")");
     }
     map_ = m;
     // Private memory may have huge pages (memory files may not: shmem_enabled is "never"
@@ -224,24 +228,36 @@ std::uint64_t direct_pulls_done(long pid, int rank, block_handle const& h,
   return head.pulls_done.load(std::memory_order_relaxed);
 }
 
+bool block_alive(void const* mapped_data) noexcept {
+  auto const* head =
+      reinterpret_cast<block_header const*>(static_cast<char const*>(mapped_data) - page_bytes());
+  return head->alive.load(std::memory_order_acquire) != 0;
+}
+
 std::size_t mapped_peer_blocks() {
   auto& c = cache();
   std::lock_guard lock(c.mutex);
   return c.maps.size();
 }
 
-std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h) {
+std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h, bool writable) {
   auto& c = cache();
   std::lock_guard lock(c.mutex);
   c.sweep();
   auto const key = std::pair{rank, h.serial};
   auto it = c.maps.find(key);
+  // (A block is mapped one way only: arrays read-only, dist::allocate's segments for
+  // writing; a mismatch maps it again.)
+  if (it != c.maps.end() && writable && !it->second->writable) {
+    c.maps.erase(it);
+    it = c.maps.end();
+  }
   if (it == c.maps.end()) {
     if (c.refused.count(rank)) return nullptr;
     // The owner's descriptor, opened through /proc: allowed where process_vm_readv is
     // (same user, ptrace access), refused e.g. under a hidepid /proc.
     std::string const path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(h.fd);
-    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    int const fd = ::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (fd < 0) {
       // Not allowed: read this rank with process_vm_readv from now on. (A descriptor that
       // is gone is this copy's problem only; it cannot be, as the owner waits for us.)
@@ -257,13 +273,15 @@ std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h
     m->bytes = static_cast<std::size_t>(st.st_size);
     // Populated at once: one pass over the page tables instead of a fault per page at
     // the first copy.
-    void* base = ::mmap(nullptr, m->bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    void* base = ::mmap(nullptr, m->bytes, writable ? PROT_READ | PROT_WRITE : PROT_READ,
+                        MAP_SHARED | MAP_POPULATE, fd, 0);
     ::close(fd);
     if (base == MAP_FAILED) {
       c.refused.insert(rank);
       return nullptr;
     }
     m->base = base;
+    m->writable = writable;
     auto const& head = m->header();
     // Not the block the handle names (it cannot be while its array lives, but a wrong
     // guess must not be read): fall back to process_vm_readv for this copy.

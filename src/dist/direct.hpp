@@ -24,8 +24,19 @@ struct direct_peers {
 /// and agrees (minimum over all ranks) whether direct reads work and are wanted.
 direct_peers direct_setup(MPI_Comm comm, int rank, std::vector<std::string> hosts);
 
-/// map_peer_block for world rank `rank`, process `pid`.
-std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h);
+/// map_peer_block for world rank `rank`, process `pid` (`writable`: for puts into a
+/// dist::allocate segment; the pointer is then writable through a const_cast).
+std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h,
+                                       bool writable = false);
+
+/// Whether world rank `w` (not this one) shares this node and its dist::allocate
+/// segments may be mapped here (direct mapping in use).
+bool node_peer(int w);
+/// Whether some other rank shares this node and direct mapping is in use: then this
+/// rank's dist::allocate segments live in memory files.
+bool node_has_peers();
+/// World rank w's segment block `h`, mapped for reading and writing (null: refused).
+std::shared_ptr<void const> map_segment(int w, block_handle const& h);
 
 /// The pulls_done count in the header of block `h` of process `pid` (world rank `rank`),
 /// through its mapping here (`mapped_data`, the block's data) or process_vm_readv.

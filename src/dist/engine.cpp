@@ -1,5 +1,7 @@
 #include "dist/engine.hpp"
 
+#include "dist/direct.hpp"
+
 #include <strata/error.hpp>
 #include <strata/exec/launch.hpp>
 
@@ -68,7 +70,13 @@ std::unordered_map<std::uint64_t, registered>& registry() {
 struct segment {
   std::size_t bytes;
   bool owned;  // from allocate_segment (freed by free_segment)
+  // Owned memory in a memory file the peers on this node map (null: aligned_alloc).
+  std::unique_ptr<shared_block> block;
 };
+// At most this many segments live in memory files at once (each holds a descriptor and
+// two pages at least); later ones are private memory, reached by messages.
+constexpr std::size_t max_shared_segments = 512;
+std::size_t shared_segments = 0;  // under segments_mutex()
 std::mutex& segments_mutex() {
   static std::mutex m;
   return m;
@@ -253,7 +261,7 @@ void register_segment(void const* base, std::size_t size) {
     throw invalid_argument(
         "dist::make_global: the memory overlaps memory already registered "
         "or allocated by dist::allocate; expected disjoint ranges");
-  s.emplace(a, segment{size, false});
+  s.emplace(a, segment{size, false, nullptr});
 }
 
 void unregister_segment(void const* base) {
@@ -268,17 +276,44 @@ void unregister_segment(void const* base) {
 }
 
 std::uintptr_t allocate_segment(std::size_t size, std::size_t align) {
+  // With peers on this node: a memory file they map, so their puts and gets are memory
+  // copies (docs/dist.md "Put and get on one node"). Page-aligned, so any align up to a
+  // page is kept.
+  bool shared = align <= 4096 && node_has_peers();
+  if (shared) {
+    std::lock_guard lock(segments_mutex());
+    shared = shared_segments < max_shared_segments;
+    if (shared) ++shared_segments;  // reserved; given back below if no file came
+  }
+  if (shared) {
+    std::unique_ptr<shared_block> block;
+    try {
+      block = std::make_unique<shared_block>(size, true, "dist::allocate");
+    } catch (...) {
+      std::lock_guard lock(segments_mutex());
+      --shared_segments;
+      throw;
+    }
+    std::lock_guard lock(segments_mutex());
+    if (block->handle().fd >= 0) {
+      auto const a = reinterpret_cast<std::uintptr_t>(block->data());
+      segments().emplace(a, segment{size, true, std::move(block)});
+      return a;
+    }
+    --shared_segments;  // the system refused a memory file: private memory below
+  }
   auto const rounded = (std::max<std::size_t>(size, 1) + align - 1) / align * align;
   void* p = std::aligned_alloc(align, rounded);
   if (!p)
     throw out_of_memory("dist::allocate: " + std::to_string(size) + " bytes on rank " +
                         std::to_string(my_rank()) + " could not be allocated");
   std::lock_guard lock(segments_mutex());
-  segments().emplace(reinterpret_cast<std::uintptr_t>(p), segment{size, true});
+  segments().emplace(reinterpret_cast<std::uintptr_t>(p), segment{size, true, nullptr});
   return reinterpret_cast<std::uintptr_t>(p);
 }
 
 void free_segment(std::uintptr_t address) {
+  std::unique_ptr<shared_block> block;
   {
     std::lock_guard lock(segments_mutex());
     auto it = segments().find(address);
@@ -286,9 +321,29 @@ void free_segment(std::uintptr_t address) {
       throw invalid_argument("dist::deallocate: address 0x" + fmt_hex(address) +
                              " is not the start of live memory from dist::allocate (freed "
                              "twice, or never allocated?)");
+    block = std::move(it->second.block);
+    if (block) --shared_segments;
     segments().erase(it);
   }
-  std::free(reinterpret_cast<void*>(address));
+  // A block's header now says it is freed (peers' later accesses ask again and fail);
+  // its pages go once the last peer's mapping does.
+  if (!block) std::free(reinterpret_cast<void*>(address));
+}
+
+segment_info find_segment(std::uintptr_t address) {
+  std::lock_guard lock(segments_mutex());
+  auto& s = segments();
+  auto it = s.upper_bound(address);
+  if (it == s.begin()) return {};
+  --it;
+  if (address - it->first >= std::max<std::size_t>(it->second.bytes, 1)) return {};
+  segment_info info{it->first, it->second.bytes, -1, 0};
+  if (it->second.block) {
+    auto const h = it->second.block->handle();
+    info.fd = h.fd;
+    info.serial = h.serial;
+  }
+  return info;
 }
 
 bool segment_contains(std::uintptr_t address, std::size_t n) {
@@ -540,6 +595,8 @@ void mpi_thread::main() {
 
 engine::engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size)
     : am_(am), coll_(coll), teams_(teams), rank_(rank), size_(size) {
+  static std::atomic<std::uint64_t> serials{1};
+  serial_ = serials.fetch_add(1, std::memory_order_relaxed);
   int* ub = nullptr;
   int flag = 0;
   MPI_Comm_get_attr(am_, MPI_TAG_UB, &ub, &flag);
@@ -685,8 +742,144 @@ event engine::call(int rank, std::uint64_t id, std::uint64_t signature, std::str
   return ev;
 }
 
+namespace {
+// The window this thread used last (most programs put into one segment again and
+// again): checked without the engine's lock. Tagged with the engine's serial, since
+// runtimes come and go.
+struct last_window {
+  std::uint64_t engine = 0;
+  int rank = -1;
+  std::shared_ptr<void const> window;  // an engine::window
+};
+thread_local last_window last;
+}  // namespace
+
+engine::window const* engine::window_for(int rank, std::uintptr_t address, std::size_t n) {
+  if (n == 0) return nullptr;
+  auto fits = [&](window const& w) {
+    return address >= w.base && address - w.base < std::max<std::size_t>(w.bytes, 1) &&
+           n <= w.bytes - (address - w.base);
+  };
+  if (last.engine == serial_ && last.rank == rank) {
+    auto const* w = static_cast<window const*>(last.window.get());
+    if (fits(*w) && block_alive(w->mapped.get())) return w;
+  }
+  auto w = window_ref(rank, address, n);
+  if (!w) return nullptr;
+  last = {serial_, rank, w};
+  return w.get();
+}
+
+std::shared_ptr<engine::window const> engine::window_ref(int rank, std::uintptr_t address,
+                                                         std::size_t n) {
+  if (n == 0 || !node_peer(rank)) return nullptr;
+  auto fits = [&](window const& w) {
+    return address >= w.base && address - w.base < std::max<std::size_t>(w.bytes, 1) &&
+           n <= w.bytes - (address - w.base);
+  };
+  {
+    std::lock_guard lock(windows_mutex_);
+    if (windows_.empty()) windows_.resize(static_cast<std::size_t>(size_));
+    auto& seen = windows_[static_cast<std::size_t>(rank)];
+    auto it = seen.upper_bound(address);
+    if (it != seen.begin()) {
+      auto const& w = std::prev(it)->second;
+      if (address - w->base < std::max<std::size_t>(w->bytes, 1)) {
+        // Freed since (its header says so, through our mapping): ask again below.
+        if (w->mapped && !block_alive(w->mapped.get())) {
+          seen.erase(std::prev(it));
+        } else {
+          // Out of its bounds, or private memory: messages, which check and report.
+          return w->mapped && fits(*w) ? w : nullptr;
+        }
+      }
+    }
+  }
+  // First access to this segment: ask its owner which it is (never on the MPI thread,
+  // which must not wait for a reply it would itself receive).
+  auto& thread = mpi_thread::get();
+  if (thread.on_thread()) return nullptr;
+  auto reply = std::make_shared<bytes>();
+  auto ev = event::pending();
+  outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  thread.post([this, rank, address, ev, reply] {
+    auto req = begin({.ev = ev,
+                      .rank = rank,
+                      .what = "segment lookup on rank " + std::to_string(rank),
+                      .result = reply});
+    send(rank, {.kind = am::segment, .id = req, .a = address}, nullptr, 0);
+  });
+  try {
+    ev.wait();
+  } catch (...) {
+    return nullptr;  // the operation itself goes by message and reports the problem
+  }
+  segment_info info;
+  if (reply->size() != sizeof info) return nullptr;
+  std::memcpy(&info, reply->data(), sizeof info);
+  if (info.bytes == 0) return nullptr;  // in no segment: the message path reports it
+  auto w = std::make_shared<window>();
+  w->base = info.base;
+  w->bytes = info.bytes;
+  if (info.fd >= 0) w->mapped = map_segment(rank, block_handle{info.base, info.fd, info.serial});
+  {
+    std::lock_guard lock(windows_mutex_);
+    auto& seen = windows_[static_cast<std::size_t>(rank)];
+    // Replaces what overlapped it (segments freed since, whose addresses it reuses).
+    auto first = seen.lower_bound(info.base);
+    if (first != seen.begin() &&
+        std::prev(first)->second->base + std::max<std::size_t>(std::prev(first)->second->bytes, 1) >
+            info.base)
+      --first;
+    auto last = seen.lower_bound(info.base + std::max<std::size_t>(info.bytes, 1));
+    seen.erase(first, last);
+    seen.emplace(info.base, w);
+  }
+  return w->mapped && fits(*w) ? w : nullptr;
+}
+
+event engine::direct(after const& deps, std::function<void()> op) {
+  auto ready = when_all(deps);
+  auto* rs = ready.state();
+  auto run = [rs, op = std::move(op)]() -> std::exception_ptr {
+    if (auto err = rs ? rs->error() : nullptr) return err;
+    try {
+      op();
+    } catch (...) {
+      return std::current_exception();
+    }
+    return nullptr;
+  };
+  if (ready.ready()) {
+    auto err = run();
+    return err ? event::failed(err) : event::completed();
+  }
+  auto ev = event::pending();
+  ready.then([ev, run = std::move(run)]() mutable { ev.complete(run()); });
+  return ev;
+}
+
 event engine::put(int rank, std::uintptr_t dst, void const* src, std::size_t n, after const& deps) {
   check_rank(rank, "dist::put");
+  if (rank != rank_) {
+    if (auto const* w = window_for(rank, dst, n)) {
+      // A peer's segment mapped here: the put is a memory copy into it, complete when
+      // done (the release fence orders it before whatever this thread tells the owner).
+      if (deps.ready() && !deps.error()) {
+        std::memcpy(w->at(dst), src, n);
+        std::atomic_thread_fence(std::memory_order_release);
+        direct_ops_.fetch_add(1, std::memory_order_relaxed);
+        return event::completed();
+      }
+      // After the dependencies: hold the window (this thread's last one may change).
+      if (auto keep = window_ref(rank, dst, n))
+        return direct(deps, [keep, dst, src, n, this] {
+          std::memcpy(keep->at(dst), src, n);
+          std::atomic_thread_fence(std::memory_order_release);
+          direct_ops_.fetch_add(1, std::memory_order_relaxed);
+        });
+    }
+  }
   auto ev = event::pending();
   auto ready = when_all(deps);
   outstanding_.fetch_add(1, std::memory_order_acq_rel);
@@ -734,6 +927,22 @@ event engine::put(int rank, std::uintptr_t dst, void const* src, std::size_t n, 
 
 event engine::get(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps) {
   check_rank(rank, "dist::get");
+  if (rank != rank_) {
+    if (auto const* w = window_for(rank, src, n)) {
+      if (deps.ready() && !deps.error()) {
+        std::atomic_thread_fence(std::memory_order_acquire);
+        std::memcpy(dst, w->at(src), n);
+        direct_ops_.fetch_add(1, std::memory_order_relaxed);
+        return event::completed();
+      }
+      if (auto keep = window_ref(rank, src, n))
+        return direct(deps, [keep, dst, src, n, this] {
+          std::atomic_thread_fence(std::memory_order_acquire);
+          std::memcpy(dst, keep->at(src), n);
+          direct_ops_.fetch_add(1, std::memory_order_relaxed);
+        });
+    }
+  }
   auto ev = event::pending();
   auto ready = when_all(deps);
   outstanding_.fetch_add(1, std::memory_order_acq_rel);
@@ -803,6 +1012,20 @@ event engine::atomic(int rank, std::uintptr_t address, atomic_kind kind, scalar 
     } catch (...) {
       return event::failed(std::current_exception());
     }
+    return event::completed();
+  }
+  if (auto const* w = window_for(rank, address, size)) {
+    // On a mapped segment: the same atomic instruction the owner's MPI thread would run
+    // (std::atomic_ref on shared memory), so it mixes with others' atomics by message.
+    try {
+      auto v = apply_atomic(reinterpret_cast<std::uintptr_t>(w->at(address)), kind, type, operand,
+                            expected);
+      old->resize(size);
+      std::memcpy(old->data(), &v, size);
+    } catch (...) {
+      return event::failed(std::current_exception());
+    }
+    direct_ops_.fetch_add(1, std::memory_order_relaxed);
     return event::completed();
   }
   auto ev = event::pending();
@@ -932,6 +1155,10 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
         });
       }
       return;
+    }
+    case am::segment: {
+      auto const info = find_segment(h.a);
+      return send(source, {.kind = am::reply_ok, .id = h.id}, &info, sizeof info);
     }
     case am::get: {
       if (!segment_contains(h.a, h.b)) {

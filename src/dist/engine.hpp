@@ -114,7 +114,8 @@ enum class am : std::uint8_t {
   get,  // c = tag (0: reply inline)
   get_data,
   atomic,
-  atomic_reply
+  atomic_reply,
+  segment  // which dist::allocate segment holds address a (reply_ok: a segment_info)
 };
 struct header {
   am kind;
@@ -181,6 +182,27 @@ class engine {
   };
   using callback = std::function<void(MPI_Status const&)>;
 
+  // A peer's segment on this node, mapped here (docs/dist.md "Put and get on one
+  // node"): puts, gets and atomics into it are loads and stores, no message.
+  struct window {
+    std::uintptr_t base = 0;  // in the owner's address space
+    std::size_t bytes = 0;
+    std::shared_ptr<void const> mapped;  // null: not mappable, use messages
+    char* at(std::uintptr_t address) const {
+      return const_cast<char*>(static_cast<char const*>(mapped.get())) + (address - base);
+    }
+  };
+  /// The mapped window of world rank `rank` holding [address, address + n), or null (not
+  /// on this node, not mappable, freed, out of bounds: messages, which check and report).
+  /// The first access to a segment asks its owner (one round trip, blocking; never on the
+  /// MPI thread).
+  std::shared_ptr<window const> window_ref(int rank, std::uintptr_t address, std::size_t n);
+  /// window_ref through this thread's last window (no lock when it holds the range); the
+  /// pointer stays valid until this thread's next call.
+  window const* window_for(int rank, std::uintptr_t address, std::size_t n);
+  /// Runs `op` (a direct put or get) after `deps`: at once when they are complete.
+  static event direct(after const& deps, std::function<void()> op);
+
   void track(MPI_Request r, callback done);
   bool poll_watches();
   void send(int to, header const& h, void const* payload, std::size_t n);
@@ -215,7 +237,27 @@ class engine {
   bool closing_ = false;
   bool barrier_done_ = false;
   std::function<void()> on_closed_;
+
+  // Peers' segments seen here, per world rank, by base address (window_for).
+  std::mutex windows_mutex_;
+  std::vector<std::map<std::uintptr_t, std::shared_ptr<window const>>> windows_;
+  std::atomic<std::uint64_t> direct_ops_{0};
+  std::uint64_t serial_;  // tags this thread's last window (window_for)
+
+ public:
+  /// Puts, gets and atomics done through mapped windows so far (a diagnostic for tests).
+  std::uint64_t direct_operations() const noexcept {
+    return direct_ops_.load(std::memory_order_relaxed);
+  }
 };
+
+/// What the owner of a segment tells a peer that asks (am::segment).
+struct segment_info {
+  std::uint64_t base = 0, bytes = 0;  // bytes = 0: no segment holds the address
+  std::int64_t fd = -1;               // its memory file (-1: private memory)
+  std::uint64_t serial = 0;
+};
+segment_info find_segment(std::uintptr_t address);
 
 /// The engine of the live dist::runtime (throws strata::error when there is none).
 engine& current_engine();

@@ -73,6 +73,10 @@ event put_bytes(int rank, std::uintptr_t dst, void const* src, std::size_t n, af
   return current_engine().put(rank, dst, src, n, deps);
 }
 
+std::uint64_t direct_operations() {
+  return current_engine().direct_operations();
+}
+
 event get_bytes(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps) {
   return current_engine().get(dst, rank, src, n, deps);
 }
@@ -185,6 +189,26 @@ bool direct_access(team const& t) {
 
 bool direct_mapping(team const& t) {
   return runtime::current().impl().direct.map && direct_access(t);
+}
+
+bool node_peer(int w) {
+  auto& rt = runtime::current();
+  auto const& d = rt.impl().direct;
+  auto const me = static_cast<std::size_t>(rt.rank());
+  return d.map && w != rt.rank() && w >= 0 && static_cast<std::size_t>(w) < d.hosts.size() &&
+         d.hosts[static_cast<std::size_t>(w)] == d.hosts[me];
+}
+
+bool node_has_peers() {
+  auto& rt = runtime::current();
+  for (int w = 0; w < rt.size(); ++w)
+    if (node_peer(w)) return true;
+  return false;
+}
+
+std::shared_ptr<void const> map_segment(int w, block_handle const& h) {
+  if (h.fd < 0 || !node_peer(w)) return nullptr;
+  return direct_map(runtime::current().impl().direct.pids[static_cast<std::size_t>(w)], w, h, true);
 }
 
 std::shared_ptr<void const> map_peer_block(team const& t, int q, block_handle const& h) {

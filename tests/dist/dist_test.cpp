@@ -476,6 +476,84 @@ TEST(DistMemory, OutOfBoundsAccessesFailOnTheTarget) {
   dist::barrier(rt.world()).wait();
 }
 
+// On one node (every test run here), dist::allocate's memory is mapped by the peers and
+// puts, gets and atomics into it are memory operations (docs/dist.md "Put and get on one
+// node"); STRATA_DIST_DIRECT=0 or =read keeps messages. Covers the paths that only the
+// mapping has: the first access asks the owner, later ones go through the cached window
+// (this thread's last one, without a lock), a put after a pending event, an access past
+// the end of a mapped segment, and a segment freed while a peer holds its mapping.
+TEST(DistMemory, PutsAndGetsOnOneNodeAreMemoryCopies) {
+  dist::runtime rt;
+  char const* mode = std::getenv("STRATA_DIST_DIRECT");
+  bool const mapped = rt.size() > 1 && (!mode || std::string(mode) == "1");
+  int const target = (rt.rank() + 1) % rt.size();
+  std::size_t const n = 5000;
+  auto g = dist::allocate<double>(rt.rank_place(target), n).get();
+  auto h = dist::allocate<double>(rt.rank_place(target), 7).get();  // a second window
+  auto const before = dist::detail::direct_operations();
+  std::vector<double> out(n), back(n, -1.0);
+  std::iota(out.begin(), out.end(), 100.0 * rt.rank());
+  wait_or_fail(dist::put(g, out.data(), n), "a put");
+  double seven[7] = {1, 2, 3, 4, 5, 6, 7}, got7[7] = {};
+  wait_or_fail(dist::put(h, seven, 7), "a put to the second segment");
+  wait_or_fail(dist::get(back.data(), g, n), "a get");
+  EXPECT_EQ(back, out);
+  wait_or_fail(dist::get(got7, h, 7), "a get from the second segment");
+  EXPECT_TRUE(std::equal(got7, got7 + 7, seven));
+  // After an event that is still pending: the put waits for it.
+  auto gate = event::pending();
+  std::vector<double> later(10, -5.0);
+  auto put_later = dist::put(after(gate), g + 20, later.data(), later.size());
+  std::thread opener([gate]() mutable {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gate.complete(nullptr);
+  });
+  wait_or_fail(put_later, "a put after an event");
+  opener.join();
+  wait_or_fail(dist::get(back.data(), g, n), "a get");
+  for (std::size_t i = 0; i < n; ++i)
+    ASSERT_EQ(back[i], i >= 20 && i < 30 ? -5.0 : out[i]) << "element " << i;
+  // A failed dependency fails the put and writes nothing.
+  auto broken = event::failed(std::make_exception_ptr(std::runtime_error("upstream")));
+  EXPECT_THROW(dist::put(after(broken), g, later.data(), later.size()).wait(), std::runtime_error);
+  wait_or_fail(dist::get(back.data(), g, 10), "a get");
+  EXPECT_EQ(back[0], out[0]);
+  // One element past the end of a mapped segment: refused by its owner, as by message.
+  EXPECT_THROW(dist::put(g + 1, out.data(), n).wait(), dist::remote_error);
+  EXPECT_THROW(dist::get(back.data(), h, 8).wait(), dist::remote_error);
+  // Atomics on the mapped words.
+  dist::global_ptr<long> counter;
+  if (rt.rank() == 0) {
+    counter = dist::allocate<long>(rt.here(), 1).get();
+    *counter.local() = 0;
+  }
+  dist::broadcast(rt.world(), std::span(&counter, 1), 0).wait();
+  for (int i = 0; i < 100; ++i) dist::atomic_fetch_add(counter, 1L).get();
+  dist::barrier(rt.world()).wait();
+  if (rt.rank() == 0) EXPECT_EQ(*counter.local(), 100L * rt.size());
+  auto const after_ops = dist::detail::direct_operations();
+  if (mapped)
+    EXPECT_GE(after_ops - before, 6u + (rt.rank() == 0 ? 0u : 100u))
+        << "puts, gets and atomics on one node went by message";
+  else
+    EXPECT_EQ(after_ops, before) << "direct access is off, yet operations were direct";
+  // Freed while this rank holds the mapping (and it is this thread's last window): the
+  // next access must fail, not write into the freed block.
+  dist::barrier(rt.world()).wait();
+  wait_or_fail(dist::put(g, out.data(), 1), "a put before the free");
+  dist::barrier(rt.world()).wait();
+  dist::deallocate(g).wait();
+  dist::deallocate(h).wait();
+  dist::barrier(rt.world()).wait();  // every segment is freed; nobody allocates again
+  EXPECT_THROW(dist::put(g, out.data(), 1).wait(), dist::remote_error);
+  EXPECT_THROW(dist::get(back.data(), g + 3, 2).wait(), dist::remote_error);
+  EXPECT_THROW(dist::atomic_fetch_add(dist::global_ptr<long>(h.rank(), h.address()), 1L).get(),
+               dist::remote_error);
+  dist::barrier(rt.world()).wait();
+  if (rt.rank() == 0) dist::deallocate(counter).wait();
+  dist::barrier(rt.world()).wait();
+}
+
 TEST(DistMemory, GlobalPointerArithmetic) {
   dist::runtime rt;
   dist::global_ptr<double> p(1, 4096);

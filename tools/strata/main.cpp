@@ -24,9 +24,10 @@ constexpr char const* settings_table = R"(Environment variables and flags:
   STRATA_TRACE=FILE               write a Chrome trace (chrome://tracing, Perfetto) to FILE
   STRATA_LOG=LEVEL                messages on stderr: quiet, info (default) or debug
   STRATA_DIST_IDLE_POLL_US=N      strata::dist: longest sleep of the idle MPI thread (us)
-  STRATA_DIST_DIRECT=0            strata::dist: copies between ranks on one node as
-                                  messages, not direct access (read: process_vm_readv
-                                  reads, no mapping of the peers' arrays)
+  STRATA_DIST_DIRECT=0            strata::dist: copies, puts, gets and atomics between
+                                  ranks on one node as messages, not direct access
+                                  (read: process_vm_readv reads for copies, no mapping
+                                  of the peers' memory)
   STRATA_SHARE_NODE=0             under mpiexec without binding, every rank sees the whole
                                   node (default: its share of the PUs)
   STRATA_BENCH_LARGE=1            strata bench: also n = 8192 in dist-summa and dist-fft

@@ -48,6 +48,9 @@ class shared_block {
  public:
   shared_block() noexcept = default;
   shared_block(team const& t, std::size_t bytes);
+  /// A block for other uses (dist::allocate's segments): in a memory file when `shared`
+  /// (and the system allows one), else private; `what` names the caller in errors.
+  shared_block(std::size_t bytes, bool shared, char const* what);
   ~shared_block();
   shared_block(shared_block&& o) noexcept;
   shared_block& operator=(shared_block&& o) noexcept;
@@ -92,6 +95,10 @@ strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, 
 /// Whether arrays of `t` live in memory files the peers map: direct_access(t), and
 /// STRATA_DIST_DIRECT is not `read` (which keeps process_vm_readv for every copy).
 bool direct_mapping(team const& t);
+
+/// Whether the block whose data a mapping of a peer's block shows at `mapped_data` is
+/// still alive (its owner has not freed it: the header's word, seen through the mapping).
+bool block_alive(void const* mapped_data) noexcept;
 
 /// How many peers' blocks this process has mapped now (a diagnostic: mappings of freed
 /// blocks go at the next copy or allocation).

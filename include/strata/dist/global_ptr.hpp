@@ -7,12 +7,15 @@
 //   dist::put(g + 10, local.data(), 5).wait();                      // 5 elements at 10
 //   dist::get(back.data(), g, n).wait();
 //
-// Transfers are active messages handled by the target's progress thread (it plays the
-// role of an RDMA engine: it checks the range and copies, and runs no user code); large
-// transfers go as one MPI message straight into the destination (rendezvous). Every
-// remote access is checked against the target's registered memory (dist::allocate, or
-// make_global), so a pointer to freed or foreign memory fails with remote_error instead
-// of corrupting the target. Host memory only; device memory is staged through host.
+// Between nodes, transfers are active messages handled by the target's progress thread
+// (it plays the role of an RDMA engine: it checks the range and copies, and runs no user
+// code); large transfers go as one MPI message straight into the destination
+// (rendezvous). On one node, dist::allocate's memory lives in a memory file that the
+// peers map: a put, get or atomic there is a memory copy or an atomic instruction, with
+// no message (docs/dist.md "Put and get on one node"). Every remote access is checked
+// against the target's registered memory (dist::allocate, or make_global), so a pointer
+// to freed or foreign memory fails with remote_error instead of corrupting the target.
+// Host memory only; device memory is staged through host.
 #pragma once
 
 #include <strata/dist/async.hpp>
@@ -82,6 +85,10 @@ std::uintptr_t allocate_segment(std::size_t bytes, std::size_t align);
 void free_segment(std::uintptr_t address);
 
 event put_bytes(int rank, std::uintptr_t dst, void const* src, std::size_t n, after const& deps);
+/// How many puts, gets and atomics of this process were memory operations on a peer's
+/// segment mapped here so far, not messages (a diagnostic: docs/dist.md "Put and get on
+/// one node").
+std::uint64_t direct_operations();
 event get_bytes(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps);
 
 enum class atomic_kind : std::uint8_t { fetch_add, compare_exchange };
