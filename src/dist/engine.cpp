@@ -276,6 +276,7 @@ void unregister_segment(void const* base) {
 }
 
 std::uintptr_t allocate_segment(std::size_t size, std::size_t align) {
+  current_engine().sweep_windows();
   // With peers on this node: a memory file they map, so their puts and gets are memory
   // copies (docs/dist.md "Put and get on one node"). Page-aligned, so any align up to a
   // page is kept.
@@ -313,6 +314,7 @@ std::uintptr_t allocate_segment(std::size_t size, std::size_t align) {
 }
 
 void free_segment(std::uintptr_t address) {
+  current_engine().sweep_windows();
   std::unique_ptr<shared_block> block;
   {
     std::lock_guard lock(segments_mutex());
@@ -799,6 +801,7 @@ std::shared_ptr<engine::window const> engine::window_ref(int rank, std::uintptr_
   // which must not wait for a reply it would itself receive).
   auto& thread = mpi_thread::get();
   if (thread.on_thread()) return nullptr;
+  sweep_windows();
   auto reply = std::make_shared<bytes>();
   auto ev = event::pending();
   outstanding_.fetch_add(1, std::memory_order_acq_rel);
@@ -836,6 +839,25 @@ std::shared_ptr<engine::window const> engine::window_ref(int rank, std::uintptr_
     seen.emplace(info.base, w);
   }
   return w->mapped && fits(*w) ? w : nullptr;
+}
+
+void engine::sweep_windows() {
+  // A mapping keeps a freed segment's pages: let go of the segments their owners freed.
+  std::lock_guard lock(windows_mutex_);
+  for (auto& seen : windows_)
+    for (auto it = seen.begin(); it != seen.end();)
+      if (it->second->mapped && !block_alive(it->second->mapped.get()))
+        it = seen.erase(it);
+      else
+        ++it;
+}
+
+std::size_t engine::mapped_windows() {
+  std::lock_guard lock(windows_mutex_);
+  std::size_t n = 0;
+  for (auto const& seen : windows_)
+    for (auto const& [base, w] : seen) n += w->mapped ? 1 : 0;
+  return n;
 }
 
 event engine::direct(after const& deps, std::function<void()> op) {

@@ -245,6 +245,11 @@ class engine {
   std::uint64_t serial_;  // tags this thread's last window (window_for)
 
  public:
+  /// Drops the windows of segments their owners have freed (at every first access to a
+  /// segment, and at this rank's own dist::allocate and dist::deallocate).
+  void sweep_windows();
+  /// Peers' segments mapped here now (a diagnostic for tests).
+  std::size_t mapped_windows();
   /// Puts, gets and atomics done through mapped windows so far (a diagnostic for tests).
   std::uint64_t direct_operations() const noexcept {
     return direct_ops_.load(std::memory_order_relaxed);

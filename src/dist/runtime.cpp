@@ -77,6 +77,10 @@ std::uint64_t direct_operations() {
   return current_engine().direct_operations();
 }
 
+std::size_t mapped_segments() {
+  return current_engine().mapped_windows();
+}
+
 event get_bytes(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps) {
   return current_engine().get(dst, rank, src, n, deps);
 }

@@ -554,6 +554,25 @@ TEST(DistMemory, PutsAndGetsOnOneNodeAreMemoryCopies) {
   dist::barrier(rt.world()).wait();
 }
 
+// A peer's mapping keeps a freed segment's pages alive: the windows of freed segments
+// must go, or a program that allocates and frees segments that peers write to would
+// hold all their memory (30 here without the sweep).
+TEST(DistMemory, MappingsOfFreedSegmentsGo) {
+  dist::runtime rt;
+  int const target = (rt.rank() + 1) % rt.size();
+  std::vector<char> data(2 << 20, 'x');
+  for (int round = 0; round < 30; ++round) {
+    // Growing sizes: a segment does not fit the hole its predecessor left, so each lives
+    // at a new address (one at the same address would replace the old window anyway).
+    std::size_t const bytes = (std::size_t{64} << 10) * static_cast<std::size_t>(round + 1);
+    auto g = dist::allocate<char>(rt.rank_place(target), bytes).get();
+    wait_or_fail(dist::put(g, data.data(), bytes), "a put");
+    dist::deallocate(g).wait();
+  }
+  EXPECT_LE(dist::detail::mapped_segments(), 1u);
+  dist::barrier(rt.world()).wait();
+}
+
 TEST(DistMemory, GlobalPointerArithmetic) {
   dist::runtime rt;
   dist::global_ptr<double> p(1, 4096);

@@ -89,6 +89,9 @@ event put_bytes(int rank, std::uintptr_t dst, void const* src, std::size_t n, af
 /// segment mapped here so far, not messages (a diagnostic: docs/dist.md "Put and get on
 /// one node").
 std::uint64_t direct_operations();
+/// How many peers' segments this process has mapped now (freed ones go at the next
+/// first access to a segment, or this rank's next allocate or deallocate).
+std::size_t mapped_segments();
 event get_bytes(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps);
 
 enum class atomic_kind : std::uint8_t { fetch_add, compare_exchange };
