@@ -2,6 +2,9 @@
 
 #include "dist/direct.hpp"
 
+#include <strata/exec/copy.hpp>
+#include <strata/memory/allocate.hpp>
+
 #include <strata/error.hpp>
 #include <strata/exec/launch.hpp>
 
@@ -72,6 +75,9 @@ struct segment {
   bool owned;  // from allocate_segment (freed by free_segment)
   // Owned memory in a memory file the peers on this node map (null: aligned_alloc).
   std::unique_ptr<shared_block> block;
+  // Device memory (allocate_device_segment): reached through the memory layer's copies.
+  space_id space = space_id::host;
+  std::uint32_t place_id = 0;
 };
 // At most this many segments live in memory files at once (each holds a descriptor and
 // two pages at least); later ones are private memory, reached by messages.
@@ -325,11 +331,39 @@ void free_segment(std::uintptr_t address) {
                              "twice, or never allocated?)");
     block = std::move(it->second.block);
     if (block) --shared_segments;
+    auto const space = it->second.space;
     segments().erase(it);
+    if (space != space_id::host) {
+      strata::detail::deallocate_bytes(reinterpret_cast<void const*>(address), space);
+      return;
+    }
   }
   // A block's header now says it is freed (peers' later accesses ask again and fail);
   // its pages go once the last peer's mapping does.
   if (!block) std::free(reinterpret_cast<void*>(address));
+}
+
+std::uintptr_t allocate_device_segment(place const& where, std::size_t size, space_id space,
+                                       std::uint32_t* place_id) {
+  auto raw = strata::detail::allocate_bytes(where, std::max<std::size_t>(size, 1), 64, space);
+  auto const a = reinterpret_cast<std::uintptr_t>(raw.address);
+  *place_id = raw.place_id;
+  std::lock_guard lock(segments_mutex());
+  segments().emplace(a, segment{size, true, nullptr, space, raw.place_id});
+  return a;
+}
+
+std::optional<device_range> device_segment(std::uintptr_t address, std::size_t n) {
+  std::lock_guard lock(segments_mutex());
+  auto& s = segments();
+  auto it = s.upper_bound(address);
+  if (it == s.begin()) return std::nullopt;
+  --it;
+  if (it->second.space == space_id::host || address < it->first ||
+      address - it->first >= std::max<std::size_t>(it->second.bytes, 1) ||
+      n > it->second.bytes - (address - it->first))
+    return std::nullopt;
+  return device_range{it->second.space, it->second.place_id};
 }
 
 segment_info find_segment(std::uintptr_t address) {
@@ -355,11 +389,16 @@ bool segment_contains(std::uintptr_t address, std::size_t n) {
   auto it = s.upper_bound(address);
   if (it == s.begin()) return false;
   --it;
-  return address >= it->first && address - it->first <= it->second.bytes &&
-         n <= it->second.bytes - (address - it->first);
+  return it->second.space == space_id::host && address >= it->first &&
+         address - it->first <= it->second.bytes && n <= it->second.bytes - (address - it->first);
 }
 
 std::string segment_problem(int rank, std::uintptr_t address, std::size_t n) {
+  if (auto dev = device_segment(address, n))
+    return std::to_string(n) + " bytes at address 0x" + fmt_hex(address) + " on rank " +
+           std::to_string(rank) + " are device memory (" +
+           std::string(strata::to_string(dev->space)) +
+           "); expected host memory (atomics work on host memory only)";
   return std::to_string(n) + " bytes at address 0x" + fmt_hex(address) + " on rank " +
          std::to_string(rank) +
          " are not inside memory from dist::allocate or dist::make_global (freed, out of "
@@ -860,6 +899,42 @@ std::size_t engine::mapped_windows() {
   return n;
 }
 
+event engine::device_copy(bool to_device, void* host, std::uintptr_t device, std::size_t n,
+                          device_range where) {
+  strata::detail::copy_side_desc h{host, n, n, space_id::host, 0};
+  strata::detail::copy_side_desc d{reinterpret_cast<void*>(device), n, n, where.space,
+                                   where.place_id};
+  try {
+    return strata::detail::copy_rows(after{}, to_device ? d : h, to_device ? h : d, n, 1, 1);
+  } catch (...) {
+    return event::failed(std::current_exception());
+  }
+}
+
+void engine::after_device_copy(event const& copied, std::function<void(std::string)> then) {
+  // The memory layer completes the copy on its own thread: the reply goes from the MPI
+  // thread, like every message of this engine.
+  copied.then([this, copied, then = std::move(then)]() mutable {
+    std::string problem;
+    if (auto err = copied.error()) {
+      try {
+        std::rethrow_exception(err);
+      } catch (std::exception const& e) {
+        problem = std::string("the device copy failed on rank ") + std::to_string(rank_) + ": " +
+                  e.what();
+      } catch (...) {
+        problem = "the device copy failed on rank " + std::to_string(rank_);
+      }
+    }
+    mpi_thread::get().post([then = std::move(then), problem] { then(problem); });
+  });
+}
+
+void engine::reply_ack(int to, std::uint64_t id, std::string const& problem) {
+  if (problem.empty()) return send(to, {.kind = am::ack_ok, .id = id}, nullptr, 0);
+  send(to, {.kind = am::ack_err, .id = id}, problem.data(), problem.size());
+}
+
 event engine::direct(after const& deps, std::function<void()> op) {
   auto ready = when_all(deps);
   auto* rs = ready.state();
@@ -912,6 +987,15 @@ event engine::put(int rank, std::uintptr_t dst, void const* src, std::size_t n, 
       return ev.complete(err);
     }
     if (rank == rank_) {
+      if (auto dev = device_segment(dst, n)) {
+        // This rank's device memory: the memory layer's copy from the caller's buffer.
+        auto copied = device_copy(true, const_cast<void*>(src), dst, n, *dev);
+        copied.then([this, copied, ev]() mutable {
+          outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+          ev.complete(copied.error());
+        });
+        return;
+      }
       std::exception_ptr err;
       if (segment_contains(dst, n))
         std::memcpy(reinterpret_cast<void*>(dst), src, n);
@@ -975,6 +1059,14 @@ event engine::get(void* dst, int rank, std::uintptr_t src, std::size_t n, after 
       return ev.complete(err);
     }
     if (rank == rank_) {
+      if (auto dev = device_segment(src, n)) {
+        auto copied = device_copy(false, dst, src, n, *dev);
+        copied.then([this, copied, ev]() mutable {
+          outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+          ev.complete(copied.error());
+        });
+        return;
+      }
       std::exception_ptr err;
       if (segment_contains(src, n))
         std::memcpy(dst, reinterpret_cast<void const*>(src), n);
@@ -1027,6 +1119,7 @@ event engine::atomic(int rank, std::uintptr_t address, atomic_kind kind, scalar 
   if (rank == rank_) {
     if (!segment_contains(address, size))
       return event::failed(remote(rank, "atomic on " + segment_problem(rank, address, size)));
+    // (Device segments are not host segments: segment_problem says so.)
     try {
       auto w = apply_atomic(address, kind, type, operand, expected);
       old->resize(size);
@@ -1150,6 +1243,15 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
     case am::ack_ok:
       return finish(h.id, nullptr);
     case am::put: {
+      if (auto dev = body_n == h.b ? device_segment(h.a, h.b) : std::nullopt) {
+        // Device memory: the memory layer copies the message's bytes in, then the ack.
+        auto data = std::make_shared<bytes>(body, body + body_n);
+        after_device_copy(device_copy(true, data->data(), h.a, h.b, *dev),
+                          [this, source, id = h.id, data](std::string const& problem) {
+                            reply_ack(source, id, problem);
+                          });
+        return;
+      }
       bool ok = body_n == h.b && segment_contains(h.a, h.b);
       if (ok) std::memcpy(reinterpret_cast<void*>(h.a), body, body_n);
       if (ok) return send(source, {.kind = am::ack_ok, .id = h.id}, nullptr, 0);
@@ -1159,22 +1261,32 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
     case am::put_rdv: {
       std::size_t const len = h.b;
       int const tag = static_cast<int>(h.c);
-      bool const ok = segment_contains(h.a, len);
-      // A bad target still receives the data (into a scratch buffer) to drain it.
-      std::shared_ptr<bytes> scratch = ok ? nullptr : std::make_shared<bytes>(len);
-      char* base = ok ? reinterpret_cast<char*>(h.a) : reinterpret_cast<char*>(scratch->data());
+      auto const dev = device_segment(h.a, len);
+      bool const ok = dev || segment_contains(h.a, len);
+      // A bad target still receives the data (into a scratch buffer) to drain it; device
+      // memory receives into host staging, then the memory layer copies it in.
+      std::shared_ptr<bytes> scratch =
+          ok && !dev ? nullptr : std::make_shared<bytes>(std::max<std::size_t>(len, 1));
+      char* base =
+          scratch ? reinterpret_cast<char*>(scratch->data()) : reinterpret_cast<char*>(h.a);
       auto left = std::make_shared<int>(chunk_count(len));
       for (int i = 0, k = *left; i < k; ++i) {
         MPI_Request r;
         check_mpi(MPI_Irecv(base + std::size_t(i) * chunk_bytes, chunk_size(len, i), MPI_BYTE,
                             source, tag, am_, &r),
                   "MPI_Irecv");
-        track(r, [this, source, id = h.id, left, scratch, ok, a = h.a, len](MPI_Status const&) {
-          if (--*left) return;
-          if (ok) return send(source, {.kind = am::ack_ok, .id = id}, nullptr, 0);
-          auto problem = segment_problem(rank_, a, len);
-          send(source, {.kind = am::ack_err, .id = id}, problem.data(), problem.size());
-        });
+        track(r,
+              [this, source, id = h.id, left, scratch, ok, dev, a = h.a, len](MPI_Status const&) {
+                if (--*left) return;
+                if (dev)
+                  return after_device_copy(device_copy(true, scratch->data(), a, len, *dev),
+                                           [this, source, id, scratch](std::string const& problem) {
+                                             reply_ack(source, id, problem);
+                                           });
+                if (ok) return send(source, {.kind = am::ack_ok, .id = id}, nullptr, 0);
+                auto problem = segment_problem(rank_, a, len);
+                send(source, {.kind = am::ack_err, .id = id}, problem.data(), problem.size());
+              });
       }
       return;
     }
@@ -1183,6 +1295,27 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
       return send(source, {.kind = am::reply_ok, .id = h.id}, &info, sizeof info);
     }
     case am::get: {
+      if (auto dev = device_segment(h.a, h.b)) {
+        // Device memory: copied to host staging by the memory layer, then sent from there.
+        auto staging = std::make_shared<bytes>(std::max<std::size_t>(h.b, 1));
+        after_device_copy(
+            device_copy(false, staging->data(), h.a, h.b, *dev),
+            [this, source, id = h.id, n = h.b, tag = h.c, staging](std::string const& problem) {
+              if (!problem.empty()) return reply_ack(source, id, problem);
+              if (tag == 0)
+                return send(source, {.kind = am::get_data, .id = id}, staging->data(), n);
+              for (int i = 0, k = chunk_count(n); i < k; ++i) {
+                MPI_Request r;
+                check_mpi(
+                    MPI_Isend(reinterpret_cast<char const*>(staging->data()) +
+                                  std::size_t(i) * chunk_bytes,
+                              chunk_size(n, i), MPI_BYTE, source, static_cast<int>(tag), am_, &r),
+                    "MPI_Isend");
+                track(r, [staging](MPI_Status const&) {});
+              }
+            });
+        return;
+      }
       if (!segment_contains(h.a, h.b)) {
         auto problem = segment_problem(rank_, h.a, h.b);
         return send(source, {.kind = am::ack_err, .id = h.id}, problem.data(), problem.size());

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -127,6 +128,12 @@ struct header {
   std::uint64_t a = 0, b = 0, c = 0, d = 0;
 };
 
+/// Where a device segment lives: its space and its place on this rank's machine.
+struct device_range {
+  space_id space;
+  std::uint32_t place_id;
+};
+
 class engine {
  public:
   engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size);
@@ -200,6 +207,13 @@ class engine {
   /// window_ref through this thread's last window (no lock when it holds the range); the
   /// pointer stays valid until this thread's next call.
   window const* window_for(int rank, std::uintptr_t address, std::size_t n);
+  /// The memory layer's copy of n bytes between host memory and a device segment.
+  static event device_copy(bool to_device, void* host, std::uintptr_t device, std::size_t n,
+                           device_range where);
+  /// Runs `then` on the MPI thread once `copied` completes, with "" or what went wrong.
+  void after_device_copy(event const& copied, std::function<void(std::string)> then);
+  /// Acknowledges a put (ok when `problem` is empty).
+  void reply_ack(int to, std::uint64_t id, std::string const& problem);
   /// Runs `op` (a direct put or get) after `deps`: at once when they are complete.
   static event direct(after const& deps, std::function<void()> op);
 
@@ -263,6 +277,13 @@ struct segment_info {
   std::uint64_t serial = 0;
 };
 segment_info find_segment(std::uintptr_t address);
+
+/// A dist::allocate segment in device memory (sim or CUDA), registered like host ones;
+/// puts and gets reach it through the memory layer's copies, staged through host.
+std::uintptr_t allocate_device_segment(place const& where, std::size_t size, space_id space,
+                                       std::uint32_t* place_id);
+/// The device segment holding [address, address + n), if one does.
+std::optional<device_range> device_segment(std::uintptr_t address, std::size_t n);
 
 /// The engine of the live dist::runtime (throws strata::error when there is none).
 engine& current_engine();

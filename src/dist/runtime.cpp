@@ -73,6 +73,44 @@ event put_bytes(int rank, std::uintptr_t dst, void const* src, std::size_t n, af
   return current_engine().put(rank, dst, src, n, deps);
 }
 
+std::uint32_t position_under_rank(place const& where) {
+  auto& rt = runtime::current();
+  int const r = rank_of(where, "dist::allocate");
+  auto const full = where.unsliced();
+  auto const all = rt.rank_place(r).descendants();
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i] == full) return static_cast<std::uint32_t>(i);
+  throw invalid_argument("dist::allocate: place '" + where.path() +
+                         "' was not found under its rank's place");
+}
+
+place place_at_position(std::uint32_t position) {
+  auto& rt = runtime::current();
+  auto const all = rt.here().descendants();
+  if (position >= all.size())
+    throw invalid_argument("dist::allocate: no place at position " + std::to_string(position) +
+                           " under rank " + std::to_string(rt.rank()) +
+                           " (the ranks' cluster trees differ?)");
+  return rt.to_local(all[position]);
+}
+
+std::uintptr_t allocate_device_bytes(std::uint32_t position, std::size_t bytes, space_id* space,
+                                     std::uint32_t* place_id) {
+  auto const where = place_at_position(position);
+  switch (where.isa()) {
+    case strata::isa::sim:
+      *space = space_id::sim;
+      break;
+    case strata::isa::cuda:
+      *space = space_id::cuda;
+      break;
+    default:
+      throw invalid_argument("dist::allocate: place '" + where.path() +
+                             "' is not a device; expected a sim or CUDA device or its memory");
+  }
+  return allocate_device_segment(where, bytes, *space, place_id);
+}
+
 std::uint64_t direct_operations() {
   return current_engine().direct_operations();
 }

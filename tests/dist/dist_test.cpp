@@ -573,6 +573,75 @@ TEST(DistMemory, MappingsOfFreedSegmentsGo) {
   dist::barrier(rt.world()).wait();
 }
 
+// Device memory in the global address space (Phalanx §IV-C): dist::allocate on a device
+// place of another rank (or this one) gives a global pointer into that device's memory;
+// puts and gets reach it staged through host memory on its rank (inline and rendezvous
+// sizes), copies between global pointers stage through here, and what cannot work on
+// device memory (atomics) is refused by name. ctest dist.devices.ranks{1,2,3} run it with
+// one sim device per rank.
+TEST(DistDevice, PutsAndGetsReachDeviceMemory) {
+  dist::runtime rt;
+  auto devices = [&](int r) { return rt.rank_place(r).descendants(place_type::device); };
+  if (devices(rt.rank()).empty()) {
+    if (std::getenv("STRATA_SIM_DEVICES")) FAIL() << "STRATA_SIM_DEVICES is set, yet no device";
+    GTEST_SKIP() << "no device on this rank (ctest dist.devices.* sets STRATA_SIM_DEVICES)";
+  }
+  int const target = (rt.rank() + 1) % rt.size();
+  auto const device = devices(target).front();
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{300000}}) {
+    auto g = dist::allocate<double>(device, n).get();
+    EXPECT_EQ(g.rank(), target);
+    EXPECT_EQ(g.space(), space_id::sim);
+    std::vector<double> out(n), back(n, -1.0);
+    std::iota(out.begin(), out.end(), 1e6 * rt.rank());
+    wait_or_fail(dist::put(g, out.data(), n), "a put into device memory");
+    wait_or_fail(dist::get(back.data(), g, n), "a get from device memory");
+    EXPECT_EQ(back, out) << n << " elements";
+    if (n > 10) {
+      double const x = -7.0;
+      wait_or_fail(dist::put(g + 5, &x, 1), "a put of one element");
+      double three[3] = {};
+      wait_or_fail(dist::get(three, g + 4, 3), "a get of three");
+      EXPECT_EQ(three[0], out[4]);
+      EXPECT_EQ(three[1], -7.0);
+      EXPECT_EQ(three[2], out[6]);
+    }
+    dist::deallocate(g).wait();
+  }
+  // On this rank's own device: the data is in device memory, as the memory layer sees it.
+  auto mine = dist::allocate<long>(devices(rt.rank()).front(), 64).get();
+  EXPECT_EQ(mine.space(), space_id::sim);
+  std::vector<long> v(64), seen(64, 0);
+  std::iota(v.begin(), v.end(), 10L * rt.rank());
+  wait_or_fail(dist::put(mine, v.data(), v.size()), "a put into this rank's device");
+  strata::copy(ptr<long, host_space>(seen.data(), 0),
+               ptr<long, sim_space>(mine.local(), mine.place_id()), 64)
+      .wait();
+  EXPECT_EQ(seen, v);
+  // Device here to device there, staged through this process.
+  auto theirs = dist::allocate<long>(device, 64).get();
+  wait_or_fail(dist::copy(theirs, mine, 64), "a copy between devices of two ranks");
+  std::vector<long> back(64, 0);
+  wait_or_fail(dist::get(back.data(), theirs, 64), "a get");
+  EXPECT_EQ(back, v);
+  // Atomics need host memory; one element past the end is refused as on the host.
+  try {
+    dist::atomic_fetch_add(theirs, 1L).get();
+    ADD_FAILURE() << "an atomic on device memory did not fail";
+  } catch (dist::remote_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("device memory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(dist::put(theirs + 1, v.data(), 64).wait(), dist::remote_error);
+  EXPECT_THROW(dist::get(back.data(), theirs + 1, 64).wait(), dist::remote_error);
+  // A host place is not a device: dist::allocate there gives host memory.
+  auto host = dist::allocate<long>(rt.rank_place(target), 4).get();
+  EXPECT_EQ(host.space(), space_id::host);
+  dist::deallocate(host).wait();
+  dist::deallocate(theirs).wait();
+  dist::deallocate(mine).wait();
+  dist::barrier(rt.world()).wait();
+}
+
 TEST(DistMemory, GlobalPointerArithmetic) {
   dist::runtime rt;
   dist::global_ptr<double> p(1, 4096);

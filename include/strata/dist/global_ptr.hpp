@@ -21,6 +21,8 @@
 #include <strata/dist/async.hpp>
 #include <strata/dist/runtime.hpp>
 #include <strata/exec/event.hpp>
+#include <strata/machine/place.hpp>
+#include <strata/memory/space.hpp>
 
 #include <compare>
 #include <cstddef>
@@ -38,9 +40,16 @@ class global_ptr {
  public:
   global_ptr() = default;
   global_ptr(int rank, std::uintptr_t address) noexcept : rank_(rank), address_(address) {}
+  /// Memory of `space` (host, sim, cuda) at place `place_id` of the owner's machine.
+  global_ptr(int rank, std::uintptr_t address, space_id space, std::uint32_t place_id) noexcept
+      : rank_(rank), address_(address), place_(place_id), space_(space) {}
 
   int rank() const noexcept { return rank_; }
   std::uintptr_t address() const noexcept { return address_; }
+  /// The memory space on its rank: host, or a device's (dist::allocate on a device place).
+  space_id space() const noexcept { return space_; }
+  /// The memory's place id in its rank's own machine tree (as strata::ptr::place_id).
+  std::uint32_t place_id() const noexcept { return place_; }
   explicit operator bool() const noexcept { return address_ != 0; }
   /// Whether the memory is in this process.
   bool is_local() const;
@@ -49,7 +58,8 @@ class global_ptr {
 
   global_ptr operator+(std::ptrdiff_t n) const noexcept {
     return {rank_,
-            address_ + static_cast<std::uintptr_t>(n * static_cast<std::ptrdiff_t>(sizeof(T)))};
+            address_ + static_cast<std::uintptr_t>(n * static_cast<std::ptrdiff_t>(sizeof(T))),
+            space_, place_};
   }
   global_ptr operator-(std::ptrdiff_t n) const noexcept { return *this + (-n); }
   global_ptr& operator+=(std::ptrdiff_t n) noexcept { return *this = *this + n; }
@@ -71,6 +81,8 @@ class global_ptr {
  private:
   int rank_ = -1;
   std::uintptr_t address_ = 0;
+  std::uint32_t place_ = 0;
+  space_id space_ = space_id::host;
 };
 
 namespace detail {
@@ -128,6 +140,25 @@ struct allocate_fn {
     return {my_rank(), allocate_segment(n * sizeof(T), alignof(T) < 64 ? 64 : alignof(T))};
   }
 };
+/// A device place's position among its rank place's descendants in the cluster tree (the
+/// same on every rank), and back to this rank's own place.
+std::uint32_t position_under_rank(place const& where);
+place place_at_position(std::uint32_t position);
+/// dist::allocate on a device place: device memory there, registered for remote access.
+std::uintptr_t allocate_device_bytes(std::uint32_t position, std::size_t bytes, space_id* space,
+                                     std::uint32_t* place_id);
+
+template <class T>
+struct allocate_device_fn {
+  std::size_t n;
+  std::uint32_t position;
+  global_ptr<T> operator()() const {
+    space_id space = space_id::host;
+    std::uint32_t place_id = 0;
+    auto const a = allocate_device_bytes(position, n * sizeof(T), &space, &place_id);
+    return {my_rank(), a, space, place_id};
+  }
+};
 struct free_fn {
   std::uintptr_t address;
   void operator()() const { free_segment(address); }
@@ -145,11 +176,15 @@ T* global_ptr<T>::local() const {
   return reinterpret_cast<T*>(address_);
 }
 
-/// `n` elements of host memory on the rank of `where` (a cluster place), 64-byte aligned,
-/// uninitialized. Runs as a task on that rank (Phalanx: remote allocate).
+/// `n` elements on the rank of `where` (a cluster place), 64-byte aligned, uninitialized:
+/// host memory, or the device's memory when `where` is a device (a sim or CUDA device of
+/// that rank, or its memory; Phalanx §IV-C: GPU memory in the global address space).
+/// Runs as a task on that rank (Phalanx: remote allocate).
 template <class T>
 future<global_ptr<T>> allocate(place const& where, std::size_t n) {
   static_assert(std::is_trivially_copyable_v<T>, "dist::allocate: T must be trivially copyable");
+  if (where.isa() != strata::isa::host)
+    return async(where, detail::allocate_device_fn<T>{n, detail::position_under_rank(where)});
   return async(where, detail::allocate_fn<T>{n});
 }
 
@@ -171,7 +206,8 @@ void release_global(global_ptr<T> p) {
   detail::unregister_segment(p.local());
 }
 
-/// Copies `n` elements from local `src` to `dst` (any rank), after `deps`. `src` must stay
+/// Copies `n` elements from local host memory `src` to `dst` (any rank, any space),
+/// after `deps`. `src` must stay
 /// valid until the event completes; completion means the data is in place at `dst`.
 template <class T>
 strata::event put(after const& deps, global_ptr<T> dst, T const* src, std::size_t n) {
@@ -183,7 +219,8 @@ strata::event put(global_ptr<T> dst, T const* src, std::size_t n) {
   return put(after{}, dst, src, n);
 }
 
-/// Copies `n` elements from `src` (any rank) into local `dst`, after `deps`.
+/// Copies `n` elements from `src` (any rank, any space) into local host memory `dst`,
+/// after `deps`.
 template <class T>
 strata::event get(after const& deps, T* dst, global_ptr<T> src, std::size_t n) {
   static_assert(std::is_trivially_copyable_v<T>);
@@ -194,12 +231,13 @@ strata::event get(T* dst, global_ptr<T> src, std::size_t n) {
   return get(after{}, dst, src, n);
 }
 
-/// Copies `n` elements between two global pointers (any ranks): local ends are read or
-/// written directly, two remote ends are staged through this process.
+/// Copies `n` elements between two global pointers (any ranks, any spaces): local host
+/// ends are read or written directly; otherwise (two remote ends, or device memory here)
+/// the elements are staged through host memory of this process.
 template <class T>
 strata::event copy(after const& deps, global_ptr<T> dst, global_ptr<T> src, std::size_t n) {
-  if (src.is_local()) return put(deps, dst, src.local(), n);
-  if (dst.is_local()) return get(deps, dst.local(), src, n);
+  if (src.is_local() && src.space() == space_id::host) return put(deps, dst, src.local(), n);
+  if (dst.is_local() && dst.space() == space_id::host) return get(deps, dst.local(), src, n);
   auto staging = std::make_shared<std::vector<T>>(n);
   auto fetched = get(deps, staging->data(), src, n);
   auto done = put(after(fetched), dst, staging->data(), n);
