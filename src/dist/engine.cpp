@@ -784,6 +784,32 @@ event engine::call(int rank, std::uint64_t id, std::uint64_t signature, std::str
 }
 
 namespace {
+// Large puts and gets into mapped windows. On x86-64 with ERMS (enhanced rep movsb),
+// `rep movsb` copies from half a MiB up faster than glibc's memcpy on the machines
+// measured (2-core AMD EPYC VM: 1 MiB 14.9 against 19.7 us, 16 MiB 416 against 618 us,
+// 64 MiB 2.5 against 3.3 ms; the kernel's copy behind MPI's shared-memory transfers is
+// the same instruction). Elsewhere, or below that size, memcpy.
+bool has_erms() {
+#if defined(__x86_64__)
+  unsigned a = 7, b = 0, c = 0, d = 0;
+  asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+  return (b >> 9) & 1u;
+#else
+  return false;
+#endif
+}
+
+void copy_bytes(void* dst, void const* src, std::size_t n) {
+#if defined(__x86_64__)
+  static bool const erms = has_erms();
+  if (erms && n >= (std::size_t{512} << 10)) {
+    asm volatile("rep movsb" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
+    return;
+  }
+#endif
+  std::memcpy(dst, src, n);
+}
+
 // The window this thread used last (most programs put into one segment again and
 // again): checked without the engine's lock. Tagged with the engine's serial, since
 // runtimes come and go.
@@ -963,7 +989,7 @@ event engine::put(int rank, std::uintptr_t dst, void const* src, std::size_t n, 
       // A peer's segment mapped here: the put is a memory copy into it, complete when
       // done (the release fence orders it before whatever this thread tells the owner).
       if (deps.ready() && !deps.error()) {
-        std::memcpy(w->at(dst), src, n);
+        copy_bytes(w->at(dst), src, n);
         std::atomic_thread_fence(std::memory_order_release);
         direct_ops_.fetch_add(1, std::memory_order_relaxed);
         return event::completed();
@@ -971,7 +997,7 @@ event engine::put(int rank, std::uintptr_t dst, void const* src, std::size_t n, 
       // After the dependencies: hold the window (this thread's last one may change).
       if (auto keep = window_ref(rank, dst, n))
         return direct(deps, [keep, dst, src, n, this] {
-          std::memcpy(keep->at(dst), src, n);
+          copy_bytes(keep->at(dst), src, n);
           std::atomic_thread_fence(std::memory_order_release);
           direct_ops_.fetch_add(1, std::memory_order_relaxed);
         });
@@ -1037,14 +1063,14 @@ event engine::get(void* dst, int rank, std::uintptr_t src, std::size_t n, after 
     if (auto const* w = window_for(rank, src, n)) {
       if (deps.ready() && !deps.error()) {
         std::atomic_thread_fence(std::memory_order_acquire);
-        std::memcpy(dst, w->at(src), n);
+        copy_bytes(dst, w->at(src), n);
         direct_ops_.fetch_add(1, std::memory_order_relaxed);
         return event::completed();
       }
       if (auto keep = window_ref(rank, src, n))
         return direct(deps, [keep, dst, src, n, this] {
           std::atomic_thread_fence(std::memory_order_acquire);
-          std::memcpy(dst, keep->at(src), n);
+          copy_bytes(dst, keep->at(src), n);
           direct_ops_.fetch_add(1, std::memory_order_relaxed);
         });
     }
