@@ -823,13 +823,9 @@ thread_local last_window last;
 
 engine::window const* engine::window_for(int rank, std::uintptr_t address, std::size_t n) {
   if (n == 0) return nullptr;
-  auto fits = [&](window const& w) {
-    return address >= w.base && address - w.base < std::max<std::size_t>(w.bytes, 1) &&
-           n <= w.bytes - (address - w.base);
-  };
   if (last.engine == serial_ && last.rank == rank) {
     auto const* w = static_cast<window const*>(last.window.get());
-    if (fits(*w) && block_alive(w->mapped.get())) return w;
+    if (w->holds(address, n) && block_alive(w->mapped.get())) return w;
   }
   auto w = window_ref(rank, address, n);
   if (!w) return nullptr;
@@ -840,10 +836,6 @@ engine::window const* engine::window_for(int rank, std::uintptr_t address, std::
 std::shared_ptr<engine::window const> engine::window_ref(int rank, std::uintptr_t address,
                                                          std::size_t n) {
   if (n == 0 || !node_peer(rank)) return nullptr;
-  auto fits = [&](window const& w) {
-    return address >= w.base && address - w.base < std::max<std::size_t>(w.bytes, 1) &&
-           n <= w.bytes - (address - w.base);
-  };
   {
     std::lock_guard lock(windows_mutex_);
     if (windows_.empty()) windows_.resize(static_cast<std::size_t>(size_));
@@ -857,7 +849,7 @@ std::shared_ptr<engine::window const> engine::window_ref(int rank, std::uintptr_
           seen.erase(std::prev(it));
         } else {
           // Out of its bounds, or private memory: messages, which check and report.
-          return w->mapped && fits(*w) ? w : nullptr;
+          return w->mapped && w->holds(address, n) ? w : nullptr;
         }
       }
     }
@@ -903,7 +895,7 @@ std::shared_ptr<engine::window const> engine::window_ref(int rank, std::uintptr_
     seen.erase(first, last);
     seen.emplace(info.base, w);
   }
-  return w->mapped && fits(*w) ? w : nullptr;
+  return w->mapped && w->holds(address, n) ? w : nullptr;
 }
 
 void engine::sweep_windows() {

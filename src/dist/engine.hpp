@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -195,6 +196,10 @@ class engine {
     std::uintptr_t base = 0;  // in the owner's address space
     std::size_t bytes = 0;
     std::shared_ptr<void const> mapped;  // null: not mappable, use messages
+    bool holds(std::uintptr_t address, std::size_t n) const {
+      return address >= base && address - base < std::max<std::size_t>(bytes, 1) &&
+             n <= bytes - (address - base);
+    }
     char* at(std::uintptr_t address) const {
       return const_cast<char*>(static_cast<char const*>(mapped.get())) + (address - base);
     }
