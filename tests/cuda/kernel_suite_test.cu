@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "exec/atomic_kernels.hpp"
+#include "exec/barrier_kernels.hpp"
 
 namespace strata {
 namespace {
@@ -204,6 +205,15 @@ TEST_F(Cuda, BarrierAndScratchpadReductionsAgreeWithPhases) {
   deallocate(din);
   deallocate(a);
   deallocate(b);
+}
+
+TEST_F(Cuda, BarriersWithAPredicateCountAllAndAny) {
+  auto const n = static_cast<std::size_t>(test::predicate_blocks * test::predicate_threads *
+                                          test::predicate_results);
+  auto d = to_device(std::vector<int>(n, -1));
+  launch(gpu(), test::predicate_shape(), test::block_predicates_k{}, d).wait();
+  test::check_predicates(to_host(d, n));
+  deallocate(d);
 }
 
 struct totals {

@@ -12,6 +12,7 @@
 
 #include "exec/atomic_kernels.hpp"
 #include "exec/backends.hpp"
+#include "exec/barrier_kernels.hpp"
 
 namespace strata {
 namespace {
@@ -147,6 +148,27 @@ TEST_P(KernelSuite, BarrierAndScratchpadReductionsAgreeWithPhases) {
     EXPECT_EQ(fib[b], expect) << "block " << b;
     EXPECT_EQ(ph[b], expect) << "block " << b;
   }
+}
+
+TEST_P(KernelSuite, BarriersWithAPredicateCountAllAndAny) {
+  std::vector<int> out(static_cast<std::size_t>(test::predicate_blocks * test::predicate_threads *
+                                                test::predicate_results),
+                       -1);
+  launch(here(), test::predicate_shape(), test::block_predicates_k{}, out.data()).wait();
+  test::check_predicates(out);
+}
+
+TEST(KernelSuiteSim, BarriersWithAPredicateCountAllAndAny) {
+  runtime rt{runtime_options{.sim_devices = "1:units=2"}};
+  place sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+  auto const n = static_cast<std::size_t>(test::predicate_blocks * test::predicate_threads *
+                                          test::predicate_results);
+  auto d = allocate<int, sim_space>(sim0, n);
+  launch(sim0, test::predicate_shape(), test::block_predicates_k{}, d).wait();
+  std::vector<int> out(n, -1);
+  copy(ptr<int, host_space>(out.data(), 0), d, n).wait();
+  deallocate(d);
+  test::check_predicates(out);
 }
 
 TEST_P(KernelSuite, TwoDimensionalParallelBlocks) {

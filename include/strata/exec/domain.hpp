@@ -193,6 +193,24 @@ class block_domain {
     ctx_.barrier();
   }
 
+  /// A barrier that also counts the block's threads whose `predicate` is true; every
+  /// thread gets the count (CUDA __syncthreads_count; Alpaka's syncBlockThreadsPredicate
+  /// with BlockCount). Every thread of the block must call it, like barrier().
+  STRATA_FN int barrier_count(bool predicate) const {
+    static_assert(is_parallel_v<BlockPolicy>,
+                  "barrier_count(): this block is streaming (its threads are independent); "
+                  "build the shape with .block(strata::parallel, ...) to synchronize threads");
+    return ctx_.barrier_count(predicate ? 1 : 0);
+  }
+  /// A barrier that tells every thread whether all of the block's threads passed a true
+  /// `predicate` (CUDA __syncthreads_and; Alpaka's BlockAnd).
+  STRATA_FN bool barrier_and(bool predicate) const {
+    return static_cast<index_t>(barrier_count(predicate)) == linear_size();
+  }
+  /// A barrier that tells every thread whether any thread passed a true `predicate`
+  /// (CUDA __syncthreads_or; Alpaka's BlockOr).
+  STRATA_FN bool barrier_or(bool predicate) const { return barrier_count(predicate) != 0; }
+
   /// The block's shared scratchpad as `n` objects of T. Every thread makes the same calls
   /// in the same order (SPMD), so the k-th call returns the same storage in every thread;
   /// each call takes the next suitably aligned piece of the shape's scratchpad bytes.

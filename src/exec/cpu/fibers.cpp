@@ -7,6 +7,7 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <vector>
@@ -99,9 +100,16 @@ struct fiber_block {
     bool started = false;
     bool done = false;
     bool at_barrier = false;
+    std::uint64_t barriers = 0;  // barriers this thread has entered
   };
   std::vector<member> threads;
   index_t current = 0;
+  // barrier_count's tallies, by the parity of the barrier's number: a thread reads the
+  // count of barrier k after it resumes, before it reaches barrier k + 1, so the last
+  // thread to reach barrier k + 1 may clear k's tally for barrier k + 2. (The block's
+  // fibers take turns on one OS thread: no atomics.)
+  int tally[2] = {0, 0};
+  index_t arrived[2] = {0, 0};
   bool cancelled = false;
   std::exception_ptr error;
   // The scheduler's side, for switching back to it.
@@ -142,11 +150,22 @@ void leave(fiber_block& b, fiber_block::member& m, bool dying) {
 
 }  // namespace
 
-void fiber_barrier(fiber_block* block) {
+int fiber_barrier_count(fiber_block* block, int predicate) {
   auto& m = block->threads[static_cast<std::size_t>(block->current)];
+  auto const k = static_cast<std::size_t>(m.barriers++ % 2);
+  block->tally[k] += predicate != 0 ? 1 : 0;
+  if (++block->arrived[k] == static_cast<index_t>(block->threads.size())) {
+    block->tally[1 - k] = 0;
+    block->arrived[1 - k] = 0;
+  }
   m.at_barrier = true;
   leave(*block, m, false);
   if (block->cancelled) throw fiber_cancelled{};
+  return block->tally[k];
+}
+
+void fiber_barrier(fiber_block* block) {
+  (void)fiber_barrier_count(block, 0);
 }
 
 void run_fiber_block(index_t threads, void (*body)(void*, index_t, fiber_block*), void* c) {

@@ -12,16 +12,21 @@ namespace strata::detail {
 struct fiber_block;
 /// Suspends the calling fiber until all fibers of its block arrive (src/exec/cpu).
 void fiber_barrier(fiber_block* block);
+/// fiber_barrier that also counts the block's threads that passed a non-zero `predicate`
+/// (CUDA's __syncthreads_count; every thread gets the count).
+int fiber_barrier_count(fiber_block* block, int predicate);
 
 /// Synchronization of a streaming block: none (barrier() does not compile before here).
 struct no_sync {
   void barrier() const {}
+  int barrier_count(int predicate) const { return predicate != 0 ? 1 : 0; }
 };
 
 /// A parallel block whose threads are fibers.
 struct fiber_sync {
   fiber_block* block;
   void barrier() const { fiber_barrier(block); }
+  int barrier_count(int predicate) const { return fiber_barrier_count(block, predicate); }
 };
 
 /// A parallel block run as phases: the barriers are the phase boundaries.
@@ -31,6 +36,13 @@ struct phase_sync {
     static_assert(always_false<T>,
                   "barrier(): a phase-split kernel is already cut at its barriers; end the "
                   "phase and continue in the next one instead");
+  }
+  template <class T = void>
+  int barrier_count(int) const {
+    static_assert(always_false<T>,
+                  "barrier_count(): a phase-split kernel is already cut at its barriers; "
+                  "count in the scratchpad and read it in the next phase instead");
+    return 0;
   }
 };
 
@@ -60,6 +72,14 @@ struct cpu_context {
   STRATA_FN void barrier() const {
 #if !STRATA_DEVICE_CODE
     sync.barrier();
+#endif
+  }
+  template <class S = Sync>
+  STRATA_FN int barrier_count(int predicate) const {
+#if !STRATA_DEVICE_CODE
+    return sync.barrier_count(predicate);
+#else
+    return predicate;
 #endif
   }
   STRATA_FN std::byte* scratchpad_base() const {

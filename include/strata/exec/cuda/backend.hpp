@@ -203,6 +203,17 @@ struct context {
     __syncthreads();
 #endif
   }
+  template <bool P = Phases>
+  STRATA_FN int barrier_count(int predicate) const {
+    static_assert(!P,
+                  "barrier_count(): a phase-split kernel is already cut at its barriers; "
+                  "count in the scratchpad and read it in the next phase instead");
+#if STRATA_DEVICE_CODE
+    return __syncthreads_count(predicate);
+#else
+    return predicate;
+#endif
+  }
   STRATA_FN std::byte* scratchpad_base() const {
     return scratch;
   }
