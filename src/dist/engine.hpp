@@ -220,7 +220,7 @@ class engine {
   /// Acknowledges a put (ok when `problem` is empty).
   void reply_ack(int to, std::uint64_t id, std::string const& problem);
   /// Runs `op` (a direct put or get) after `deps`: at once when they are complete.
-  static event direct(after const& deps, std::function<void()> op);
+  event direct(after const& deps, std::function<void()> op);
 
   void track(MPI_Request r, callback done);
   bool poll_watches();

@@ -642,6 +642,39 @@ TEST(DistDevice, PutsAndGetsReachDeviceMemory) {
   dist::barrier(rt.world()).wait();
 }
 
+// A direct put that waits for an event is outstanding like a message: the runtime's end
+// waits for it (the engine it reports to must outlive it).
+TEST(DistMemory, PendingDirectPutsCompleteBeforeTheRuntimeEnds) {
+  std::vector<double> v(100, 3.0);
+  event put_done;
+  std::thread opener;
+  dist::global_ptr<double> g;
+  {
+    dist::runtime rt;
+    int const target = (rt.rank() + 1) % rt.size();
+    g = dist::allocate<double>(rt.rank_place(target), v.size()).get();
+    wait_or_fail(dist::put(g, v.data(), 1), "a first put (maps the segment)");
+    dist::barrier(rt.world()).wait();
+    auto gate = event::pending();
+    put_done = dist::put(after(gate), g, v.data(), v.size());
+    opener = std::thread([gate]() mutable {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      gate.complete(nullptr);
+    });
+  }
+  EXPECT_TRUE(put_done.ready()) << "the runtime ended before a pending put ran";
+  opener.join();
+  EXPECT_FALSE(put_done.has_failed());
+  // Segments outlive runtimes (they are the process's): free it in the next one.
+  dist::runtime rt;
+  std::vector<double> back(v.size());
+  wait_or_fail(dist::get(back.data(), g, back.size()), "a get in the next runtime");
+  EXPECT_EQ(back, v);
+  dist::barrier(rt.world()).wait();
+  dist::deallocate(g).wait();
+  dist::barrier(rt.world()).wait();
+}
+
 TEST(DistMemory, GlobalPointerArithmetic) {
   dist::runtime rt;
   dist::global_ptr<double> p(1, 4096);
