@@ -287,6 +287,10 @@ segment_info find_segment(std::uintptr_t address);
 /// puts and gets reach it through the memory layer's copies, staged through host.
 std::uintptr_t allocate_device_segment(place const& where, std::size_t size, space_id space,
                                        std::uint32_t* place_id);
+/// memcpy, or `rep movsb` for large copies where the processor does that faster
+/// (dist/segments.cpp): the puts and gets through mapped windows.
+void copy_bytes(void* dst, void const* src, std::size_t n);
+
 /// The device segment holding [address, address + n), if one does.
 std::optional<device_range> device_segment(std::uintptr_t address, std::size_t n);
 

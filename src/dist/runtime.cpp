@@ -94,7 +94,7 @@ place place_at_position(std::uint32_t position) {
   return rt.to_local(all[position]);
 }
 
-std::uintptr_t allocate_device_bytes(std::uint32_t position, std::size_t bytes, space_id* space,
+std::uintptr_t allocate_device_bytes(std::uint32_t position, std::size_t size, space_id* space,
                                      std::uint32_t* place_id) {
   auto const where = place_at_position(position);
   switch (where.isa()) {
@@ -108,7 +108,7 @@ std::uintptr_t allocate_device_bytes(std::uint32_t position, std::size_t bytes, 
       throw invalid_argument("dist::allocate: place '" + where.path() +
                              "' is not a device; expected a sim or CUDA device or its memory");
   }
-  return allocate_device_segment(where, bytes, *space, place_id);
+  return allocate_device_segment(where, size, *space, place_id);
 }
 
 std::uint64_t direct_operations() {

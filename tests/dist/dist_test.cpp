@@ -530,7 +530,9 @@ TEST(DistMemory, PutsAndGetsOnOneNodeAreMemoryCopies) {
   dist::broadcast(rt.world(), std::span(&counter, 1), 0).wait();
   for (int i = 0; i < 100; ++i) dist::atomic_fetch_add(counter, 1L).get();
   dist::barrier(rt.world()).wait();
-  if (rt.rank() == 0) EXPECT_EQ(*counter.local(), 100L * rt.size());
+  if (rt.rank() == 0) {
+    EXPECT_EQ(*counter.local(), 100L * rt.size());
+  }
   auto const after_ops = dist::detail::direct_operations();
   if (mapped)
     EXPECT_GE(after_ops - before, 6u + (rt.rank() == 0 ? 0u : 100u))

@@ -145,7 +145,7 @@ struct allocate_fn {
 std::uint32_t position_under_rank(place const& where);
 place place_at_position(std::uint32_t position);
 /// dist::allocate on a device place: device memory there, registered for remote access.
-std::uintptr_t allocate_device_bytes(std::uint32_t position, std::size_t bytes, space_id* space,
+std::uintptr_t allocate_device_bytes(std::uint32_t position, std::size_t size, space_id* space,
                                      std::uint32_t* place_id);
 
 template <class T>
