@@ -96,9 +96,12 @@ void run_size(context& ctx, dist::runtime& rt, index_t n, bool transposed) {
   std::vector<apps::complex> input(fft.rows().local().begin(), fft.rows().local().end());
   double const tol = apps::fft_tolerance(n, n);
   auto rows = fft.rows().local();
-  // Round trips per timed run: enough to take tens of milliseconds at the small sizes.
-  int const k = quick ? 1 : std::max(1, static_cast<int>(2048 / n));
-  int const repeats = quick ? 1 : std::max(3, ctx.opts().repeats / 4);
+  // Round trips per timed run: enough to take tens of milliseconds at the small sizes,
+  // and at least five timed runs per side. (With two round trips and three runs, the
+  // 1024^2 figure at four ranks on two cores moved between 0.67 and 1.08 from one
+  // invocation to the next: each run is a few time slices of the four ranks.)
+  int const k = quick ? 1 : std::max(1, static_cast<int>(4096 / n));
+  int const repeats = quick ? 1 : std::max(5, ctx.opts().repeats / 2);
   auto strata_side = [&] {
     for (int i = 0; i < k; ++i) {
       fft.forward();

@@ -163,6 +163,7 @@ void shared_block::release() noexcept {
   map_ = data_ = nullptr;
   map_bytes_ = bytes_ = 0;
   fd_ = -1;
+  peers_.reset();
 }
 
 shared_block::~shared_block() {
@@ -175,7 +176,8 @@ shared_block::shared_block(shared_block&& o) noexcept
       data_(std::exchange(o.data_, nullptr)),
       bytes_(std::exchange(o.bytes_, 0)),
       fd_(std::exchange(o.fd_, -1)),
-      serial_(std::exchange(o.serial_, 0)) {}
+      serial_(std::exchange(o.serial_, 0)),
+      peers_(std::move(o.peers_)) {}
 
 shared_block& shared_block::operator=(shared_block&& o) noexcept {
   if (this != &o) {
@@ -186,13 +188,16 @@ shared_block& shared_block::operator=(shared_block&& o) noexcept {
     bytes_ = std::exchange(o.bytes_, 0);
     fd_ = std::exchange(o.fd_, -1);
     serial_ = std::exchange(o.serial_, 0);
+    peers_ = std::move(o.peers_);
   }
   return *this;
 }
 
 std::uint64_t shared_block::copy_started() const noexcept {
   if (!map_) return 0;
-  return static_cast<block_header*>(map_)->started.fetch_add(1, std::memory_order_relaxed) + 1;
+  // Release: a peer that sees the count (peer_copies_started) may read the source, which
+  // the caller finished writing before it called the copy.
+  return static_cast<block_header*>(map_)->started.fetch_add(1, std::memory_order_acq_rel) + 1;
 }
 
 void shared_block::pulls_done() const noexcept {
@@ -203,17 +208,20 @@ block_handle shared_block::handle() const noexcept {
   return {static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(data_)), fd_, serial_};
 }
 
-std::uint64_t direct_pulls_done(long pid, int rank, block_handle const& h,
-                                void const* mapped_data) {
-  if (mapped_data) {
-    auto const* head =
-        reinterpret_cast<block_header const*>(static_cast<char const*>(mapped_data) - page_bytes());
-    return head->pulls_done.load(std::memory_order_acquire);
-  }
+std::uint64_t direct_count(long pid, block_handle const& h, void const* mapped_data,
+                           block_count which) {
+  auto pick = [which](block_header const& head) {
+    return (which == block_count::started ? head.started : head.pulls_done)
+        .load(std::memory_order_acquire);
+  };
+  if (mapped_data)
+    return pick(*reinterpret_cast<block_header const*>(static_cast<char const*>(mapped_data) -
+                                                       page_bytes()));
   // Not mapped here: read the header. The owner may have freed the block since (it can,
   // once its own copy completed, which needed this rank's count, so this rank's pulls
   // are done; but the count seen here may be from an earlier copy): a block that is
-  // gone, or replaced by another at the same address, counts as done.
+  // gone, or replaced by another at the same address, counts as done. (A source that is
+  // gone counts as started: the read that follows fails with the reason.)
   block_header head;
   remote_run const run{static_cast<std::uintptr_t>(h.address - page_bytes()), sizeof head};
   iovec local{&head, sizeof head};
@@ -223,9 +231,8 @@ std::uint64_t direct_pulls_done(long pid, int rank, block_handle const& h,
       head.magic != block_magic || head.serial != h.serial ||
       head.alive.load(std::memory_order_relaxed) == 0)
     return std::numeric_limits<std::uint64_t>::max();
-  (void)rank;
   std::atomic_thread_fence(std::memory_order_acquire);
-  return head.pulls_done.load(std::memory_order_relaxed);
+  return pick(head);
 }
 
 bool block_alive(void const* mapped_data) noexcept {

@@ -38,9 +38,10 @@ bool node_has_peers();
 /// World rank w's segment block `h`, mapped for reading and writing (null: refused).
 std::shared_ptr<void const> map_segment(int w, block_handle const& h);
 
-/// The pulls_done count in the header of block `h` of process `pid` (world rank `rank`),
-/// through its mapping here (`mapped_data`, the block's data) or process_vm_readv.
-std::uint64_t direct_pulls_done(long pid, int rank, block_handle const& h, void const* mapped_data);
+/// One of the counts in the header of block `h` of process `pid`, read through its mapping
+/// here (`mapped_data`, the block's data) or with process_vm_readv.
+std::uint64_t direct_count(long pid, block_handle const& h, void const* mapped_data,
+                           block_count which);
 
 /// process_vm_readv of `runs` of process `pid` into `out`, in batches of IOV_MAX runs;
 /// throws strata::error naming `rank` on failure.

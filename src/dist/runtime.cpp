@@ -264,7 +264,6 @@ strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, 
   auto const& pids = runtime::current().impl().direct.pids;
   struct peer {
     long pid;
-    int world;
     block_handle handle;
     std::shared_ptr<void const> mapped;
   };
@@ -273,14 +272,27 @@ strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, 
     if (q == t.rank()) continue;
     auto const uq = static_cast<std::size_t>(q);
     int const w = t.world_rank(q);
-    waiting.push_back({pids[static_cast<std::size_t>(w)], w, peers[uq],
-                       uq < mapped.size() ? mapped[uq] : nullptr});
+    waiting.push_back(
+        {pids[static_cast<std::size_t>(w)], peers[uq], uq < mapped.size() ? mapped[uq] : nullptr});
   }
   return current_engine().watch([waiting = std::move(waiting), n]() mutable {
     std::erase_if(waiting, [n](peer const& p) {
-      return direct_pulls_done(p.pid, p.world, p.handle, p.mapped.get()) >= n;
+      return direct_count(p.pid, p.handle, p.mapped.get(), block_count::pulls_done) >= n;
     });
     return waiting.empty();
+  });
+}
+
+std::uint64_t peer_copies_started(team const& t, int q, block_handle const& h, void const* mapped) {
+  auto const w = static_cast<std::size_t>(t.world_rank(q));
+  return direct_count(runtime::current().impl().direct.pids[w], h, mapped, block_count::started);
+}
+
+strata::event when_peer_started(team const& t, int q, block_handle const& h,
+                                std::shared_ptr<void const> mapped, std::uint64_t n) {
+  auto const pid = runtime::current().impl().direct.pids[static_cast<std::size_t>(t.world_rank(q))];
+  return current_engine().watch([pid, h, mapped = std::move(mapped), n] {
+    return direct_count(pid, h, mapped.get(), block_count::started) >= n;
   });
 }
 

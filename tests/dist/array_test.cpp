@@ -395,3 +395,38 @@ TEST(DistArray, CopiesWithEmptyPartsAndRanksLeavingEarly) {
     ASSERT_EQ(wrong, 0u) << "round " << round << " on rank " << me;
   }
 }
+
+// A copy from an array that was copied from before does not gather the peers' handles
+// again (dist/direct.hpp, peer_blocks): it reads each peer's part once that peer's count
+// says it has called the copy too. The ranks take turns arriving late and writing their
+// source only then, right after overwriting it with garbage, and two copies from the
+// source are in flight at once (the second before the first has gathered anything): a
+// read that did not wait for its peer would see the garbage or the last round's values.
+TEST(DistArray, LaterCopiesWaitForEachPeersSource) {
+  dist::runtime rt;
+  int const p = rt.size(), me = rt.rank();
+  auto const& w = rt.world();
+  index_t const n = 131;
+  dist::array_type<2> const rows{
+      .extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
+  dist::array_type<2> const cols{.extent = {n, n},
+                                 .dist = {distribution::whole(), distribution::block()},
+                                 .grid = {1, p},
+                                 .order = {1, 0}};
+  dist::array_type<2> const mixed{
+      .extent = {n, n}, .dist = {distribution::cyclic(), distribution::cyclic()}, .grid = {1, p}};
+  dist::array<double, 2> a(w, rows), b(w, cols), c(w, mixed);
+  for (int round = 0; round < 16; ++round) {
+    if ((me + round) % p == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    a.for_each([round](vec<2> const& i, double& x) { x = value(i) * (round + 1); });
+    auto e1 = dist::copy(b, a);
+    auto e2 = dist::copy(c, a);
+    e1.wait();
+    e2.wait();
+    for (auto& x : a.local()) x = -1;
+    std::size_t wrong = 0;
+    b.for_each([&](vec<2> const& i, double& x) { wrong += x != value(i) * (round + 1); });
+    c.for_each([&](vec<2> const& i, double& x) { wrong += x != value(i) * (round + 1); });
+    ASSERT_EQ(wrong, 0u) << "round " << round << " on rank " << me;
+  }
+}
