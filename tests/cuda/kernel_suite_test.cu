@@ -216,6 +216,15 @@ TEST_F(Cuda, BarriersWithAPredicateCountAllAndAny) {
   deallocate(d);
 }
 
+TEST_F(Cuda, StaticBlockSharedVariables) {
+  auto const n = static_cast<std::size_t>(test::predicate_blocks * test::predicate_threads *
+                                          test::shared_var_results);
+  auto d = to_device(std::vector<long>(n, -1));
+  launch(gpu(), test::predicate_shape(), test::block_shared_vars_k{}, d).wait();
+  test::check_shared_vars(to_host(d, n));
+  deallocate(d);
+}
+
 struct totals {
   unsigned long long sum;
   double fsum;

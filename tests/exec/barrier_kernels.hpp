@@ -1,5 +1,6 @@
 // Block barriers with a predicate (barrier_count / barrier_and / barrier_or; CUDA's
-// __syncthreads_count/_and/_or, Alpaka's syncBlockThreadsPredicate), written once and
+// __syncthreads_count/_and/_or, Alpaka's syncBlockThreadsPredicate) and static
+// block-shared variables (shared_var; Alpaka's declareSharedVar), written once and
 // compiled for every backend: the CPU backends and sim in tests/exec/kernel_suite_test.cpp,
 // CUDA (nvcc device code) in tests/cuda/kernel_suite_test.cu.
 #pragma once
@@ -49,6 +50,58 @@ inline void check_predicates(std::vector<int> const& out) {
       EXPECT_EQ(o[2], static_cast<int>(predicate_threads));
       EXPECT_EQ(o[3], k == 3 ? 0 : 1);
       EXPECT_EQ(o[4], k % 2 == 0 ? 1 : 0);
+    }
+}
+
+// Static block-shared variables: three per block (two ints told apart by their id, a
+// struct), set by thread 0, then every thread adds into one of them; each thread records
+// what it sees and whether the variables are one object per (type, id).
+struct shared_pair {
+  int block;
+  double half;
+};
+inline constexpr int shared_var_results = 5;  // per thread
+
+struct block_shared_vars_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, long* out) const {
+    auto b = self.block();
+    auto const t = b.linear_index();
+    auto const k = self.block_index()[0];
+    int& total = b.template shared_var<int, 0>();
+    int& other = b.template shared_var<int, 1>();
+    shared_pair& p = b.template shared_var<shared_pair>();
+    if (t == 0) {
+      total = 0;
+      other = static_cast<int>(k) * 1000;
+      p = {static_cast<int>(k), 0.5 * static_cast<double>(k)};
+    }
+    b.barrier();
+    atomic_add(&total, static_cast<int>(t) + 1);
+    b.barrier();
+    long* o = out + self.global_linear_index() * shared_var_results;
+    o[0] = total;
+    o[1] = other;
+    o[2] = p.block;
+    o[3] = p.half == 0.5 * static_cast<double>(k) ? 1 : 0;
+    o[4] = &b.template shared_var<int, 0>() == &total && &total != &other &&
+                   static_cast<void*>(&p) != static_cast<void*>(&total)
+               ? 1
+               : 0;
+  }
+};
+
+inline void check_shared_vars(std::vector<long> const& out) {
+  long const sum = predicate_threads * (predicate_threads + 1) / 2;
+  for (index_t k = 0; k < predicate_blocks; ++k)
+    for (index_t t = 0; t < predicate_threads; ++t) {
+      auto const* o = out.data() + (k * predicate_threads + t) * shared_var_results;
+      SCOPED_TRACE("block " + std::to_string(k) + ", thread " + std::to_string(t));
+      EXPECT_EQ(o[0], sum);
+      EXPECT_EQ(o[1], k * 1000);
+      EXPECT_EQ(o[2], k);
+      EXPECT_EQ(o[3], 1);
+      EXPECT_EQ(o[4], 1);
     }
 }
 

@@ -3,6 +3,8 @@
 // launches.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <algorithm>
 #include <atomic>
 #include <numeric>
@@ -169,6 +171,90 @@ TEST(KernelSuiteSim, BarriersWithAPredicateCountAllAndAny) {
   copy(ptr<int, host_space>(out.data(), 0), d, n).wait();
   deallocate(d);
   test::check_predicates(out);
+}
+
+TEST_P(KernelSuite, StaticBlockSharedVariables) {
+  std::vector<long> out(static_cast<std::size_t>(test::predicate_blocks * test::predicate_threads *
+                                                 test::shared_var_results),
+                        -1);
+  launch(here(), test::predicate_shape(), test::block_shared_vars_k{}, out.data()).wait();
+  test::check_shared_vars(out);
+}
+
+TEST(KernelSuiteSim, StaticBlockSharedVariables) {
+  runtime rt{runtime_options{.sim_devices = "1:units=2"}};
+  place sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+  auto const n = static_cast<std::size_t>(test::predicate_blocks * test::predicate_threads *
+                                          test::shared_var_results);
+  auto d = allocate<long, sim_space>(sim0, n);
+  launch(sim0, test::predicate_shape(), test::block_shared_vars_k{}, d).wait();
+  std::vector<long> out(n, -1);
+  copy(ptr<long, host_space>(out.data(), 0), d, n).wait();
+  deallocate(d);
+  test::check_shared_vars(out);
+}
+
+// On the CPU a block's shared variables are made as its threads ask for them, in chunks
+// that never move: many of them, one larger than a chunk, keep their places (the first
+// ones are read back after the later ones were made); a one-thread block and a
+// phase-split kernel (the variable lives across the phases) have them too.
+TEST_P(KernelSuite, ManyBlockSharedVariablesKeepTheirPlaces) {
+  index_t const blocks = 5, threads = 16;
+  std::vector<double> out(static_cast<std::size_t>(blocks * threads), -1);
+  launch(
+      here(), grid(blocks).block(parallel, threads),
+      [](auto const& self, double* out) {
+        auto b = self.block();
+        auto const t = b.linear_index();
+        auto& first = b.template shared_var<double, 0>();
+        auto& big = b.template shared_var<std::array<double, 700>, 1>();  // > 4 KiB
+        auto& c2 = b.template shared_var<char, 2>();
+        auto& d3 = b.template shared_var<std::array<double, 300>, 3>();
+        auto& l4 = b.template shared_var<long, 4>();
+        if (t == 0) {
+          first = 1.5;
+          c2 = 'x';
+          l4 = 7;
+        }
+        big[static_cast<std::size_t>(t)] = static_cast<double>(t);
+        d3[static_cast<std::size_t>(t)] = 2.0 * static_cast<double>(t);
+        b.barrier();
+        double s = first + (c2 == 'x' ? 1 : 0) + static_cast<double>(l4);
+        for (index_t i = 0; i < b.linear_size(); ++i)
+          s += big[static_cast<std::size_t>(i)] + d3[static_cast<std::size_t>(i)];
+        out[self.global_linear_index()] = s;
+      },
+      out.data())
+      .wait();
+  double const expect = 1.5 + 1 + 7 + 3.0 * (threads * (threads - 1) / 2);
+  for (double v : out) EXPECT_EQ(v, expect);
+
+  std::vector<long> one(9, -1);
+  launch(
+      here(), grid(9).block(parallel, 1),
+      [](auto const& self, long* out) {
+        auto& v = self.block().template shared_var<long, 9>();
+        v = self.block_index()[0] * 3;
+        out[self.block_index()[0]] = self.block().template shared_var<long, 9>();
+      },
+      one.data())
+      .wait();
+  for (long k = 0; k < 9; ++k) EXPECT_EQ(one[static_cast<std::size_t>(k)], 3 * k);
+
+  std::vector<long> ph(static_cast<std::size_t>(blocks), -1);
+  launch(here(), grid(blocks).block(parallel, threads),
+         phases<int>(
+             [](auto const& self, int&, long*) {
+               if (self.block().linear_index() == 0)
+                 self.block().template shared_var<long>() = self.block_index()[0] + 100;
+             },
+             [](auto const& self, int&, long* out) {
+               if (self.block().linear_index() == threads - 1)
+                 out[self.block_index()[0]] = self.block().template shared_var<long>();
+             }),
+         ph.data())
+      .wait();
+  for (long k = 0; k < blocks; ++k) EXPECT_EQ(ph[static_cast<std::size_t>(k)], k + 100);
 }
 
 TEST_P(KernelSuite, TwoDimensionalParallelBlocks) {

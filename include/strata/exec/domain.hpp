@@ -234,6 +234,26 @@ class block_domain {
     return reinterpret_cast<T*>(ctx_.scratchpad_base() + offset);
   }
 
+  /// A variable of type T shared by the block's threads (Alpaka's declareSharedVar<T,
+  /// id>, CUDA's static __shared__): one object per (T, Id) per block, the same object
+  /// for every thread of the block whenever it asks, alive while the block runs; `Id`
+  /// tells apart variables of one type (a literal, or __COUNTER__). Like __shared__, it
+  /// starts uninitialized: one thread writes it, then a barrier, then all read. Needs no
+  /// scratchpad bytes in the shape (the backends size it: CUDA statically, the CPU
+  /// backends per block as it is asked for).
+  template <class T, std::size_t Id = 0>
+  STRATA_FN T& shared_var() const {
+    static_assert(is_parallel_v<BlockPolicy>,
+                  "shared_var(): this block is streaming (its threads share nothing); build "
+                  "the shape with .block(strata::parallel, ...)");
+    static_assert(
+        std::is_trivially_default_constructible_v<T> && std::is_trivially_destructible_v<T>,
+        "shared_var(): T must be trivially default-constructible and destructible "
+        "(block-shared variables start uninitialized and are never destroyed, as "
+        "CUDA's __shared__)");
+    return ctx_.template shared_var<T, Id>();
+  }
+
  private:
   Ctx const& ctx_;
 };

@@ -7,6 +7,7 @@
 #include <boost/context/fiber.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <new>
@@ -274,6 +275,36 @@ scratch_frame::scratch_frame(std::size_t bytes) {
 
 scratch_frame::~scratch_frame() {
   --frames.depth;
+}
+
+block_vars::~block_vars() {
+  for (auto const& c : chunks_) ::operator delete (c.data, std::align_val_t{64});
+}
+
+void* block_vars::get(void const* key, std::size_t bytes, std::size_t align) {
+  for (std::size_t k = 0; k < count_; ++k)
+    if (entries_[k].key == key) return entries_[k].where;
+  // A new variable of this block: the next aligned piece of the current chunk, or of the
+  // next one that has room (chunks are never moved, so earlier variables stay put).
+  for (;; ++chunk_, used_ = 0) {
+    if (chunk_ == chunks_.size()) {
+      // 4 KiB, or the variable with its alignment if larger (alignment above 64 bytes is
+      // met by padding inside the chunk).
+      std::size_t const size = std::max<std::size_t>(4096, bytes + align);
+      chunks_.reserve(chunks_.size() + 1);
+      chunks_.push_back(
+          {static_cast<std::byte*>(::operator new (size, std::align_val_t{64})), size});
+    }
+    auto const& c = chunks_[chunk_];
+    auto const base = reinterpret_cast<std::uintptr_t>(c.data);
+    std::size_t const offset = (base + used_ + align - 1) / align * align - base;
+    if (offset + bytes > c.size) continue;
+    void* where = c.data + offset;
+    if (count_ == entries_.size()) entries_.emplace_back();
+    entries_[count_++] = {key, where};
+    used_ = offset + bytes;
+    return where;
+  }
 }
 
 }  // namespace strata::detail

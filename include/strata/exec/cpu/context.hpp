@@ -6,6 +6,7 @@
 #include <strata/vec.hpp>
 
 #include <cstddef>
+#include <vector>
 
 namespace strata::detail {
 
@@ -15,6 +16,47 @@ void fiber_barrier(fiber_block* block);
 /// fiber_barrier that also counts the block's threads that passed a non-zero `predicate`
 /// (CUDA's __syncthreads_count; every thread gets the count).
 int fiber_barrier_count(fiber_block* block, int predicate);
+
+/// The key of a block's static shared variable (T, Id): the address of this variable,
+/// one per specialization in the whole program.
+template <class T, std::size_t Id>
+inline constexpr char block_var_key = 0;
+
+/// The static shared variables of the block that runs on this CPU thread (Alpaka's
+/// declareSharedVar, CUDA's static __shared__; block_domain::shared_var): one piece of
+/// storage per key, made when the block's first thread asks for it, the same for all its
+/// threads. Storage comes in chunks that never move (a reference handed out stays valid
+/// while later variables are made) and is kept from block to block: next_block() forgets
+/// the variables, not the memory. One per run of blocks on a thread, so nested runs (a
+/// kernel that waits may run another block on its thread) have their own.
+class block_vars {
+ public:
+  block_vars() = default;
+  ~block_vars();
+  block_vars(block_vars const&) = delete;
+  block_vars& operator=(block_vars const&) = delete;
+  /// The storage of variable `key` in this block: `bytes` bytes aligned to `align`.
+  void* get(void const* key, std::size_t bytes, std::size_t align);
+  void next_block() noexcept {
+    count_ = 0;
+    chunk_ = 0;
+    used_ = 0;
+  }
+
+ private:
+  struct entry {
+    void const* key;
+    void* where;
+  };
+  struct chunk {
+    std::byte* data;
+    std::size_t size;
+  };
+  std::vector<entry> entries_;  // the block's variables so far (few: a linear search)
+  std::size_t count_ = 0;       // entries_[0, count_) are this block's
+  std::vector<chunk> chunks_;
+  std::size_t chunk_ = 0, used_ = 0;  // filling chunks_[chunk_] at used_
+};
 
 /// Synchronization of a streaming block: none (barrier() does not compile before here).
 struct no_sync {
@@ -60,6 +102,7 @@ struct cpu_context {
   std::byte* scratch = nullptr;
   std::size_t scratch_bytes = 0;
   mutable std::size_t scratchpad_used = 0;
+  block_vars* vars = nullptr;  // parallel blocks: the block's static shared variables
 
   // STRATA_FN because the domain handle's functions are: in an nvcc translation unit the
   // same kernel is instantiated for host and GPU contexts. This context only runs on host.
@@ -87,6 +130,15 @@ struct cpu_context {
   }
   STRATA_FN std::size_t scratchpad_size() const {
     return scratch_bytes;
+  }
+  template <class T, std::size_t Id>
+  STRATA_FN T& shared_var() const {
+#if STRATA_DEVICE_CODE
+    // (Never runs: a CPU context is host-only; this keeps nvcc's device pass compiling.)
+    return *reinterpret_cast<T*>(scratch);
+#else
+    return *static_cast<T*>(vars->get(&block_var_key<T, Id>, sizeof(T), alignof(T)));
+#endif
   }
 };
 

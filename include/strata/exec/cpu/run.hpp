@@ -87,13 +87,22 @@ void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kerne
                 Args& args) {
   using seq = std::make_index_sequence<std::tuple_size_v<Args>>;
   scratch_frame frame(s.scratchpad_bytes());
+  block_vars vars;
   index_t const threads = s.threads_per_block();
   for (index_t b = b0; b < b1; ++b) {
     auto block_idx = delinearize(b, s.grid_extent());
+    vars.next_block();
     if (threads == 1) {
-      cpu_context<D, single_sync> ctx{s.grid_extent(), s.block_extent(),    s.element_extent(),
-                                      block_idx,       vec<D>::fill(0),     {},
-                                      frame.data(),    s.scratchpad_bytes()};
+      cpu_context<D, single_sync> ctx{s.grid_extent(),
+                                      s.block_extent(),
+                                      s.element_extent(),
+                                      block_idx,
+                                      vec<D>::fill(0),
+                                      {},
+                                      frame.data(),
+                                      s.scratchpad_bytes(),
+                                      0,
+                                      &vars};
       call_kernel(k, domain<D, parallel_group, decltype(ctx)>(ctx), args, seq{});
       continue;
     }
@@ -101,9 +110,10 @@ void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kerne
       shape<D, parallel_group> const* s;
       vec<D> block_idx;
       std::byte* scratch;
+      block_vars* vars;
       Kernel const* k;
       Args* args;
-    } c{&s, block_idx, frame.data(), &k, &args};
+    } c{&s, block_idx, frame.data(), &vars, &k, &args};
     run_fiber_block(
         threads,
         [](void* p, index_t t, fiber_block* fb) {
@@ -115,7 +125,9 @@ void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kerne
                                          delinearize(t, cl.s->block_extent()),
                                          fiber_sync{fb},
                                          cl.scratch,
-                                         cl.s->scratchpad_bytes()};
+                                         cl.s->scratchpad_bytes(),
+                                         0,
+                                         cl.vars};
           call_kernel(*cl.k, domain<D, parallel_group, cpu_context<D, fiber_sync>>(ctx), *cl.args,
                       std::make_index_sequence<std::tuple_size_v<Args>>{});
         },
@@ -134,7 +146,9 @@ void run_phases(shape<D, parallel_group> const& s, index_t b0, index_t b1,
   scratch_frame frame(scratch + static_cast<std::size_t>(threads) * sizeof(State));
   auto* states = reinterpret_cast<State*>(frame.data() + scratch);
   static_assert(alignof(State) <= 64, "phases: State may be aligned to at most 64 bytes");
+  block_vars vars;
   for (index_t b = b0; b < b1; ++b) {
+    vars.next_block();
     index_t built = 0;
     try {
       for (; built < threads; ++built) new (states + built) State{};
@@ -149,7 +163,9 @@ void run_phases(shape<D, parallel_group> const& s, index_t b0, index_t b1,
               {},
               {},
               frame.data(),
-              s.scratchpad_bytes()};
+              s.scratchpad_bytes(),
+              0,
+              &vars};
     auto run_phase = [&](auto const& phase) {
       for (index_t t = 0; t < threads; ++t) {
         ctx.thread_idx = delinearize(t, s.block_extent());

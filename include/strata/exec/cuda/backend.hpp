@@ -156,6 +156,22 @@ STRATA_FN inline unsigned component(dim3 const& v, unsigned a) {
   return a == 0 ? v.x : (a == 1 ? v.y : v.z);
 }
 
+/// A block's static shared variable (T, Id): CUDA's static __shared__, one per
+/// specialization of this function, per block.
+template <class T, std::size_t Id>
+STRATA_FN T& shared_var() {
+#if STRATA_DEVICE_CODE
+  struct alignas(T) cell {
+    unsigned char bytes[sizeof(T)];
+  };
+  __shared__ cell storage;
+  return *reinterpret_cast<T*>(&storage);
+#else
+  // (Never runs: the context exists on the GPU only; this keeps the host pass compiling.)
+  return *static_cast<T*>(nullptr);
+#endif
+}
+
 /// The domain's context on the GPU: extents passed by value, indices read from builtins
 /// (a thread's dimension i is threadIdx's axis D-1-i; a block's is blockIdx's
 /// grid_axis[i], see plan_grid). `offset0` is the first block (in dimension 0) of this
@@ -219,6 +235,10 @@ struct context {
   }
   STRATA_FN std::size_t scratchpad_size() const {
     return scratch_bytes;
+  }
+  template <class T, std::size_t Id>
+  STRATA_FN T& shared_var() const {
+    return cuda::shared_var<T, Id>();
   }
 };
 
