@@ -155,6 +155,13 @@ placement resolve(target const& t) {
                          "; give the shape .scratchpad(bytes) with enough room");
 }
 
+[[noreturn]] void bad_group_size(index_t size, index_t parent) {
+  throw invalid_argument("group(" + std::to_string(size) + "): cannot cut " +
+                         std::to_string(parent) +
+                         " threads into equal groups of that size; expected a size that "
+                         "divides the block's (or the parent group's) thread count");
+}
+
 void check_kernel_pointer(placement const& p, void const* address, space_id space, bool typed,
                           std::uint32_t place_id, std::size_t index) {
   bool const sim = p.backend == backend_id::sim;

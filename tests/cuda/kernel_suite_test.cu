@@ -225,6 +225,17 @@ TEST_F(Cuda, StaticBlockSharedVariables) {
   deallocate(d);
 }
 
+TEST_F(Cuda, GroupsInsideABlockHaveTheirOwnBarriers) {
+  index_t const blocks = 5, threads = 64, g1 = 32, g2 = 4;
+  auto const n = static_cast<std::size_t>(blocks * threads * test::group_results);
+  auto d = to_device(std::vector<long>(n, -1));
+  launch(gpu(), grid(blocks).block(parallel, threads).scratchpad(threads * sizeof(long)),
+         test::block_groups_k{}, d, g1, g2)
+      .wait();
+  test::check_groups(to_host(d, n), blocks, threads, g1, g2);
+  deallocate(d);
+}
+
 struct totals {
   unsigned long long sum;
   double fsum;

@@ -1,6 +1,7 @@
 // Block barriers with a predicate (barrier_count / barrier_and / barrier_or; CUDA's
 // __syncthreads_count/_and/_or, Alpaka's syncBlockThreadsPredicate) and static
-// block-shared variables (shared_var; Alpaka's declareSharedVar), written once and
+// block-shared variables (shared_var; Alpaka's declareSharedVar) and groups inside a
+// block with barriers of their own (block().group(k); Phalanx's deeper domains), written once and
 // compiled for every backend: the CPU backends and sim in tests/exec/kernel_suite_test.cpp,
 // CUDA (nvcc device code) in tests/cuda/kernel_suite_test.cu.
 #pragma once
@@ -102,6 +103,62 @@ inline void check_shared_vars(std::vector<long> const& out) {
       EXPECT_EQ(o[2], k);
       EXPECT_EQ(o[3], 1);
       EXPECT_EQ(o[4], 1);
+    }
+}
+
+// Groups inside a block, two levels deep (block -> groups of g1 -> groups of g2): each
+// thread puts t + 1 in the scratchpad; each inner group sums its values after its own
+// barrier; the outer group's leaders' sums add up after the outer group's barriers. Odd
+// outer groups wait at extra barriers of their own (groups move on independently; on
+// the CPU a barrier releases a group once all its threads arrived, whatever the others
+// do). Per thread: inner sum, outer sum, inner group's index and count, outer's.
+inline constexpr int group_results = 6;
+
+struct block_groups_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, long* out, index_t g1, index_t g2) const {
+    auto b = self.block();
+    auto const t = b.linear_index();
+    long* s = b.template scratchpad<long>(static_cast<std::size_t>(b.linear_size()));
+    auto g = b.group(g1);
+    auto h = g.group(g2);
+    s[t] = t + 1;
+    h.barrier();
+    long hs = 0;
+    for (index_t i = 0; i < h.size(); ++i) hs += s[t - h.index() + i];
+    if (g.group_index() % 2 == 1)
+      for (int k = 0; k < 3; ++k) g.barrier();
+    g.barrier();
+    if (h.index() == 0) s[t] = hs;
+    g.barrier();
+    long gs = 0;
+    for (index_t j = 0; j < g.size(); j += h.size()) gs += s[t - g.index() + j];
+    b.barrier();
+    long* o = out + self.global_linear_index() * group_results;
+    o[0] = hs;
+    o[1] = gs;
+    o[2] = h.group_index();
+    o[3] = h.groups();
+    o[4] = g.group_index();
+    o[5] = g.groups();
+  }
+};
+
+inline void check_groups(std::vector<long> const& out, index_t blocks, index_t threads, index_t g1,
+                         index_t g2) {
+  auto range_sum = [](index_t first, index_t n) {  // (first + 1) + ... + (first + n)
+    return static_cast<long>(n * (2 * first + n + 1) / 2);
+  };
+  for (index_t k = 0; k < blocks; ++k)
+    for (index_t t = 0; t < threads; ++t) {
+      auto const* o = out.data() + (k * threads + t) * group_results;
+      SCOPED_TRACE("block " + std::to_string(k) + ", thread " + std::to_string(t));
+      EXPECT_EQ(o[0], range_sum(t / g2 * g2, g2));
+      EXPECT_EQ(o[1], range_sum(t / g1 * g1, g1));
+      EXPECT_EQ(o[2], (t % g1) / g2);
+      EXPECT_EQ(o[3], g1 / g2);
+      EXPECT_EQ(o[4], t / g1);
+      EXPECT_EQ(o[5], threads / g1);
     }
 }
 

@@ -194,6 +194,69 @@ TEST(KernelSuiteSim, StaticBlockSharedVariables) {
   test::check_shared_vars(out);
 }
 
+TEST_P(KernelSuite, GroupsInsideABlockHaveTheirOwnBarriers) {
+  // Warp-friendly sizes (as on CUDA), odd ones, and groups as large as the block.
+  struct sizes {
+    index_t threads, g1, g2;
+  };
+  for (auto [threads, g1, g2] : {sizes{64, 32, 4}, sizes{60, 12, 3}, sizes{40, 40, 5}}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads, groups " + std::to_string(g1) + " / " +
+                 std::to_string(g2));
+    index_t const blocks = 5;
+    std::vector<long> out(static_cast<std::size_t>(blocks * threads * test::group_results), -1);
+    launch(here(),
+           grid(blocks)
+               .block(parallel, threads)
+               .scratchpad(static_cast<std::size_t>(threads) * sizeof(long)),
+           test::block_groups_k{}, out.data(), g1, g2)
+        .wait();
+    test::check_groups(out, blocks, threads, g1, g2);
+  }
+}
+
+TEST(KernelSuiteSim, GroupsInsideABlockHaveTheirOwnBarriers) {
+  runtime rt{runtime_options{.sim_devices = "1:units=2"}};
+  place sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+  index_t const blocks = 3, threads = 64, g1 = 32, g2 = 4;
+  auto const n = static_cast<std::size_t>(blocks * threads * test::group_results);
+  auto d = allocate<long, sim_space>(sim0, n);
+  launch(sim0, grid(blocks).block(parallel, threads).scratchpad(threads * sizeof(long)),
+         test::block_groups_k{}, d, g1, g2)
+      .wait();
+  std::vector<long> out(n, -1);
+  copy(ptr<long, host_space>(out.data(), 0), d, n).wait();
+  deallocate(d);
+  test::check_groups(out, blocks, threads, g1, g2);
+}
+
+// Group sizes that do not divide the block are errors at wait(); a thread that skips its
+// group's barrier while the group waits is an error, not a hang; a group that returns
+// early while another goes on through barriers of its own is fine.
+TEST_P(KernelSuite, GroupMistakesAreErrorsNotHangs) {
+  auto bad_size = launch(here(), grid(2).block(parallel, 8),
+                         [](auto const& self) { self.block().group(3).barrier(); });
+  EXPECT_THROW(bad_size.wait(), invalid_argument);
+  auto skipped = launch(here(), grid(2).block(parallel, 8), [](auto const& self) {
+    auto g = self.block().group(4);
+    if (g.index() != 1) g.barrier();
+  });
+  EXPECT_THROW(skipped.wait(), error);
+  std::vector<int> hits(8, 0);
+  launch(
+      here(), grid(1).block(parallel, 8),
+      [](auto const& self, int* hits) {
+        auto g = self.block().group(4);
+        if (g.group_index() == 0) return;
+        for (int k = 0; k < 5; ++k) {
+          hits[self.block().linear_index()] += 1;
+          g.barrier();
+        }
+      },
+      hits.data())
+      .wait();
+  EXPECT_EQ(hits, (std::vector<int>{0, 0, 0, 0, 5, 5, 5, 5}));
+}
+
 // On the CPU a block's shared variables are made as its threads ask for them, in chunks
 // that never move: many of them, one larger than a chunk, keep their places (the first
 // ones are read back after the later ones were made); a one-thread block and a

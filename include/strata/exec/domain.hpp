@@ -23,6 +23,9 @@ namespace detail {
 
 /// Raised (on the host) when a kernel asks for more scratchpad than its shape provides.
 [[noreturn]] void scratchpad_overflow(std::size_t requested, std::size_t available);
+/// Raised (on the host) when a kernel cuts a block or group into groups of a size that
+/// does not divide it.
+[[noreturn]] void bad_group_size(index_t size, index_t parent);
 
 /// A type-dependent false, for static_asserts that fire only when instantiated.
 template <class...>
@@ -51,6 +54,46 @@ template <std::size_t D, class Ctx>
 class thread_domain;
 template <std::size_t D, level_policy BlockPolicy, class Ctx>
 class block_domain;
+
+/// A group of a parallel block's threads, and groups inside groups (Phalanx §III-B: a
+/// task's hierarchy has any depth, and any level may be parallel; CUDA's tiled
+/// partitions): `block().group(k)` cuts the block's threads, in linear order, into groups
+/// of k consecutive threads (k must divide the block), `group(k)` on a group cuts it
+/// again. `barrier()` waits for the caller's group only, so groups move on independently.
+/// On the CPU backends groups are fibers of the block like the rest; on CUDA a group of
+/// at most 32 threads (a power of two) synchronizes with __syncwarp and a larger one
+/// (a multiple of 32: one level of such groups, at most 15 per block) with a named
+/// barrier.
+template <class Ctx>
+class group_domain {
+ public:
+  STRATA_FN group_domain(Ctx const& ctx, index_t first, index_t size, index_t me, index_t parent)
+      : ctx_(ctx), first_(first), size_(size), me_(me), parent_(parent) {}
+  /// Threads in the group.
+  STRATA_FN index_t size() const { return size_; }
+  /// The caller's position in the group.
+  STRATA_FN index_t index() const { return me_ - first_; }
+  /// The group's position among its parent's groups, and their number.
+  STRATA_FN index_t group_index() const { return (first_ % parent_) / size_; }
+  STRATA_FN index_t groups() const { return parent_ / size_; }
+  /// Waits until every thread of this group has arrived.
+  STRATA_FN void barrier() const { ctx_.group_barrier(first_, size_); }
+  /// This group cut into groups of `size` threads (`size` divides size()).
+  STRATA_FN group_domain group(index_t size) const {
+    if (size < 1 || size_ % size != 0) {
+#if STRATA_DEVICE_CODE
+      __trap();
+#else
+      detail::bad_group_size(size, size_);
+#endif
+    }
+    return group_domain(ctx_, first_ + (me_ - first_) / size * size, size, me_, size_);
+  }
+
+ private:
+  Ctx const& ctx_;
+  index_t first_, size_, me_, parent_;
+};
 
 /// The kernel's view of the whole launch: the grid level, and Alpaka-style shortcuts
 /// (global indices, element ranges) for the calling thread.
@@ -193,6 +236,24 @@ class block_domain {
     ctx_.barrier();
   }
 
+  /// The block's threads in groups of `size` consecutive threads (linear order; `size`
+  /// divides the block), the caller's group: group_domain.
+  STRATA_FN group_domain<Ctx> group(index_t size) const {
+    static_assert(is_parallel_v<BlockPolicy>,
+                  "group(): this block is streaming (its threads are independent); build "
+                  "the shape with .block(strata::parallel, ...) to synchronize groups");
+    index_t const n = linear_size();
+    if (size < 1 || n % size != 0) {
+#if STRATA_DEVICE_CODE
+      __trap();
+#else
+      detail::bad_group_size(size, n);
+#endif
+    }
+    index_t const me = linear_index();
+    return group_domain<Ctx>(ctx_, me / size * size, size, me, n);
+  }
+
   /// A barrier that also counts the block's threads whose `predicate` is true; every
   /// thread gets the count (CUDA __syncthreads_count; Alpaka's syncBlockThreadsPredicate
   /// with BlockCount). Every thread of the block must call it, like barrier().
@@ -209,7 +270,9 @@ class block_domain {
   }
   /// A barrier that tells every thread whether any thread passed a true `predicate`
   /// (CUDA __syncthreads_or; Alpaka's BlockOr).
-  STRATA_FN bool barrier_or(bool predicate) const { return barrier_count(predicate) != 0; }
+  STRATA_FN bool barrier_or(bool predicate) const {
+    return barrier_count(predicate) != 0;
+  }
 
   /// The block's shared scratchpad as `n` objects of T. Every thread makes the same calls
   /// in the same order (SPMD), so the k-th call returns the same storage in every thread;

@@ -101,7 +101,10 @@ struct fiber_block {
     bool started = false;
     bool done = false;
     bool at_barrier = false;
-    std::uint64_t barriers = 0;  // barriers this thread has entered
+    std::uint64_t barriers = 0;  // block barriers this thread has entered
+    // The threads [scope_first, scope_first + scope_size) the barrier it waits at is for:
+    // the whole block, or a group (domain.hpp's group_domain).
+    index_t scope_first = 0, scope_size = 0;
   };
   std::vector<member> threads;
   index_t current = 0;
@@ -112,6 +115,9 @@ struct fiber_block {
   int tally[2] = {0, 0};
   index_t arrived[2] = {0, 0};
   bool cancelled = false;
+  // Whether some thread has waited at a group's barrier: the scheduler then resumes a
+  // thread only once its barrier's threads have all arrived (see run_grouped).
+  bool grouped = false;
   std::exception_ptr error;
   // The scheduler's side, for switching back to it.
   switch_marks marks;
@@ -160,9 +166,21 @@ int fiber_barrier_count(fiber_block* block, int predicate) {
     block->arrived[1 - k] = 0;
   }
   m.at_barrier = true;
+  m.scope_first = 0;
+  m.scope_size = static_cast<index_t>(block->threads.size());
   leave(*block, m, false);
   if (block->cancelled) throw fiber_cancelled{};
   return block->tally[k];
+}
+
+void fiber_group_barrier(fiber_block* block, index_t first, index_t size) {
+  auto& m = block->threads[static_cast<std::size_t>(block->current)];
+  block->grouped = true;
+  m.at_barrier = true;
+  m.scope_first = first;
+  m.scope_size = size;
+  leave(*block, m, false);
+  if (block->cancelled) throw fiber_cancelled{};
 }
 
 void fiber_barrier(fiber_block* block) {
@@ -225,7 +243,62 @@ void run_fiber_block(index_t threads, void (*body)(void*, index_t, fiber_block*)
     }
   } cleanup{block};
 
+  // Once groups wait at barriers of their own, a round resumes only the threads whose
+  // barrier's threads have all arrived (decided for the round before it starts, so a
+  // thread that arrives during the round waits for the next). A round that can resume
+  // nobody while threads wait is a block that would hang on a GPU: an error.
+  std::vector<char> release, checked;
+  auto run_grouped = [&] {
+    for (;;) {
+      release.assign(static_cast<std::size_t>(threads), 0);
+      checked.assign(static_cast<std::size_t>(threads), 0);
+      auto const& all = block.threads;
+      for (index_t t = 0; t < threads; ++t) {
+        auto const& m = all[static_cast<std::size_t>(t)];
+        if (m.done || checked[static_cast<std::size_t>(t)]) continue;
+        if (!m.at_barrier) {
+          release[static_cast<std::size_t>(t)] = 1;  // not started yet
+          continue;
+        }
+        index_t const f = m.scope_first, n = m.scope_size;
+        auto same = [&](fiber_block::member const& u) {
+          return !u.done && u.at_barrier && u.scope_first == f && u.scope_size == n;
+        };
+        bool complete = true;
+        for (index_t u = f; u < f + n; ++u)
+          complete = complete && same(all[static_cast<std::size_t>(u)]);
+        for (index_t u = f; u < f + n; ++u)
+          if (same(all[static_cast<std::size_t>(u)])) {
+            checked[static_cast<std::size_t>(u)] = 1;
+            release[static_cast<std::size_t>(u)] = complete ? 1 : 0;
+          }
+      }
+      bool ran = false;
+      for (index_t t = 0; t < threads && !block.error; ++t)
+        if (release[static_cast<std::size_t>(t)]) {
+          enter(block, t);
+          ran = true;
+        }
+      if (block.error) {
+        cancel_rest();
+        std::rethrow_exception(block.error);
+      }
+      index_t done = 0;
+      for (auto const& m : all) done += m.done ? 1 : 0;
+      if (done == threads) return;
+      if (!ran) {
+        cancel_rest();
+        throw error("barrier(): " + std::to_string(threads - done) + " of the block's " +
+                    std::to_string(threads) + " threads wait at barriers that the rest of " +
+                    "their block or group never reach (" + std::to_string(done) +
+                    " returned); every thread of a block or group must reach each of its "
+                    "barriers (on a GPU this block would hang)");
+      }
+    }
+  };
+
   for (;;) {
+    if (block.grouped) return run_grouped();
     index_t done = 0, waiting = 0;
     for (index_t t = 0; t < threads && !block.error; ++t)
       if (!block.threads[static_cast<std::size_t>(t)].done) enter(block, t);
@@ -235,6 +308,7 @@ void run_fiber_block(index_t threads, void (*body)(void*, index_t, fiber_block*)
       std::rethrow_exception(block.error);
     }
     if (done == threads) return;
+    if (block.grouped) continue;  // groups may finish before others: run_grouped judges
     if (done > 0) {
       cancel_rest();
       throw error("barrier(): " + std::to_string(done) + " of the block's " +

@@ -16,6 +16,9 @@ void fiber_barrier(fiber_block* block);
 /// fiber_barrier that also counts the block's threads that passed a non-zero `predicate`
 /// (CUDA's __syncthreads_count; every thread gets the count).
 int fiber_barrier_count(fiber_block* block, int predicate);
+/// Suspends the calling fiber until the block's threads [first, first + size) (a group,
+/// domain.hpp) have all arrived at this group's barrier.
+void fiber_group_barrier(fiber_block* block, index_t first, index_t size);
 
 /// The key of a block's static shared variable (T, Id): the address of this variable,
 /// one per specialization in the whole program.
@@ -62,6 +65,7 @@ class block_vars {
 struct no_sync {
   void barrier() const {}
   int barrier_count(int predicate) const { return predicate != 0 ? 1 : 0; }
+  void group_barrier(index_t, index_t) const {}
 };
 
 /// A parallel block whose threads are fibers.
@@ -69,6 +73,7 @@ struct fiber_sync {
   fiber_block* block;
   void barrier() const { fiber_barrier(block); }
   int barrier_count(int predicate) const { return fiber_barrier_count(block, predicate); }
+  void group_barrier(index_t first, index_t size) const { fiber_group_barrier(block, first, size); }
 };
 
 /// A parallel block run as phases: the barriers are the phase boundaries.
@@ -85,6 +90,12 @@ struct phase_sync {
                   "barrier_count(): a phase-split kernel is already cut at its barriers; "
                   "count in the scratchpad and read it in the next phase instead");
     return 0;
+  }
+  template <class T = void>
+  void group_barrier(index_t, index_t) const {
+    static_assert(always_false<T>,
+                  "group barrier(): a phase-split kernel runs each phase for every thread "
+                  "before the next; cut it at block barriers (phases) instead");
   }
 };
 
@@ -115,6 +126,15 @@ struct cpu_context {
   STRATA_FN void barrier() const {
 #if !STRATA_DEVICE_CODE
     sync.barrier();
+#endif
+  }
+  template <class S = Sync>
+  STRATA_FN void group_barrier(index_t first, index_t size) const {
+#if !STRATA_DEVICE_CODE
+    sync.group_barrier(first, size);
+#else
+    (void)first;
+    (void)size;
 #endif
   }
   template <class S = Sync>

@@ -219,6 +219,31 @@ struct context {
     __syncthreads();
 #endif
   }
+  // A group's barrier (domain.hpp's group_domain): the block's, a warp's lanes, or a
+  // named barrier (ids 1-15, by the group's position) for a group of whole warps.
+  template <bool P = Phases>
+  STRATA_FN void group_barrier(index_t first, index_t size) const {
+    static_assert(!P,
+                  "group barrier(): a phase-split kernel runs each phase for every thread "
+                  "before the next; cut it at block barriers (phases) instead");
+#if STRATA_DEVICE_CODE
+    if (size == block.product()) {
+      __syncthreads();
+    } else if (size <= 32 && (size & (size - 1)) == 0) {
+      unsigned const lanes = size == 32 ? 0xffffffffu : ((1u << size) - 1u) << (first % 32);
+      __syncwarp(lanes);
+    } else if (size % 32 == 0 && first / size < 15) {
+      asm volatile("bar.sync %0, %1;" ::"r"(static_cast<unsigned>(1 + first / size)),
+                   "r"(static_cast<unsigned>(size))
+                   : "memory");
+    } else {
+      __trap();
+    }
+#else
+    (void)first;
+    (void)size;
+#endif
+  }
   template <bool P = Phases>
   STRATA_FN int barrier_count(int predicate) const {
     static_assert(!P,
