@@ -242,16 +242,9 @@ class block_domain {
     static_assert(is_parallel_v<BlockPolicy>,
                   "group(): this block is streaming (its threads are independent); build "
                   "the shape with .block(strata::parallel, ...) to synchronize groups");
+    // The whole block as one group, cut.
     index_t const n = linear_size();
-    if (size < 1 || n % size != 0) {
-#if STRATA_DEVICE_CODE
-      __trap();
-#else
-      detail::bad_group_size(size, n);
-#endif
-    }
-    index_t const me = linear_index();
-    return group_domain<Ctx>(ctx_, me / size * size, size, me, n);
+    return group_domain<Ctx>(ctx_, 0, n, linear_index(), n).group(size);
   }
 
   /// A barrier that also counts the block's threads whose `predicate` is true; every
@@ -270,9 +263,7 @@ class block_domain {
   }
   /// A barrier that tells every thread whether any thread passed a true `predicate`
   /// (CUDA __syncthreads_or; Alpaka's BlockOr).
-  STRATA_FN bool barrier_or(bool predicate) const {
-    return barrier_count(predicate) != 0;
-  }
+  STRATA_FN bool barrier_or(bool predicate) const { return barrier_count(predicate) != 0; }
 
   /// The block's shared scratchpad as `n` objects of T. Every thread makes the same calls
   /// in the same order (SPMD), so the k-th call returns the same storage in every thread;
