@@ -5,7 +5,8 @@
 // gather its elements straight from the senders' arrays, so the sender's pack pass and
 // MPI's copy through shared memory both go (docs/dist.md "Copies on one node").
 //
-// Internal to strata::dist (used by the templates in dist/array.hpp), hence `detail`.
+// Internal to strata::dist (used by the templates in dist/copy_plan.hpp and dist/array.hpp),
+// hence `detail`.
 #pragma once
 
 #include <strata/dist/runtime.hpp>
