@@ -120,20 +120,33 @@ std::vector<std::unique_ptr<gp::peer>> checked_peers(char const* bench_name,
 }
 
 // The tree of graph-tree written with dynamic tasking, as the OpenMP peer writes it with
-// recursive tasks: node i runs, then spawns its two children into one group.
+// recursive tasks: node i runs, then spawns its two children into one group. `Cutoff`:
+// spawn(inline_if_busy, ...), the form for a recursion whose tasks never wait for each
+// other, which runs a child at once while the worker has work queued for thieves (as
+// libgomp runs every task past its cutoff); else every child is queued.
+template <bool Cutoff>
 void spawn_tree(task_group& tg, std::size_t i, std::size_t nodes) {
   gp::task_body(i);
   std::size_t const l = 2 * i + 1, r = 2 * i + 2;
-  if (l < nodes) tg.spawn([&tg, l, nodes] { spawn_tree(tg, l, nodes); });
-  if (r < nodes) tg.spawn([&tg, r, nodes] { spawn_tree(tg, r, nodes); });
+  auto child = [&tg, nodes](std::size_t c) {
+    return [&tg, c, nodes] { spawn_tree<Cutoff>(tg, c, nodes); };
+  };
+  if constexpr (Cutoff) {
+    if (l < nodes) tg.spawn(inline_if_busy, child(l));
+    if (r < nodes) tg.spawn(inline_if_busy, child(r));
+  } else {
+    if (l < nodes) tg.spawn(child(l));
+    if (r < nodes) tg.spawn(child(r));
+  }
 }
 
+template <bool Cutoff>
 void run_spawn_tree(context& ctx, char const* bench_name, std::size_t depth) {
   std::size_t const nodes = gp::task_count(gp::shape::tree, depth);
   for (int t : ctx.thread_counts()) {
     auto where = ctx.cpus(t);
     graph g;  // one subflow node: the tree is spawned inside it, on the graph's PUs
-    g.emplace([nodes](task_group& tg) { spawn_tree(tg, 0, nodes); });
+    g.emplace([nodes](task_group& tg) { spawn_tree<Cutoff>(tg, 0, nodes); });
     auto strata_side = [&] { run(g, where).wait(); };
     gp::reset_checksum();
     strata_side();
@@ -144,7 +157,9 @@ void run_spawn_tree(context& ctx, char const* bench_name, std::size_t depth) {
     if (gp::checksum() != expected)
       throw std::runtime_error(std::string(bench_name) + ": spawned tree checksum differs");
     auto [ts, tp] = compare(ctx.opts().repeats, strata_side, [&] { peer->run(); });
-    result r{bench_name, "spawn/" + std::to_string(t), double(nodes), ts, peer->name(), tp};
+    result r{bench_name,    (Cutoff ? "spawn/" : "spawn-deferred/") + std::to_string(t),
+             double(nodes), ts,
+             peer->name(),  tp};
     r.extra = {{"threads", t},
                {"tasks", double(nodes)},
                {"strata_ns_per_task", ts / double(nodes) * 1e9},
@@ -245,7 +260,8 @@ registrar tree_r("graph-tree",
                  "task graph: a binary tree of depth 18 vs TBB flow_graph / OpenMP tasks",
                  [](context& ctx) {
                    run_shape(ctx, "graph-tree", gp::shape::tree, ctx.opts().quick ? 12 : 18);
-                   run_spawn_tree(ctx, "graph-tree", ctx.opts().quick ? 12 : 18);
+                   run_spawn_tree<true>(ctx, "graph-tree", ctx.opts().quick ? 12 : 18);
+                   run_spawn_tree<false>(ctx, "graph-tree", ctx.opts().quick ? 12 : 18);
                  });
 registrar wave_r("graph-wavefront",
                  "task graph: 512x512 blocks after left and upper vs TBB flow_graph / OpenMP tasks",

@@ -110,7 +110,61 @@ void free_task(dyn_task* t) noexcept {
   ++free_tasks.count;
 }
 
+// Credits (issue 12, "per-worker counts in a group"): a worker counts spawned tasks into
+// their group in batches and keeps the counts of the tasks it finishes instead of giving
+// each back, so a group's shared counter is touched about once per batch or per switch
+// of group, not twice per task (two workers spawning into one group would otherwise
+// pass its cache line back and forth on every spawn and every end). The count of a group
+// is then its unfinished tasks plus the credits threads hold for it: never too low, so it
+// reaches zero only once every task has ended and every credit is back. A worker holds
+// credits for one group at a time and gives them back (flush_credits) before it runs
+// anything else, waits, joins or parks, so no joiner waits on credits nobody returns; a
+// group cannot end (nor be destroyed) while a worker holds credits for it.
+struct group_credit {
+  task_group* group;
+  std::int64_t count;
+};
+[[gnu::tls_model("initial-exec")]] thread_local group_credit credit{nullptr, 0};
+constexpr std::int64_t credit_batch = 64;
+
+// The calling worker holds credits for `g` (after returning those of another group).
+void credit_switch(task_group* g) noexcept {
+  if (credit.group != g) {
+    flush_credits();
+    credit.group = g;
+  }
+}
+
 }  // namespace
+
+namespace {
+// Inline runs of spawn(inline_if_busy, ...) nested on this thread's stack, and the most
+// there may be (a recursion that spawns one child at a time would otherwise go as deep
+// as it is long; tasks may also run on a kernel's 128 KiB fiber stack while it waits).
+[[gnu::tls_model("initial-exec")]] thread_local int inline_depth = 0;
+constexpr int max_inline_depth = 48;
+}  // namespace
+
+bool enter_inline() noexcept {
+  auto* a = my_arena;
+  if (!a || inline_depth >= max_inline_depth) return false;
+  // Keep one task exposed for thieves: the oldest is the biggest piece of a recursion.
+  if (a->members.size() > 1 && a->cpu[static_cast<std::size_t>(my_member)]->empty()) return false;
+  ++inline_depth;
+  return true;
+}
+
+void leave_inline() noexcept {
+  --inline_depth;
+}
+
+void flush_credits() noexcept {
+  if (auto* g = credit.group) {
+    auto const n = credit.count;
+    credit = {nullptr, 0};  // first: the release may end the group
+    if (n) g->release(n);
+  }
+}
 
 dyn_task* allocate_task() {
   if (auto* t = free_tasks.head) {
@@ -354,8 +408,10 @@ void scheduler::run_chain(arena& a, int m, node* n, bool one) {
       n = a.members.size() == 1 ? own.pop_unshared() : own.pop();
       continue;
     }
+    flush_credits();  // a graph node may run long or wait: give the group's counts back
     n = is_range(n) ? run_range(a, m, n) : is_completion(n) ? finish(strip(n)) : execute(n);
   }
+  flush_credits();
   my_arena = saved_arena;
   my_member = saved_member;
 }
@@ -464,6 +520,8 @@ node* scheduler::execute(node* n) {
 
 void scheduler::run_dyn(dyn_task* t) {
   task_group* group = t->group;
+  // Credits of another group go back first: this task may wait for that group's joiner.
+  credit_switch(group);
   try {
     if (trace::enabled()) {
       trace::span traced("spawned task", "task");
@@ -475,27 +533,30 @@ void scheduler::run_dyn(dyn_task* t) {
     group->fail(std::current_exception());
   }
   free_task(t);
-  group->finished();
+  // The task's count stays with this worker as a credit (the body may have switched
+  // groups by spawning elsewhere).
+  credit_switch(group);
+  ++credit.count;
 }
 
-bool scheduler::run_own(std::atomic<void*> const& state, void const* done) {
-  // The calling worker's own deque, LIFO: the tasks it spawned last (a join's children),
-  // until the group is done. Not one task further: what lies below the children belongs
-  // to the frames under this join, and running it here would nest without bound.
+bool scheduler::run_own(task_group const* group) {
+  // The calling worker's own deque, LIFO: the tasks it spawned last (a join's children
+  // and what they spawned into the group). Not one task further: what lies below them
+  // belongs to the frames under this join, and running it here would nest without bound
+  // (it goes back where it was; the join runs it one chain at a time if it must wait).
   auto* a = my_arena;
   if (!a) return false;
   auto const m = static_cast<std::size_t>(my_member);
   auto& own = *a->cpu[m];
   bool const lone = a->members.size() == 1;
   bool ran = false;
-  while (state.load(std::memory_order_acquire) != done) {
-    node* n = lone ? own.pop_unshared() : own.pop();
-    if (!n) break;
+  while (node* n = lone ? own.pop_unshared() : own.pop()) {
+    if (!is_dyn(n) || dyn_of(n)->group != group) {
+      own.push(n);
+      break;
+    }
     ran = true;
-    if (is_dyn(n))
-      run_dyn(dyn_of(n));
-    else
-      run_chain(*a, my_member, n, true);
+    run_dyn(dyn_of(n));
   }
   return ran;
 }
@@ -620,6 +681,16 @@ void scheduler::complete_run(graph_state& g) {
 }
 
 void spawn_task(dyn_task* t) {
+  if (my_arena) {  // a worker running a task: count from its credits
+    credit_switch(t->group);
+    if (credit.count == 0) {
+      t->group->reserve(credit_batch);
+      credit.count = credit_batch;
+    }
+    --credit.count;
+  } else {
+    t->group->reserve(1);
+  }
   auto* p = strata::detail::pool::instance();
   (p ? *p : strata::detail::current_exec().get_pool()).tasks().spawn(t);
 }
@@ -670,8 +741,8 @@ void task_group::fail(std::exception_ptr error) noexcept {
   failed_.store(true, std::memory_order_release);
 }
 
-void task_group::finished() noexcept {
-  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+void task_group::release(std::int64_t n) noexcept {
+  if (pending_.fetch_sub(n, std::memory_order_acq_rel) != n) return;
   // The last one: after the exchange the group may be gone; wake the joiner through its
   // own waiter.
   void* w = state_.exchange(group_done, std::memory_order_acq_rel);
@@ -679,7 +750,16 @@ void task_group::finished() noexcept {
 }
 
 void task_group::join() {
-  if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) {
+  // The group's own reference goes with the credits this thread holds for it (one
+  // update); credits for another group go back too (its joiner may be waited for here).
+  std::int64_t drop = 1;
+  if (task::detail::credit.group == this) {
+    drop += std::exchange(task::detail::credit.count, 0);
+    task::detail::credit.group = nullptr;
+  } else {
+    task::detail::flush_credits();
+  }
+  if (pending_.fetch_sub(drop, std::memory_order_acq_rel) != drop) {
     auto* p = strata::detail::pool::instance();
     auto& me = strata::detail::this_waiter();
     void* expected = nullptr;
@@ -688,9 +768,13 @@ void task_group::join() {
     int const slot = strata::detail::current_slot();
     bool const worker = strata::detail::is_pool_worker();
     while (!done()) {
+      // Counts kept from the tasks run here go back before looking (the count cannot
+      // reach zero while this thread holds them).
+      task::detail::flush_credits();
+      if (done()) break;
       // A worker runs its own deque first (its children: the deque is LIFO), then other
       // ready tasks one chain at a time.
-      if (worker && p->tasks().run_own(state_, group_done)) continue;
+      if (worker && p->tasks().run_own(this)) continue;
       if (worker && p->tasks().help(slot)) continue;
       if (done()) break;
       if (worker) {

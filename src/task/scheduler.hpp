@@ -27,6 +27,10 @@ namespace strata::task::detail {
 
 using strata::detail::slot_set;
 
+/// Gives back the counts the calling worker holds for a task group (see "credits" in
+/// src/task/scheduler.cpp). Every thread calls it before it parks.
+void flush_credits() noexcept;
+
 struct arena {
   arena(slot_set const* s, int slot_count, int device_workers);
 
@@ -59,9 +63,9 @@ class scheduler {
   bool work(int slot);
   /// Runs at most one task chain (a worker waiting inside a task helps this way).
   bool help(int slot);
-  /// Runs the tasks of the calling worker's own deque in the arena of the task it runs
-  /// (a join's children) until `state` reads `done`; returns whether it ran any.
-  bool run_own(std::atomic<void*> const& state, void const* done);
+  /// Runs the tasks of `group` at the bottom of the calling worker's own deque in the
+  /// arena of the task it runs (a join's children); returns whether it ran any.
+  bool run_own(task_group const* group);
   /// Whether worker `slot` could find a task now (racy; for deciding to sleep).
   bool available(int slot) const noexcept;
   /// Graph runs started and not yet complete (the runtime drains them at shutdown).

@@ -360,6 +360,143 @@ TEST(Dynamic, SubflowNodesCompleteAfterTheirChildren) {
   }
 }
 
+// Workers count a group's tasks in batches and keep the counts of the tasks they finish
+// (credits): they must give them back before they wait, park or run something else, or a
+// join would wait for counts nobody returns. One group filled from tasks on every worker
+// and joined from outside; a task that spawns into a group joined by another thread and
+// then waits for that join; nested groups; each on all PUs and on one.
+TEST(Dynamic, CountsHeldByWorkersNeverHoldUpAJoin) {
+  runtime rt;
+  for (auto const& where : {rt.machine(), one_pu(rt)}) {
+    finishes_within(limit, "a group filled from every worker, joined from outside", [&] {
+      for (int round = 0; round < 20 * (scale > 1 ? 1 : 5); ++round) {
+        std::atomic<int> ran{0};
+        task_group shared;
+        graph g;
+        for (int n = 0; n < 8; ++n)
+          g.emplace([&] {
+            for (int i = 0; i < 100; ++i)
+              shared.spawn([&, i] {
+                ran++;
+                if (i % 7 == 0) shared.spawn([&] { ran++; });
+              });
+          });
+        run(g, where).wait();
+        shared.join();
+        EXPECT_EQ(ran.load(), 8 * (100 + 15));
+      }
+    });
+    finishes_within(limit, "a task waits for the join of a group it spawned into", [&] {
+      for (int round = 0; round < 50; ++round) {
+        task_group other;
+        auto spawned = event::pending(), joined = event::pending();
+        std::atomic<int> ran{0};
+        graph g;
+        g.emplace([&] {
+          for (int i = 0; i < 10; ++i) other.spawn([&] { ran++; });
+          spawned.complete();
+          joined.wait();  // the counts this worker holds for `other` must go back first
+        });
+        auto running = run(g, where);
+        spawned.wait();
+        other.join();
+        EXPECT_EQ(ran.load(), 10);
+        joined.complete();
+        running.wait();
+      }
+    });
+    finishes_within(limit, "nested groups joined inside tasks", [&] {
+      std::atomic<long> leaves{0};
+      graph g;
+      g.emplace([&](task_group& outer) {
+        for (int i = 0; i < 64; ++i)
+          outer.spawn([&] {
+            task_group inner;
+            for (int j = 0; j < 16; ++j)
+              inner.spawn([&] {
+                leaves++;
+                outer.spawn([&] { leaves++; });  // into the enclosing group, unjoined here
+              });
+            inner.join();
+          });
+      });
+      for (int pass = 0; pass < 5; ++pass) {
+        leaves = 0;
+        run(g, where).wait();
+        EXPECT_EQ(leaves.load(), 64 * 16 * 2);
+      }
+    });
+  }
+}
+
+// spawn(inline_if_busy, f): at once inside a task on one PU (nobody could steal), queued
+// from a thread that is not a worker, bounded nesting, exceptions and cancellation as for
+// queued tasks, and a recursion over every PU that computes what it should.
+long inline_tree(task_group& tg, std::atomic<long>& count, int depth) {
+  count++;
+  if (depth > 0) {
+    tg.spawn(inline_if_busy, [&tg, &count, depth] { inline_tree(tg, count, depth - 1); });
+    tg.spawn(inline_if_busy, [&tg, &count, depth] { inline_tree(tg, count, depth - 1); });
+  }
+  return 0;
+}
+
+void inline_chain(task_group& tg, std::atomic<long>& count, long left) {
+  count++;
+  if (left > 0)
+    tg.spawn(inline_if_busy, [&tg, &count, left] { inline_chain(tg, count, left - 1); });
+}
+
+TEST(Dynamic, InlineIfBusyRunsAtOnceOnlyWhereItMay) {
+  runtime rt;
+  finishes_within(limit, "inline_if_busy", [&] {
+    // One PU: the child runs inside spawn.
+    bool ran_inside = false;
+    graph g;
+    g.emplace([&](task_group& tg) {
+      bool done = false;
+      tg.spawn(inline_if_busy, [&done] { done = true; });
+      ran_inside = done;
+    });
+    run(g, one_pu(rt)).wait();
+    EXPECT_TRUE(ran_inside);
+    // Not a worker: queued, runs on a worker.
+    task_group outside;
+    std::atomic<bool> on_caller{true};
+    auto const me = std::this_thread::get_id();
+    outside.spawn(inline_if_busy, [&] { on_caller = std::this_thread::get_id() == me; });
+    outside.join();
+    EXPECT_FALSE(on_caller.load());
+    // A chain 10^5 long, each link spawning the next: the nesting is bounded, the rest
+    // queued (no stack overflow), every link runs.
+    long const links = 100000 / scale;
+    for (auto const& where : {rt.machine(), one_pu(rt)}) {
+      std::atomic<long> count{0};
+      graph chain;
+      chain.emplace([&](task_group& tg) { inline_chain(tg, count, links - 1); });
+      run(chain, where).wait();
+      EXPECT_EQ(count.load(), links);
+      // A tree over every PU (children run inline or are stolen).
+      std::atomic<long> nodes{0};
+      graph tree;
+      int const depth = 14 - (scale > 1 ? 4 : 0);
+      tree.emplace([&](task_group& tg) { inline_tree(tg, nodes, depth); });
+      run(tree, where).wait();
+      EXPECT_EQ(nodes.load(), (1L << (depth + 1)) - 1);
+    }
+    // An inline child's exception reaches join; once the group failed, inline children
+    // are skipped like queued ones.
+    graph failing;
+    std::atomic<int> after{0};
+    failing.emplace([&](task_group& tg) {
+      tg.spawn(inline_if_busy, [] { throw std::logic_error("inline child failed"); });
+      tg.spawn(inline_if_busy, [&] { after++; });
+    });
+    EXPECT_THROW(run(failing, one_pu(rt)).wait(), std::logic_error);
+    EXPECT_EQ(after.load(), 0);
+  });
+}
+
 // Condition nodes: a loop inside the graph (init -> body -> cond -> body | done).
 TEST(Condition, LoopsInsideAGraph) {
   runtime rt;

@@ -332,6 +332,8 @@ void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
   } counted{this, !worker};
   auto& tasks = *tasks_;
   while (!s.ready() && !expired()) {
+    // What s waits for may be a task group's joiner: its counts go back first.
+    task::detail::flush_credits();
     if (help(slot, &s)) continue;
     // A worker waiting inside a task runs other tasks meanwhile, one chain at a time, so
     // nested waits cannot deadlock the pool; other threads leave tasks to the workers of

@@ -15,7 +15,8 @@
 
 namespace strata::task::detail {
 class scheduler;
-}
+void flush_credits() noexcept;
+}  // namespace strata::task::detail
 
 namespace strata::detail {
 
@@ -109,6 +110,9 @@ class pool {
 template <class Check>
 bool pool::park(int slot, event_state* ev, Check&& check,
                 std::chrono::steady_clock::time_point deadline) {
+  // Counts of a task group this worker holds would keep its joiner waiting for as long
+  // as this thread sleeps.
+  task::detail::flush_credits();
   auto& w = this_waiter();
   auto const key = w.prepare();
   if (ev && !ev->add_waiter(w)) return false;  // already complete
