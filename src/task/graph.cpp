@@ -27,11 +27,18 @@ std::string label(node const& n) {
 namespace {
 
 node_extra& extra_of(node& n) {
-  if (!n.extra) n.extra = new node_extra();
+  if (!n.extra) {
+    n.extra = new node_extra();
+    n.owner->cleanup = true;
+  }
   return *n.extra;
 }
 
 }  // namespace
+
+void needs_cleanup(node& n) noexcept {
+  n.owner->cleanup = true;
+}
 }  // namespace task::detail
 
 using task::detail::extra_of;
@@ -67,6 +74,9 @@ node_ref& node_ref::precede(node_ref later) {
   } else {
     ++later.n_->initial;
     later.n_->pending.store(later.n_->initial, std::memory_order_relaxed);
+    // An edge to an earlier (or the same) node may close a cycle; edges that all go
+    // forward in the order of creation cannot (finalize skips its cycle check then).
+    if (later.n_->index <= n->index) n->owner->backward = true;
   }
   n->owner->finalized = false;
   return *this;
@@ -245,7 +255,7 @@ graph& graph::conditional(std::function<bool()> pred) {
 node_ref graph::last() const {
   if (s_->count == 0) throw invalid_argument("strata::graph::last: the graph has no node");
   auto& b = s_->blocks.back();
-  return node_ref(&b.nodes[b.used - 1]);
+  return node_ref(b.nodes.get() + (b.used - 1));
 }
 
 node_ref graph::find(std::string_view name) const {
@@ -297,21 +307,48 @@ constexpr std::int32_t fan_min = 8;
 void graph::finalize() {
   auto& s = *s_;
   if (s.finalized) return;
-  // Kahn's algorithm over the strong edges: what is never freed lies on or behind a
-  // cycle (a condition node's weak edges may loop).
   auto const count = s.count;
-  std::vector<std::int32_t> in(count);
-  std::vector<node*> ready, roots;
+  std::vector<node*> roots;
   bool conditions = false, placed = false;
+  long sinks = 0;
+  // One pass: roots, sinks, successor lists, counters and fan-out flags (what a node
+  // reads of its successors was set while they were built).
   s.for_each_node([&](node* n) {
-    in[n->index] = n->initial;
-    if (n->initial == 0) {
-      ready.push_back(n);
-      if (!n->extra || !n->extra->weak_in) roots.push_back(n);
-    }
+    if (n->initial == 0 && (!n->extra || !n->extra->weak_in)) roots.push_back(n);
     conditions = conditions || (n->flags & node::condition);
     placed = placed || (n->flags & node::placed);
     n->far = n->out <= 2 ? n->near : n->extra->successors.data();
+    n->pending.store(n->initial, std::memory_order_relaxed);
+    if (n->out == 0) ++sinks;
+    bool fan = n->out >= fan_min && !(n->flags & node::condition);
+    for (auto *it = n->far, *end = n->far + n->out; fan && it != end; ++it)
+      fan = (*it)->initial == 1 && (*it)->kind == execution_kind::cpu &&
+            !((*it)->flags & node::placed) && !((*it)->extra && (*it)->extra->weak_in);
+    n->flags = static_cast<std::uint8_t>(fan ? (n->flags | node::fan) : (n->flags & ~node::fan));
+  });
+  // Kahn's algorithm over the strong edges, only when some edge goes back in the order
+  // of creation (else no cycle is possible): what is never freed lies on or behind a
+  // cycle (a condition node's weak edges may loop).
+  if (s.backward) check_acyclic();
+  if (roots.empty() && count > 0)
+    throw invalid_argument(
+        "strata::graph: no node can start (every node without predecessors is the target of "
+        "a condition node); expected at least one node without predecessors");
+  s.roots = std::move(roots);
+  s.sinks = sinks;
+  s.conditions = conditions;
+  s.placed = placed;
+  s.finalized = true;
+}
+
+void graph::check_acyclic() {
+  auto& s = *s_;
+  auto const count = s.count;
+  std::vector<std::int32_t> in(count);
+  std::vector<node*> ready;
+  s.for_each_node([&](node* n) {
+    in[n->index] = n->initial;
+    if (n->initial == 0) ready.push_back(n);
   });
   std::size_t seen = 0;
   while (!ready.empty()) {
@@ -322,55 +359,35 @@ void graph::finalize() {
     for (auto *it = n->far, *end = n->far + n->out; it != end; ++it)
       if (--in[(*it)->index] == 0) ready.push_back(*it);
   }
-  if (seen != count) {
-    // Walk backwards along unfreed predecessors from an unfreed node until one repeats:
-    // that stretch is a cycle. Predecessors are found from the successor lists.
-    std::vector<std::vector<node*>> preds(count);
-    node* first = nullptr;
-    s.for_each_node([&](node* n) {
-      if (in[n->index] <= 0 || (n->flags & node::condition)) return;
-      if (!first) first = n;
-      for (auto *it = n->far, *end = n->far + n->out; it != end; ++it)
-        if (in[(*it)->index] > 0) preds[(*it)->index].push_back(n);
-    });
-    if (!first)  // only condition nodes left unfreed: cannot happen (they add no count)
-      throw error("strata::graph: inconsistent edge counts");
-    std::vector<std::size_t> pos(count, SIZE_MAX);
-    std::vector<node*> path;
-    node* at = first;
-    while (pos[at->index] == SIZE_MAX) {
-      pos[at->index] = path.size();
-      path.push_back(at);
-      at = preds[at->index].front();
-    }
-    std::vector<node*> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[at->index]),
-                             path.end());
-    std::reverse(cycle.begin(), cycle.end());
-    std::string text;
-    for (auto* c : cycle) text += label(*c) + " -> ";
-    text += label(*cycle.front());
-    throw invalid_argument("strata::graph: the graph has a cycle: " + text +
-                           "; expected a directed acyclic graph (loops go through condition "
-                           "nodes)");
-  }
-  if (roots.empty() && count > 0)
-    throw invalid_argument(
-        "strata::graph: no node can start (every node without predecessors is the target of "
-        "a condition node); expected at least one node without predecessors");
-  s.roots = std::move(roots);
-  s.sinks = 0;
-  s.conditions = conditions;
-  s.placed = placed;
+  if (seen == count) return;
+  // Walk backwards along unfreed predecessors from an unfreed node until one repeats:
+  // that stretch is a cycle. Predecessors are found from the successor lists.
+  std::vector<std::vector<node*>> preds(count);
+  node* first = nullptr;
   s.for_each_node([&](node* n) {
-    n->pending.store(n->initial, std::memory_order_relaxed);
-    if (n->out == 0) ++s.sinks;
-    bool fan = n->out >= fan_min && !(n->flags & node::condition);
-    for (auto *it = n->far, *end = n->far + n->out; fan && it != end; ++it)
-      fan = (*it)->initial == 1 && (*it)->kind == execution_kind::cpu &&
-            !((*it)->flags & node::placed) && !((*it)->extra && (*it)->extra->weak_in);
-    n->flags = static_cast<std::uint8_t>(fan ? (n->flags | node::fan) : (n->flags & ~node::fan));
+    if (in[n->index] <= 0 || (n->flags & node::condition)) return;
+    if (!first) first = n;
+    for (auto *it = n->far, *end = n->far + n->out; it != end; ++it)
+      if (in[(*it)->index] > 0) preds[(*it)->index].push_back(n);
   });
-  s.finalized = true;
+  if (!first)  // only condition nodes left unfreed: cannot happen (they add no count)
+    throw error("strata::graph: inconsistent edge counts");
+  std::vector<std::size_t> pos(count, SIZE_MAX);
+  std::vector<node*> path;
+  node* at = first;
+  while (pos[at->index] == SIZE_MAX) {
+    pos[at->index] = path.size();
+    path.push_back(at);
+    at = preds[at->index].front();
+  }
+  std::vector<node*> cycle(path.begin() + static_cast<std::ptrdiff_t>(pos[at->index]), path.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::string text;
+  for (auto* c : cycle) text += label(*c) + " -> ";
+  text += label(*cycle.front());
+  throw invalid_argument("strata::graph: the graph has a cycle: " + text +
+                         "; expected a directed acyclic graph (loops go through condition "
+                         "nodes)");
 }
 
 event run(graph& g) {

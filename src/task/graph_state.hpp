@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <vector>
 
 namespace strata::task::detail {
@@ -17,15 +18,28 @@ struct arena;
 struct graph_state {
   explicit graph_state(execution_kind k) : default_kind(k) {}
   ~graph_state() {
-    for (auto& b : blocks)
-      for (std::size_t i = 0; i < b.used; ++i) delete b.nodes[i].extra;
+    // Only nodes with an extra or a closure to destroy need a visit: a graph of plain
+    // nodes is freed without reading them again (a pass over 128 bytes per node).
+    if (cleanup)
+      for_each_node([](node* n) {
+        delete n->extra;
+        n->~node();
+      });
   }
+  graph_state(graph_state const&) = delete;
+  graph_state& operator=(graph_state const&) = delete;
 
   // Nodes live in blocks that double in size from 1 to 4096 nodes: a 1-node graph costs
   // one 128-byte node, a big one streams through large contiguous blocks, and building N
-  // nodes costs O(N) with no allocation per node once blocks are big.
+  // nodes costs O(N) with no allocation per node once blocks are big. A block is raw
+  // storage; new_node constructs each node as it is handed out.
+  struct free_block {
+    void operator()(node* p) const noexcept {
+      ::operator delete (static_cast<void*>(p), std::align_val_t{alignof(node)});
+    }
+  };
   struct block {
-    std::unique_ptr<node[]> nodes;
+    std::unique_ptr<node, free_block> nodes;
     std::size_t size = 0;
     std::size_t used = 0;
   };
@@ -34,6 +48,8 @@ struct graph_state {
   execution_kind default_kind;
   std::vector<block> blocks;
   std::uint32_t count = 0;
+  bool cleanup = false;   // some node has an extra or a closure to destroy
+  bool backward = false;  // some strong edge goes to an earlier node: check for cycles
   std::vector<node*> previous, current;  // levels (Ripple §5.3.2)
   // Nodes that had no successor when added; sync filters out those that got one since
   // (each node enters and leaves once: O(N) over a whole build).
@@ -44,15 +60,18 @@ struct graph_state {
   template <class Fn>
   void for_each_node(Fn&& fn) {
     for (auto& b : blocks)
-      for (std::size_t i = 0; i < b.used; ++i) fn(&b.nodes[i]);
+      for (std::size_t i = 0; i < b.used; ++i) fn(b.nodes.get() + i);
   }
   node* new_node() {
     if (blocks.empty() || blocks.back().used == blocks.back().size) {
       std::size_t size = blocks.empty() ? 1 : std::min(blocks.back().size * 2, max_block);
-      blocks.push_back({std::make_unique<node[]>(size), size, 0});
+      blocks.reserve(blocks.size() + 1);
+      std::unique_ptr<node, free_block> raw(static_cast<node*>(
+          ::operator new (size * sizeof(node), std::align_val_t{alignof(node)})));
+      blocks.push_back({std::move(raw), size, 0});
     }
     auto& b = blocks.back();
-    return &b.nodes[b.used++];
+    return ::new (static_cast<void*>(b.nodes.get() + b.used++)) node;
   }
 
   // Set by finalize.

@@ -5,8 +5,10 @@
 #include <strata/strata.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -307,6 +309,75 @@ TEST(Graph, ExceptionCancelsWhatHasNotStartedAndReachesWait) {
   EXPECT_EQ(after.load(), 0);
   // The graph runs again (and fails again the same way).
   EXPECT_THROW(run(g).wait(), std::runtime_error);
+}
+
+// finalize checks for cycles only when some edge goes back in the order of creation:
+// graphs built backwards (every edge to an earlier node) still run in dependency order,
+// and a cycle closed by the last edge of a long forward chain, or a node preceding
+// itself, is still found.
+TEST(Graph, EdgesBackInTheOrderOfCreationKeepTheirOrderAndCyclesAreFound) {
+  runtime rt;
+  {
+    graph g;
+    std::vector<int> order;
+    std::mutex m;
+    std::vector<node_ref> nodes;
+    for (int i = 0; i < 100; ++i)
+      nodes.push_back(g.add([&, i] {
+        std::lock_guard lock(m);
+        order.push_back(i);
+      }));
+    for (int i = 99; i > 0; --i)
+      nodes[static_cast<std::size_t>(i)].precede(nodes[static_cast<std::size_t>(i - 1)]);
+    run(g).wait();
+    ASSERT_EQ(order.size(), 100u);
+    for (int i = 0; i < 100; ++i) EXPECT_EQ(order[static_cast<std::size_t>(i)], 99 - i);
+  }
+  {
+    graph g;
+    auto first = g.add([] {});
+    node_ref prev = first;
+    for (int i = 0; i < 1000; ++i) {
+      auto n = g.add([] {});
+      prev.precede(n);
+      prev = n;
+    }
+    run(g).wait();  // acyclic so far
+    prev.precede(first);
+    EXPECT_THROW(run(g).wait(), invalid_argument);
+  }
+  {
+    graph g;
+    auto self = g.add("self", [] {});
+    self.precede(self);
+    EXPECT_THROW(run(g).wait(), invalid_argument);
+  }
+}
+
+// A graph frees nodes without visiting them only when nothing in them needs undoing:
+// closures that own something (in place or on the heap) are destroyed with the graph,
+// among nodes whose closures own nothing.
+TEST(Graph, ClosuresThatOwnSomethingAreDestroyedWithTheGraph) {
+  runtime rt;
+  auto token = std::make_shared<int>(0);
+  {
+    graph g;
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 5000; ++i) {
+      if (i % 3 == 0) {
+        g.add([&ran] { ran++; });  // owns nothing
+      } else if (i % 3 == 1) {
+        g.add([&ran, token] { ran += *token + 1; });  // in place, owns a reference
+      } else {
+        std::array<double, 16> big{};  // too big to live in the node: on the heap
+        g.add([&ran, token, big] { ran += *token + 1 + static_cast<int>(big[0]); });
+      }
+    }
+    EXPECT_GT(token.use_count(), 3000);
+    run(g).wait();
+    EXPECT_EQ(ran.load(), 5000);
+  }
+  EXPECT_EQ(token.use_count(), 1);
 }
 
 TEST(Graph, CyclesAreRejectedWithTheirNodes) {

@@ -102,6 +102,10 @@ using node_call = event (*)(node&);
 // What a run touches is in the first cache line (body, owner, successors); the second
 // holds the body's closure when it fits (most lambdas do), so a node is one allocation
 // of 128 bytes, taken from its graph's blocks (docs/tasks.md, "Nodes").
+struct node;
+/// The node's graph must visit it when it is destroyed (a closure to destroy).
+void needs_cleanup(node& n) noexcept;
+
 struct alignas(64) node {
   enum : std::uint8_t { fan = 1, condition = 2, placed = 4, heap = 8 };
 
@@ -148,12 +152,16 @@ struct alignas(64) node {
       ::new (static_cast<void*>(storage)) D(std::forward<F>(fn));
     else
       ::new (static_cast<void*>(storage)) D*(new D(std::forward<F>(fn)));
+    if constexpr (sizeof(D) <= inline_size && alignof(D) <= 16 &&
+                  std::is_trivially_destructible_v<D>)
+      return;  // nothing to undo: the graph frees the node without visiting it
     destroy = [](node& n) {
       if constexpr (sizeof(D) <= inline_size && alignof(D) <= 16)
         n.closure<D>().~D();
       else
         delete &n.closure<D>();
     };
+    needs_cleanup(*this);
   }
 };
 static_assert(sizeof(node) == 128, "a node is two cache lines");
@@ -455,6 +463,8 @@ class graph {
   task::detail::graph_state& state() noexcept { return *s_; }
 
  private:
+  /// Throws invalid_argument naming a cycle if the strong edges have one.
+  void check_acyclic();
   task::detail::node* make(node_options o);
   void mark_condition(task::detail::node* n);
   /// Called at the start of every pass (a reduction's result is not complete then).
