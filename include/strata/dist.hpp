@@ -10,4 +10,5 @@
 #include <strata/dist/global_ptr.hpp>
 #include <strata/dist/runtime.hpp>
 #include <strata/dist/serialize.hpp>
+#include <strata/dist/team_allocate.hpp>
 #include <strata/dist/tensor.hpp>

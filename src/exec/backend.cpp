@@ -99,7 +99,7 @@ placement resolve(target const& t) {
   if (p.kind() == place_kind::memory)
     throw invalid_argument("launch: '" + p.path() +
                            "' is a memory; expected a processor or a group of processors");
-  auto [threads, slots] = exec.host_slots(p);
+  auto [threads, slots] = exec.slots.of(p);
   backend_id b = t.backend.value_or(rt.default_cpu_backend());
   if (!t.backend && threads == 0) {
     // No host processor here: the place is (in) a device, which has its own backend.
@@ -116,11 +116,11 @@ placement resolve(target const& t) {
     return last.result;
   }
   if (b == backend_id::sim) {
-    int device = exec.sim_of_place(p);
+    int device = exec.sims.of_place(p);
     if (device < 0)
       throw invalid_argument("launch: the sim backend runs on sim devices, and '" + p.path() +
                              "' is not one (nor inside one)");
-    auto const& sim = exec.sims[static_cast<std::size_t>(device)];
+    auto const& sim = exec.sims.at(device);
     last.generation = exec.generation;
     last.where = p;
     last.backend = t.backend;
@@ -171,8 +171,7 @@ void check_kernel_pointer(placement const& p, void const* address, space_id spac
            s == space_id::managed;
   };
   auto where = [&] {
-    return sim ? "sim device " +
-                     current_exec().sims[static_cast<std::size_t>(p.device)].device.name()
+    return sim   ? "sim device " + current_exec().sims.at(p.device).device.name()
            : gpu ? "CUDA device " + std::to_string(p.device)
                  : std::string("host processors");
   };
@@ -237,7 +236,7 @@ bool runs_inline(target const& t) {
 
 void defer(std::function<void()> fn) {
   auto& exec = current_exec();
-  auto [threads, slots] = exec.host_slots(exec.machine);
+  auto [threads, slots] = exec.slots.of(exec.machine);
   (void)threads;
   auto body = [fn = std::move(fn)](index_t) { fn(); };
   submit(std::make_shared<body_job<decltype(body)>>(1, slots, std::move(body)));
@@ -278,7 +277,8 @@ event start_after(after const& deps, bool inline_start, std::function<event()> s
 }
 
 void track_device_work(placement const& p, event const& result) {
-  if (p.backend == backend_id::sim && !result.ready()) current_exec().sim(p.device).track(result);
+  if (p.backend == backend_id::sim && !result.ready())
+    current_exec().sims.device(p.device).track(result);
 }
 
 target_traits traits_of(target const& t) {

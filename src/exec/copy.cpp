@@ -36,7 +36,7 @@ event host_copy(copy_desc const& d) {
     return event::completed();
   }
   auto& exec = current_exec();
-  auto [threads, slots] = exec.host_slots(exec.machine);
+  auto [threads, slots] = exec.slots.of(exec.machine);
   // Pieces of at least min_piece bytes, a few per thread for balance.
   std::size_t const unit_bytes = d.contiguous() ? 1 : d.row_bytes;
   std::size_t pieces = std::max<std::size_t>(1, d.bytes() / min_piece);
@@ -65,7 +65,7 @@ event start_copy(copy_desc const& d) {
   auto device_of = [&](copy_side const& s) {
     auto info = find_allocation(s.base);
     int i = info && info->space == space_id::sim && info->machine == current_machine_key()
-                ? exec.sim_of_memory(info->place_id)
+                ? exec.sims.of_memory(info->place_id)
                 : -1;
     if (i < 0)
       throw invalid_argument(fmt::format(
@@ -75,16 +75,16 @@ event start_copy(copy_desc const& d) {
   };
   if (dst_sim && src_sim) {
     int a = device_of(d.src), b = device_of(d.dst);
-    auto& from = exec.sim(a);
+    auto& from = exec.sims.device(a);
     if (a == b) return from.enqueue_copy(d, 0.0);  // within one device's memory
     // Between two devices the bytes cross both links, through the host.
-    auto& to = exec.sim(b);
+    auto& to = exec.sims.device(b);
     double modeled =
         std::max(from.params().latency, to.params().latency) +
         static_cast<double>(d.bytes()) / std::min(from.params().bandwidth, to.params().bandwidth);
     return from.enqueue_copy(d, modeled);
   }
-  auto& device = exec.sim(device_of(dst_sim ? d.dst : d.src));
+  auto& device = exec.sims.device(device_of(dst_sim ? d.dst : d.src));
   return device.enqueue_copy(d, device.transfer_time(d.bytes()));
 }
 
@@ -133,7 +133,8 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
     for (auto const* side : {&d.dst, &d.src})
       if (side->space == space_id::sim)
         if (auto info = find_allocation(side->base); info && info->space == space_id::sim)
-          if (int i = exec.sim_of_memory(info->place_id); i >= 0) exec.sim(i).track(result);
+          if (int i = exec.sims.of_memory(info->place_id); i >= 0)
+            exec.sims.device(i).track(result);
   }
   return result;
 }
@@ -188,7 +189,7 @@ target fill_target(void const* address, std::uint32_t memory_place) {
 }
 
 event sim_launch(int device, index_t chunks, std::function<void(index_t)> body, char const* name) {
-  return current_exec().sim(device).enqueue_kernel(chunks, std::move(body), name);
+  return current_exec().sims.device(device).enqueue_kernel(chunks, std::move(body), name);
 }
 
 }  // namespace strata::detail

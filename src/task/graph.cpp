@@ -115,7 +115,7 @@ node* graph::make(node_options o) {
     auto& x = extra_of(*n);
     auto& exec = strata::detail::current_exec();
     strata::detail::check_runtime_place(*o.where, "strata::graph: a node's place");
-    auto [threads, slots] = exec.host_slots(*o.where);
+    auto [threads, slots] = exec.slots.of(*o.where);
     bool const device = o.where->type() == place_type::device && o.where->isa() != isa::host;
     if (device) {
       n->kind = execution_kind::device;
@@ -392,12 +392,12 @@ void graph::check_acyclic() {
 
 event run(graph& g) {
   auto& exec = strata::detail::current_exec();
-  return start(g, exec.host_slots(exec.machine).second, nullptr);
+  return start(g, exec.slots.of(exec.machine).second, nullptr);
 }
 
 event run(graph& g, place const& cpus) {
   strata::detail::check_runtime_place(cpus, "strata::run(graph, place)");
-  auto [threads, slots] = strata::detail::current_exec().host_slots(cpus);
+  auto [threads, slots] = strata::detail::current_exec().slots.of(cpus);
   if (threads == 0)
     throw invalid_argument("strata::run(graph, place): place " + cpus.name() +
                            " has no host PU; expected a place with CPUs to run the graph on");

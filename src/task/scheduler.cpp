@@ -4,6 +4,7 @@
 #include <strata/exec/trace.hpp>
 
 #include "exec/exec_state.hpp"
+#include "exec/spin.hpp"
 #include "exec/threads/pool.hpp"
 #include "exec/threads/wake.hpp"
 #include "task/graph_state.hpp"
@@ -285,7 +286,7 @@ void scheduler::spawn(dyn_task* t) {
     return;
   }
   auto& exec = strata::detail::current_exec();
-  inject(arena_for(exec.host_slots(exec.machine).second), as_dyn(t), false);
+  inject(arena_for(exec.slots.of(exec.machine).second), as_dyn(t), false);
 }
 
 void scheduler::pass_on(int slot) {
@@ -779,10 +780,10 @@ void task_group::join() {
       if (done()) break;
       if (worker) {
         bool found = false;
-        for (int i = 0; i < 256 && !(found = done() || p->tasks().available(slot)); ++i)
-#if defined(__x86_64__) || defined(__i386__)
-          __builtin_ia32_pause();
-#endif
+        for (int i = 0; i < strata::detail::spin::join_pauses &&
+                        !(found = done() || p->tasks().available(slot));
+             ++i)
+          strata::detail::spin::relax();
         if (found) continue;
       }
       bool const claimed =

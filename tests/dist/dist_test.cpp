@@ -840,6 +840,61 @@ TEST(DistCollectives, TeamsOfSomeRanks) {
   dist::barrier(rt.world()).wait();
 }
 
+// Collective allocations (Phalanx's `who` for allocate): every member of a team gets the
+// same pointer to one allocation, or every member's part of a symmetric one; freed
+// collectively. The teams here are the world and the odd/even halves, the owner inside
+// the team or outside it, and a collective of another kind started between the call and
+// its completion keeps its order.
+TEST(DistCollectives, TeamAllocationsAreMadeOnceAndSharedByEveryMember) {
+  dist::runtime rt;
+  auto const& w = rt.world();
+  int const last = rt.size() - 1;
+  // One allocation on the last rank's host, shared by all: each member writes its slot.
+  auto shared = dist::allocate<long>(w, rt.rank_place(last), static_cast<std::size_t>(rt.size()));
+  long mine = rt.rank() + 1, sum = 0;
+  // A collective called after the allocation and before it completes.
+  auto reduced = dist::all_reduce(w, std::span<long const>(&mine, 1), std::span(&sum, 1),
+                                  dist::reduce_op::sum);
+  wait_or_fail(shared.event(), "collective allocate");
+  wait_or_fail(reduced, "all_reduce after a collective allocate");
+  auto const p = shared.get();
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p.rank(), last);
+  EXPECT_EQ(sum, static_cast<long>(rt.size()) * (rt.size() + 1) / 2);
+  dist::put(p + rt.rank(), &mine, 1).wait();
+  dist::barrier(w).wait();
+  std::vector<long> seen(static_cast<std::size_t>(rt.size()));
+  dist::get(seen.data(), p, seen.size()).wait();
+  for (int r = 0; r < rt.size(); ++r) EXPECT_EQ(seen[static_cast<std::size_t>(r)], r + 1);
+  wait_or_fail(dist::deallocate(w, p), "collective deallocate");
+
+  // A symmetric allocation on a team of half the ranks; the owner of a shared one outside
+  // the team (rank 0 for the odd team).
+  std::vector<int> members;
+  for (int r = rt.rank() % 2; r < rt.size(); r += 2) members.push_back(r);
+  auto t = rt.make_team(members);
+  auto parts_f = dist::allocate_each<int>(t, 8);
+  wait_or_fail(parts_f.event(), "allocate_each");
+  auto const& parts = parts_f.get();
+  ASSERT_EQ(parts.size(), members.size());
+  for (std::size_t i = 0; i < parts.size(); ++i) EXPECT_EQ(parts[i].rank(), members[i]);
+  EXPECT_TRUE(parts[static_cast<std::size_t>(t.rank())].is_local());
+  int const next = (t.rank() + 1) % t.size();
+  int const value = 100 + rt.rank();
+  dist::put(parts[static_cast<std::size_t>(next)] + 3, &value, 1).wait();
+  dist::barrier(t).wait();
+  int const previous = members[static_cast<std::size_t>((t.rank() + t.size() - 1) % t.size())];
+  EXPECT_EQ(parts[static_cast<std::size_t>(t.rank())].local()[3], 100 + previous);
+  auto outside = dist::allocate<double>(t, rt.rank_place(0), 4);
+  wait_or_fail(outside.event(), "collective allocate owned outside the team");
+  EXPECT_EQ(outside.get().rank(), 0);
+  wait_or_fail(dist::deallocate(t, outside.get()), "collective deallocate outside the team");
+  wait_or_fail(dist::deallocate_each(t, parts), "deallocate_each");
+  EXPECT_THROW(dist::deallocate_each(t, std::vector<dist::global_ptr<int>>(parts.size() + 1)),
+               invalid_argument);
+  dist::barrier(w).wait();
+}
+
 TEST(DistCollectives, SizeMistakesAreRefusedBeforeSending) {
   dist::runtime rt;
   auto const& w = rt.world();

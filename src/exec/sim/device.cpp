@@ -1,4 +1,5 @@
 #include "exec/sim/device.hpp"
+#include "exec/spin.hpp"
 
 #include <strata/error.hpp>
 #include <strata/exec/trace.hpp>
@@ -11,8 +12,9 @@
 namespace strata::detail {
 
 namespace {
-// How long an idle copy engine looks for the next transfer before it parks.
-constexpr auto engine_spin = std::chrono::microseconds(50);
+// How long an idle copy engine looks for the next transfer before it parks: as long as
+// the pool's idle workers (src/exec/spin.hpp).
+constexpr auto engine_spin = spin::before_park;
 thread_local sim_device const* own_device = nullptr;
 // The device whose kernel body this thread is running (not set in continuations that
 // run on a device thread after a kernel or copy completes).
@@ -23,16 +25,9 @@ bool sim_device::is_own_thread() const noexcept {
   return own_device == this;
 }
 
-inline void cpu_pause() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 void wait_until(sim_device::clock::time_point deadline) {
-  constexpr auto spin_margin = std::chrono::microseconds(200);
-  if (sim_device::clock::now() + spin_margin < deadline)
-    std::this_thread::sleep_until(deadline - spin_margin);
+  if (sim_device::clock::now() + spin::sleep_margin < deadline)
+    std::this_thread::sleep_until(deadline - spin::sleep_margin);
   // Yield, not pause: the emulated devices' threads outnumber the cores (four copy
   // engines and their units on a 2-core machine), and a thread that spins without
   // yielding keeps a core from another device's engine whose transfer is due, which then
@@ -40,9 +35,8 @@ void wait_until(sim_device::clock::time_point deadline) {
   // The last microseconds are paused through, not yielded: a yield that hands the core
   // to another thread near the deadline ends the transfer a time slice late (on this VM
   // about 1-2 us, a tenth of a small halo copy's model).
-  constexpr auto pause_margin = std::chrono::microseconds(3);
-  while (sim_device::clock::now() + pause_margin < deadline) std::this_thread::yield();
-  while (sim_device::clock::now() < deadline) cpu_pause();
+  while (sim_device::clock::now() + spin::pause_margin < deadline) std::this_thread::yield();
+  while (sim_device::clock::now() < deadline) spin::relax();
 }
 
 sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(params_.speed) {
@@ -118,13 +112,11 @@ event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> bo
     // A kernel of this device launching on it (a child grid): the device runs one
     // kernel at a time, so waiting for a queued child would wait forever. The child runs
     // here, now, on the parent's unit, and is complete when the launch returns.
-    std::exception_ptr error;
-    for (index_t c = 0; c < chunks && !error; ++c) try {
-        body(c);
-      } catch (...) {
-        error = std::current_exception();
-      }
-    return error ? event::failed(error) : event::completed();
+    first_error error;
+    for (index_t c = 0; c < chunks && error.run([&] { body(c); }); ++c) {
+    }
+    auto const failure = error.get();
+    return failure ? event::failed(failure) : event::completed();
   }
   auto op = std::make_shared<kernel_op>();
   op->chunks = chunks;
@@ -173,19 +165,13 @@ void sim_device::unit_main() {
       trace::span traced(op->name, "sim", params_.name);
       for (index_t c; (c = op->next.fetch_add(1, std::memory_order_relaxed)) < op->chunks;) {
         if (c == 0) traced.link_from(op->flow);  // one arrow, to the unit that starts it
-        if (!op->failed.load(std::memory_order_relaxed)) {
-          try {
-            in_kernel_of = this;
-            struct leave {
-              ~leave() { in_kernel_of = nullptr; }
-            } on_exit;
-            op->body(c);
-          } catch (...) {
-            bool expected = false;
-            if (op->failed.compare_exchange_strong(expected, true))
-              op->error = std::current_exception();
-          }
-        }
+        op->error.run([&] {
+          in_kernel_of = this;
+          struct leave {
+            ~leave() { in_kernel_of = nullptr; }
+          } on_exit;
+          op->body(c);
+        });
         op->remaining.fetch_sub(1, std::memory_order_acq_rel);
       }
     }
@@ -221,7 +207,7 @@ void sim_device::finish(std::shared_ptr<kernel_op> const& op) {
     if (!kernels_.empty()) kernels_.front()->start = clock::now();
   }
   kernels_ready_.notify_all();
-  op->done.complete(op->failed.load(std::memory_order_acquire) ? op->error : nullptr);
+  op->done.complete(op->error.get());
   done_one();
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <strata/exec/event.hpp>
+#include <strata/exec/first_error.hpp>
 #include <strata/vec.hpp>
 
 #include "exec/copy_desc.hpp"
@@ -73,8 +74,7 @@ class sim_device {
     event done = event::pending();
     std::atomic<index_t> next{0};
     std::atomic<index_t> remaining{0};
-    std::atomic<bool> failed{false};
-    std::exception_ptr error;
+    first_error error;
     // Units working on it, and the most CPU time one of them spent in it: the speed model
     // stretches that, not the wall time (which other devices' threads on the same cores
     // inflate: eight slow devices on two cores must each keep their own pace).

@@ -13,11 +13,11 @@ namespace strata::sim {
 namespace {
 detail::sim_device& device_of(place const& p, char const* what) {
   auto& exec = detail::current_exec();
-  int const index = exec.sim_of_place(p);
+  int const index = exec.sims.of_place(p);
   if (index < 0)
     throw invalid_argument(std::string(what) + ": place " + p.name() +
                            " is not in a sim device; expected a sim device or a place inside one");
-  return exec.sim(index);
+  return exec.sims.device(index);
 }
 }  // namespace
 

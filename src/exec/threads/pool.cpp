@@ -1,4 +1,5 @@
 #include "exec/threads/pool.hpp"
+#include "exec/threads/spin_wait.hpp"
 #include "exec/wait_hook.hpp"
 
 #include <strata/error.hpp>
@@ -19,22 +20,6 @@ namespace {
 std::atomic<pool*> live_pool{nullptr};
 [[gnu::tls_model("initial-exec")]] thread_local int my_slot = 0;
 [[gnu::tls_model("initial-exec")]] thread_local bool is_worker = false;
-
-// Idle threads spin this long before parking: long enough to catch back-to-back
-// launches and tasks without a futex round trip, short enough that an idle pool stops
-// using CPU within a fraction of a millisecond. The one spin constant of the pool.
-constexpr auto spin_time = std::chrono::microseconds(50);
-// A waiter that knows when its work ends (an emulated transfer) parks until this long
-// before, then spins.
-constexpr auto expected_margin = std::chrono::microseconds(100);
-
-inline void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-std::atomic<wait_hook> the_wait_hook{nullptr};
 
 // Trace counters of the calling thread (Chrome "C" events on its lane): the tasks it
 // stole and the time it spent idle (spinning or parked for want of work), both running
@@ -70,53 +55,7 @@ void sample_counters(std::chrono::steady_clock::time_point now, bool force) {
                            std::chrono::duration<double, std::milli>(c.idle).count());
   }
 }
-
-// Spins until `found()` or spin_time has passed; returns whether something was found.
-// A thread that is not a worker yields instead of pausing: it is not pinned, and may sit
-// on the very PU whose worker it waits for (a spinning waiter there would delay that
-// worker by the whole spin).
-// `due`, when known, is when the awaited work is expected to end (an emulated transfer):
-// the spin lasts until shortly after it instead of parking before it, and yields even
-// on a worker: the thread that will complete the work may be waiting for this very core
-// (the sim devices' threads outnumber the cores), and a yield hands the core over.
-// While it spins it runs the wait hook (src/exec/wait_hook.hpp): every round for a
-// thread that yields, every 64 pauses for a worker.
-template <class Found>
-bool spin(Found&& found, std::chrono::steady_clock::time_point due = {}) {
-  auto const start = std::chrono::steady_clock::now();
-  bool const timed = due.time_since_epoch().count() != 0;
-  auto const deadline = timed ? std::max(start + spin_time, due + spin_time) : start + spin_time;
-  bool const worker = is_worker && !timed;
-  for (int n = 1;; ++n) {
-    if (found()) return true;
-    if (worker) {
-      cpu_relax();
-      if (n % 64 == 0 && run_wait_hook()) continue;
-    } else if (!run_wait_hook()) {
-      std::this_thread::yield();
-    }
-    if ((!worker || n % 64 == 0) && std::chrono::steady_clock::now() > deadline) return false;
-  }
-}
-
 }  // namespace
-
-void set_wait_hook(wait_hook h) noexcept {
-  the_wait_hook.store(h, std::memory_order_release);
-}
-
-bool run_wait_hook() noexcept {
-  auto h = the_wait_hook.load(std::memory_order_acquire);
-  return h && h();
-}
-
-bool has_wait_hook() noexcept {
-  return the_wait_hook.load(std::memory_order_relaxed) != nullptr;
-}
-
-void notify_progress() noexcept {
-  if (auto* p = pool::instance()) p->notify_external();
-}
 
 int current_slot() noexcept {
   return my_slot;
@@ -292,78 +231,6 @@ void pool::leave_helping() noexcept {
   }
 }
 
-void pool::drain() {
-  int const slot = current_slot();
-  bool const external = !is_worker;
-  if (external) external_helpers_.fetch_add(1, std::memory_order_seq_cst);
-  struct uncount {
-    pool* p;
-    bool on;
-    ~uncount() {
-      if (on) p->leave_helping();
-    }
-  } counted{this, external};
-  while (!idle()) {
-    if (help(slot, nullptr)) continue;
-    if (is_worker && tasks_->help(slot)) continue;
-    auto const seen = submits_.load(std::memory_order_acquire);
-    auto work = [&] {
-      return idle() || submits_.load(std::memory_order_acquire) != seen ||
-             (is_worker && tasks_->available(slot));
-    };
-    if (spin(work)) continue;
-    park(slot, nullptr,
-         [&] { return idle() || has_job(slot) || (is_worker && tasks_->available(slot)); });
-  }
-}
-
-void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
-  bool const timed = until.time_since_epoch().count() != 0;
-  auto expired = [&] { return timed && std::chrono::steady_clock::now() >= until; };
-  int const slot = current_slot();
-  bool const worker = is_worker;
-  if (!worker) external_helpers_.fetch_add(1, std::memory_order_seq_cst);
-  struct uncount {
-    pool* p;
-    bool on;
-    ~uncount() {
-      if (on) p->leave_helping();
-    }
-  } counted{this, !worker};
-  auto& tasks = *tasks_;
-  while (!s.ready() && !expired()) {
-    // What s waits for may be a task group's joiner: its counts go back first.
-    task::detail::flush_credits();
-    if (help(slot, &s)) continue;
-    // A worker waiting inside a task runs other tasks meanwhile, one chain at a time, so
-    // nested waits cannot deadlock the pool; other threads leave tasks to the workers of
-    // the PUs a graph was given (they would oversubscribe them).
-    if (worker && tasks.help(slot)) continue;
-    auto const seen = submits_.load(std::memory_order_acquire);
-    auto work = [&] {
-      return s.ready() || submits_.load(std::memory_order_acquire) != seen ||
-             (worker && tasks.available(slot));
-    };
-    // Work with a known end (an emulated transfer) is parked through until shortly
-    // before it; any notification wakes the thread earlier.
-    std::chrono::steady_clock::time_point deadline{}, due{};
-    if (auto when = s.expected(); when.time_since_epoch().count() != 0) {
-      auto wake = when - expected_margin;
-      if (std::chrono::steady_clock::now() < wake)
-        deadline = wake;
-      else
-        due = when;
-    }
-    if (timed && (deadline.time_since_epoch().count() == 0 || until < deadline)) deadline = until;
-    if ((timed || deadline.time_since_epoch().count() == 0) && spin(work, due)) continue;
-    bool const claimed = park(
-        slot, &s, [&] { return s.ready() || has_job(slot) || (worker && tasks.available(slot)); },
-        deadline);
-    // A task push chose this worker to wake; if it leaves now, another must look.
-    if (claimed && s.ready()) tasks.pass_on(slot);
-  }
-}
-
 void pool::worker_main(int slot, int os_index, bool pin) {
   my_slot = slot;
   is_worker = true;
@@ -399,7 +266,7 @@ void pool::worker_main(int slot, int os_index, bool pin) {
     // An idle spell, timed for the trace's counters only while tracing.
     auto const idle_from = trace::enabled() ? std::chrono::steady_clock::now()
                                             : std::chrono::steady_clock::time_point{};
-    bool const parks = !spin(found);
+    bool const parks = !spin_until(found);
     if (parks)
       park(slot, nullptr, [&] { return stopping() || tasks.available(slot) || has_job(slot); });
     if (idle_from.time_since_epoch().count() != 0 && trace::enabled()) {
@@ -411,53 +278,14 @@ void pool::worker_main(int slot, int os_index, bool pin) {
 }
 
 bool job::execute(index_t chunk) noexcept {
-  if (!failed_.load(std::memory_order_relaxed)) {
-    try {
-      run_chunk(chunk);
-    } catch (...) {
-      bool expected = false;
-      if (failed_.compare_exchange_strong(expected, true)) error_ = std::current_exception();
-    }
-  }
+  error_.run([&] { run_chunk(chunk); });
   if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
-  done_.complete(failed_.load(std::memory_order_acquire) ? error_ : nullptr);
+  done_.complete(error_.get());
   return true;
 }
 
 void submit(std::shared_ptr<job> j) {
   current_exec().get_pool().submit(std::move(j));
-}
-
-void wait_until_ready(event_state const& s) {
-  wait_until_ready(s, {});
-}
-
-void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_point until) {
-  auto& state = const_cast<event_state&>(s);  // registers a waiter on it; no state change
-  if (auto* p = pool::instance()) return p->wait(state, until);
-  // No pool: nothing to help with; park until the completion wakes this thread. Work
-  // with a known end (an emulated transfer) is parked through until shortly before it
-  // and then spun for, as in pool::wait: a futex wake-up costs microseconds on a VM,
-  // the size of a small halo copy's whole model.
-  auto& w = this_waiter();
-  bool const timed = until.time_since_epoch().count() != 0;
-  while (!state.ready() && !(timed && std::chrono::steady_clock::now() >= until)) {
-    auto deadline = until;
-    if (auto when = state.expected(); when.time_since_epoch().count() != 0) {
-      auto const wake = when - expected_margin;
-      if (std::chrono::steady_clock::now() >= wake) {
-        if (spin([&] { return state.ready(); }, when)) return;
-      } else if (!timed || wake < until) {
-        deadline = wake;
-      }
-    } else if (has_wait_hook() && spin([&] { return state.ready(); })) {
-      return;  // completed while this thread ran the hook (a remote reply, say)
-    }
-    auto const key = w.prepare();
-    if (!state.add_waiter(w)) return;
-    if (!state.ready()) w.commit(key, deadline);
-    state.remove_waiter(w);
-  }
 }
 
 }  // namespace strata::detail

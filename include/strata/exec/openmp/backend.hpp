@@ -13,6 +13,7 @@
 #include <strata/exec/backend.hpp>
 #include <strata/exec/cpu/run.hpp>
 #include <strata/exec/event.hpp>
+#include <strata/exec/first_error.hpp>
 #include <strata/exec/trace.hpp>
 
 #include <atomic>
@@ -50,8 +51,7 @@ struct backend {
       shape<D, P> const& s;
       Kernel const& k;
       Args& args;
-      std::atomic<bool> failed{false};
-      std::exception_ptr error;
+      detail::first_error error;
     } r{s, k, args};
     // Exceptions must not leave a parallel region: the first is kept and the event
     // carries it.
@@ -65,15 +65,14 @@ struct backend {
       };
       index_t const b0 = split(tid);
       index_t const b1 = split(tid + 1);
-      try {
+      rg.error.run([&] {
         Args local = rg.args;  // each thread its own copy of the arguments
         if (b0 < b1) detail::run_blocks(rg.s, b0, b1, rg.k, local);
-      } catch (...) {
-        if (!rg.failed.exchange(true)) rg.error = std::current_exception();
-      }
+      });
     };
     detail::openmp_parallel(where.threads, body, &r);
-    return r.failed ? event::failed(r.error) : event::completed();
+    auto const error = r.error.get();
+    return error ? event::failed(error) : event::completed();
   }
 };
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <strata/exec/event.hpp>
+#include <strata/exec/first_error.hpp>
 #include <strata/vec.hpp>
 
 #include <atomic>
@@ -57,8 +58,7 @@ class job {
   char const* const name_;
   std::atomic<index_t> next_{0};
   std::atomic<index_t> remaining_{0};
-  std::atomic<bool> failed_{false};
-  std::exception_ptr error_;
+  first_error error_;
   event done_ = event::pending();
 };
 

@@ -1,0 +1,45 @@
+// Every spin and park constant of the execution layer, in one place (issue 21: they were
+// chosen per site). A thread that has nothing to do spins for a short while before it
+// parks on its waiter (src/exec/threads/wake.hpp, the one sleep/wake mechanism), because a
+// futex round trip costs several microseconds on a VM: the size of a small kernel or a
+// small halo copy. Each constant says which wait it bounds and why it has its value.
+#pragma once
+
+#include <chrono>
+
+namespace strata::detail::spin {
+
+using std::chrono::microseconds;
+
+/// An idle worker, a waiting thread or an idle sim copy engine looks for work this long
+/// before parking: long enough to catch back-to-back launches, tasks and halo copies
+/// without a futex round trip, short enough that an idle pool stops using CPU within a
+/// fraction of a millisecond (`strata bench sleep-wake`: idle CPU below 0.1%).
+inline constexpr microseconds before_park{50};
+
+/// A waiter whose work has a known end (an emulated transfer: event_state::expected)
+/// parks until this long before that end, then spins through it: the futex wake-up it
+/// would otherwise need costs more than a small transfer's whole model.
+inline constexpr microseconds before_expected{100};
+
+/// A sim device waiting out a modeled duration sleeps until this long before its end
+/// (the OS wakes a sleeper up to a time slice late), then yields through the rest.
+inline constexpr microseconds sleep_margin{200};
+
+/// ... and pauses without yielding through the last few microseconds: a yield near the
+/// deadline can hand the core to another thread and end the transfer a time slice late.
+inline constexpr microseconds pause_margin{3};
+
+/// Pauses a worker makes between two looks at its task group while joining, before it
+/// parks (a join whose last task is about to end should not pay a futex round trip).
+inline constexpr int join_pauses = 256;
+
+/// The CPU's spin-wait hint (x86 `pause`): frees the core's resources for its sibling
+/// hyperthread and saves power while a thread spins.
+inline void relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace strata::detail::spin

@@ -1,0 +1,45 @@
+// The spin half of every wait of the threads backend: a thread looks for what it waits
+// for (and runs the wait hook) for a short while before it parks on its waiter
+// (wake.hpp). Shared by idle workers (pool.cpp) and waiting threads (wait.cpp).
+#pragma once
+
+#include "exec/spin.hpp"
+#include "exec/threads/pool.hpp"
+#include "exec/wait_hook.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace strata::detail {
+
+// Spins until `found()` or spin::before_park has passed; returns whether something was found.
+// A thread that is not a worker yields instead of pausing: it is not pinned, and may sit
+// on the very PU whose worker it waits for (a spinning waiter there would delay that
+// worker by the whole spin).
+// `due`, when known, is when the awaited work is expected to end (an emulated transfer):
+// the spin lasts until shortly after it instead of parking before it, and yields even
+// on a worker: the thread that will complete the work may be waiting for this very core
+// (the sim devices' threads outnumber the cores), and a yield hands the core over.
+// While it spins it runs the wait hook (src/exec/wait_hook.hpp): every round for a
+// thread that yields, every 64 pauses for a worker.
+template <class Found>
+bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
+  auto const start = std::chrono::steady_clock::now();
+  bool const timed = due.time_since_epoch().count() != 0;
+  auto const deadline = timed ? std::max(start + spin::before_park, due + spin::before_park)
+                              : start + spin::before_park;
+  bool const worker = is_pool_worker() && !timed;
+  for (int n = 1;; ++n) {
+    if (found()) return true;
+    if (worker) {
+      spin::relax();
+      if (n % 64 == 0 && run_wait_hook()) continue;
+    } else if (!run_wait_hook()) {
+      std::this_thread::yield();
+    }
+    if ((!worker || n % 64 == 0) && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+
+}  // namespace strata::detail

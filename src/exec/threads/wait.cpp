@@ -1,0 +1,141 @@
+// Waiting on the threads backend: the wait hook, a pool's drain, waits for an event
+// (helping the pool meanwhile) and waits without a pool. Every one spins briefly
+// (spin_wait.hpp) and then parks on the calling thread's waiter (wake.hpp): the one
+// sleep/wake mechanism, woken by whatever makes work or a completion visible.
+#include "exec/threads/pool.hpp"
+#include "exec/threads/spin_wait.hpp"
+#include "exec/threads/wake.hpp"
+#include "exec/wait_hook.hpp"
+
+#include "task/scheduler.hpp"
+
+#include <chrono>
+
+namespace strata::detail {
+namespace {
+std::atomic<wait_hook> the_wait_hook{nullptr};
+}  // namespace
+
+void set_wait_hook(wait_hook h) noexcept {
+  the_wait_hook.store(h, std::memory_order_release);
+}
+
+bool run_wait_hook() noexcept {
+  auto h = the_wait_hook.load(std::memory_order_acquire);
+  return h && h();
+}
+
+bool has_wait_hook() noexcept {
+  return the_wait_hook.load(std::memory_order_relaxed) != nullptr;
+}
+
+void notify_progress() noexcept {
+  if (auto* p = pool::instance()) p->notify_external();
+}
+
+void pool::drain() {
+  int const slot = current_slot();
+  bool const worker = is_pool_worker();
+  bool const external = !worker;
+  if (external) external_helpers_.fetch_add(1, std::memory_order_seq_cst);
+  struct uncount {
+    pool* p;
+    bool on;
+    ~uncount() {
+      if (on) p->leave_helping();
+    }
+  } counted{this, external};
+  while (!idle()) {
+    if (help(slot, nullptr)) continue;
+    if (worker && tasks_->help(slot)) continue;
+    auto const seen = submits_.load(std::memory_order_acquire);
+    auto work = [&] {
+      return idle() || submits_.load(std::memory_order_acquire) != seen ||
+             (worker && tasks_->available(slot));
+    };
+    if (spin_until(work)) continue;
+    park(slot, nullptr,
+         [&] { return idle() || has_job(slot) || (worker && tasks_->available(slot)); });
+  }
+}
+
+void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
+  bool const timed = until.time_since_epoch().count() != 0;
+  auto expired = [&] { return timed && std::chrono::steady_clock::now() >= until; };
+  int const slot = current_slot();
+  bool const worker = is_pool_worker();
+  if (!worker) external_helpers_.fetch_add(1, std::memory_order_seq_cst);
+  struct uncount {
+    pool* p;
+    bool on;
+    ~uncount() {
+      if (on) p->leave_helping();
+    }
+  } counted{this, !worker};
+  auto& tasks = *tasks_;
+  while (!s.ready() && !expired()) {
+    // What s waits for may be a task group's joiner: its counts go back first.
+    task::detail::flush_credits();
+    if (help(slot, &s)) continue;
+    // A worker waiting inside a task runs other tasks meanwhile, one chain at a time, so
+    // nested waits cannot deadlock the pool; other threads leave tasks to the workers of
+    // the PUs a graph was given (they would oversubscribe them).
+    if (worker && tasks.help(slot)) continue;
+    auto const seen = submits_.load(std::memory_order_acquire);
+    auto work = [&] {
+      return s.ready() || submits_.load(std::memory_order_acquire) != seen ||
+             (worker && tasks.available(slot));
+    };
+    // Work with a known end (an emulated transfer) is parked through until shortly
+    // before it; any notification wakes the thread earlier.
+    std::chrono::steady_clock::time_point deadline{}, due{};
+    if (auto when = s.expected(); when.time_since_epoch().count() != 0) {
+      auto wake = when - spin::before_expected;
+      if (std::chrono::steady_clock::now() < wake)
+        deadline = wake;
+      else
+        due = when;
+    }
+    if (timed && (deadline.time_since_epoch().count() == 0 || until < deadline)) deadline = until;
+    if ((timed || deadline.time_since_epoch().count() == 0) && spin_until(work, due)) continue;
+    bool const claimed = park(
+        slot, &s, [&] { return s.ready() || has_job(slot) || (worker && tasks.available(slot)); },
+        deadline);
+    // A task push chose this worker to wake; if it leaves now, another must look.
+    if (claimed && s.ready()) tasks.pass_on(slot);
+  }
+}
+
+void wait_until_ready(event_state const& s) {
+  wait_until_ready(s, {});
+}
+
+void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_point until) {
+  auto& state = const_cast<event_state&>(s);  // registers a waiter on it; no state change
+  if (auto* p = pool::instance()) return p->wait(state, until);
+  // No pool: nothing to help with; park until the completion wakes this thread. Work
+  // with a known end (an emulated transfer) is parked through until shortly before it
+  // and then spun for, as in pool::wait: a futex wake-up costs microseconds on a VM,
+  // the size of a small halo copy's whole model.
+  auto& w = this_waiter();
+  bool const timed = until.time_since_epoch().count() != 0;
+  while (!state.ready() && !(timed && std::chrono::steady_clock::now() >= until)) {
+    auto deadline = until;
+    if (auto when = state.expected(); when.time_since_epoch().count() != 0) {
+      auto const wake = when - spin::before_expected;
+      if (std::chrono::steady_clock::now() >= wake) {
+        if (spin_until([&] { return state.ready(); }, when)) return;
+      } else if (!timed || wake < until) {
+        deadline = wake;
+      }
+    } else if (has_wait_hook() && spin_until([&] { return state.ready(); })) {
+      return;  // completed while this thread ran the hook (a remote reply, say)
+    }
+    auto const key = w.prepare();
+    if (!state.add_waiter(w)) return;
+    if (!state.ready()) w.commit(key, deadline);
+    state.remove_waiter(w);
+  }
+}
+
+}  // namespace strata::detail
