@@ -3,8 +3,12 @@
 // An event completes once, successfully or with the exception its work threw. Waiting
 // rethrows that exception. Continuations run in the thread that completes the event, so
 // chains of work need no thread of their own. A thread that waits helps run pending
-// work of the runtime's pool instead of blocking, so waiting inside a kernel or a task
-// cannot deadlock the pool.
+// work of the runtime's pool instead of blocking (a pool worker runs launched chunks and
+// other tasks; any other thread runs chunks of launches that may use its PU), so waiting
+// inside a kernel or a task cannot deadlock the pool. With nothing to help, it spins
+// briefly and then parks on its own waiter, which the event's completion, and any new
+// work it could help with, wakes (src/exec/threads/wake.hpp: the one sleep/wake
+// mechanism of every blocking wait).
 #pragma once
 
 #include <atomic>
