@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cfenv>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -333,6 +334,27 @@ TEST_P(FiberBlocks, GroupMistakeInAMiddleBlockIsAnError) {
                error);
   EXPECT_NO_THROW(
       launch(here(), grid(blocks).block(parallel, threads), kernel, index_t{-1}).wait());
+}
+
+// The threads of a block share the OS thread's floating-point modes (as on a GPU), but a
+// kernel that changes them does not change them for the code that launched it.
+TEST_P(FiberBlocks, RoundingModeSetByAKernelStaysInside) {
+  ASSERT_EQ(std::fegetround(), FE_TONEAREST);
+  std::vector<int> seen(4 * 8, -1);
+  launch(
+      here(), grid(4).block(parallel, 8),
+      [](auto const& self, int* seen) {
+        if (self.block().linear_index() == 0) std::fesetround(FE_UPWARD);
+        self.block().barrier();
+        seen[self.global_linear_index()] = std::fegetround() == FE_UPWARD ? 1 : 0;
+      },
+      seen.data())
+      .wait();
+  EXPECT_EQ(std::fegetround(), FE_TONEAREST);
+#if defined(__x86_64__)  // (elsewhere Boost's switch keeps each fiber's modes)
+  EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), 4 * 8);
+#endif
+  std::fesetround(FE_TONEAREST);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cpu, FiberBlocks, testing::ValuesIn(test::cpu_backends()),
