@@ -16,6 +16,7 @@
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 // Under ThreadSanitizer this file itself is compiled uninstrumented (src/CMakeLists.txt):
@@ -441,7 +442,14 @@ void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
 #if STRATA_TSAN_ANNOTATE
         if (m.marks.tsan_fiber) __tsan_destroy_fiber(m.marks.tsan_fiber);
 #endif
-        if (m.stack.sp && (!m.started || m.exited)) stacks.free.push_back(m.stack);
+        if (m.stack.sp && (!m.started || m.exited)) {
+#if defined(__SANITIZE_ADDRESS__)
+          // A fiber ends with a switch, not a return: its last frames' redzones stay
+          // poisoned and would be reported when the stack is used again.
+          __asan_unpoison_memory_region(m.bottom, m.stack.size);
+#endif
+          stacks.free.push_back(m.stack);
+        }
       }
     }
   } give_back{b};
