@@ -11,14 +11,17 @@
 namespace strata::detail {
 
 struct fiber_block;
-/// Suspends the calling fiber until all fibers of its block arrive (src/exec/cpu).
-void fiber_barrier(fiber_block* block);
-/// fiber_barrier that also counts the block's threads that passed a non-zero `predicate`
-/// (CUDA's __syncthreads_count; every thread gets the count).
-int fiber_barrier_count(fiber_block* block, int predicate);
-/// Suspends the calling fiber until the block's threads [first, first + size) (a group,
-/// domain.hpp) have all arrived at this group's barrier.
-void fiber_group_barrier(fiber_block* block, index_t first, index_t size);
+/// What a thread of a fiber block arrives at (src/exec/cpu/fibers.cpp).
+enum class fiber_arrival : int { barrier, group_barrier, block_end };
+/// Suspends the calling fiber until its block's threads have all arrived at this
+/// barrier (returning how many passed a non-zero `predicate`: CUDA's __syncthreads_count),
+/// until the block's threads [first, first + size) (a group, domain.hpp) have arrived at
+/// this group's barrier, or, at block_end, until all threads have ended the block
+/// (returning whether the fiber has another block to run). One function for all, so that
+/// every switch between the fibers leaves and resumes through the same call site (the
+/// CPU's return-address predictor then expects where each resumed fiber returns).
+int fiber_arrive(fiber_block* block, fiber_arrival what, int predicate, index_t first,
+                 index_t size);
 
 /// The key of a block's static shared variable (T, Id): the address of this variable,
 /// one per specialization in the whole program.
@@ -71,9 +74,13 @@ struct no_sync {
 /// A parallel block whose threads are fibers.
 struct fiber_sync {
   fiber_block* block;
-  void barrier() const { fiber_barrier(block); }
-  int barrier_count(int predicate) const { return fiber_barrier_count(block, predicate); }
-  void group_barrier(index_t first, index_t size) const { fiber_group_barrier(block, first, size); }
+  void barrier() const { (void)fiber_arrive(block, fiber_arrival::barrier, 0, 0, 0); }
+  int barrier_count(int predicate) const {
+    return fiber_arrive(block, fiber_arrival::barrier, predicate, 0, 0);
+  }
+  void group_barrier(index_t first, index_t size) const {
+    (void)fiber_arrive(block, fiber_arrival::group_barrier, 0, first, size);
+  }
 };
 
 /// A parallel block run as phases: the barriers are the phase boundaries.

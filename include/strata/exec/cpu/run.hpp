@@ -29,10 +29,16 @@ class scratch_frame {
   std::byte* data_;
 };
 
-/// Runs `threads` fibers, each calling body(ctx, thread); barrier() inside switches to
-/// the next fiber. Rethrows the first exception a thread threw; throws strata::error if
-/// some threads return while others wait at a barrier (the block would deadlock on GPU).
-void run_fiber_block(index_t threads, void (*body)(void*, index_t, fiber_block*), void* ctx);
+/// Runs blocks [b0, b1) of `threads` threads each as `threads` fibers that take the
+/// blocks in turn: body(ctx, block, thread) runs the kernel for one thread of a block, then
+/// returns fiber_arrive(fiber_arrival::block_end) (whether this fiber has another block).
+/// barrier() inside switches to the next fiber; a block begins once all threads ended the
+/// one before (with vars->next_block()). Rethrows the first exception a thread threw;
+/// throws strata::error if some threads return while others wait at a barrier (the block
+/// would hang on a GPU).
+void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
+                      bool (*body)(void*, index_t, index_t, fiber_block*), void* ctx,
+                      block_vars* vars);
 
 /// Limit on threads of one parallel CPU block (fibers are cheap but not free).
 inline constexpr index_t cpu_max_parallel_block = 1024;
@@ -89,14 +95,13 @@ void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kerne
   scratch_frame frame(s.scratchpad_bytes());
   block_vars vars;
   index_t const threads = s.threads_per_block();
-  for (index_t b = b0; b < b1; ++b) {
-    auto block_idx = delinearize(b, s.grid_extent());
-    vars.next_block();
-    if (threads == 1) {
+  if (threads == 1) {
+    for (index_t b = b0; b < b1; ++b) {
+      vars.next_block();
       cpu_context<D, single_sync> ctx{s.grid_extent(),
                                       s.block_extent(),
                                       s.element_extent(),
-                                      block_idx,
+                                      delinearize(b, s.grid_extent()),
                                       vec<D>::fill(0),
                                       {},
                                       frame.data(),
@@ -104,35 +109,37 @@ void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kerne
                                       0,
                                       &vars};
       call_kernel(k, domain<D, parallel_group, decltype(ctx)>(ctx), args, seq{});
-      continue;
     }
-    struct closure {
-      shape<D, parallel_group> const* s;
-      vec<D> block_idx;
-      std::byte* scratch;
-      block_vars* vars;
-      Kernel const* k;
-      Args* args;
-    } c{&s, block_idx, frame.data(), &vars, &k, &args};
-    run_fiber_block(
-        threads,
-        [](void* p, index_t t, fiber_block* fb) {
-          auto& cl = *static_cast<closure*>(p);
-          cpu_context<D, fiber_sync> ctx{cl.s->grid_extent(),
-                                         cl.s->block_extent(),
-                                         cl.s->element_extent(),
-                                         cl.block_idx,
-                                         delinearize(t, cl.s->block_extent()),
-                                         fiber_sync{fb},
-                                         cl.scratch,
-                                         cl.s->scratchpad_bytes(),
-                                         0,
-                                         cl.vars};
-          call_kernel(*cl.k, domain<D, parallel_group, cpu_context<D, fiber_sync>>(ctx), *cl.args,
-                      std::make_index_sequence<std::tuple_size_v<Args>>{});
-        },
-        &c);
+    return;
   }
+  struct closure {
+    shape<D, parallel_group> const* s;
+    std::byte* scratch;
+    block_vars* vars;
+    Kernel const* k;
+    Args* args;
+  } c{&s, frame.data(), &vars, &k, &args};
+  run_fiber_blocks(
+      threads, b0, b1,
+      [](void* p, index_t b, index_t t, fiber_block* fb) -> bool {
+        auto& cl = *static_cast<closure*>(p);
+        cpu_context<D, fiber_sync> ctx{cl.s->grid_extent(),
+                                       cl.s->block_extent(),
+                                       cl.s->element_extent(),
+                                       delinearize(b, cl.s->grid_extent()),
+                                       delinearize(t, cl.s->block_extent()),
+                                       fiber_sync{fb},
+                                       cl.scratch,
+                                       cl.s->scratchpad_bytes(),
+                                       0,
+                                       cl.vars};
+        call_kernel(*cl.k, domain<D, parallel_group, cpu_context<D, fiber_sync>>(ctx), *cl.args,
+                    std::make_index_sequence<std::tuple_size_v<Args>>{});
+        // Here rather than in the fiber's loop: this call then sits as deep as a barrier
+        // of a kernel inlined here (see fiber_arrive).
+        return fiber_arrive(fb, fiber_arrival::block_end, 0, 0, 0) != 0;
+      },
+      &c, &vars);
 }
 
 // Phase-split blocks: each phase is a loop over the block's threads.
