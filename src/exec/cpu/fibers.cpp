@@ -7,6 +7,7 @@
 
 #include <boost/context/detail/fcontext.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
+#include <boost/version.hpp>
 
 #include <cstdint>
 #include <cstdlib>
@@ -35,7 +36,10 @@ using fcontext = ctx::detail::fcontext_t;
 using transfer = ctx::detail::transfer_t;
 }  // namespace strata::detail
 
-#if defined(__x86_64__) && defined(__ELF__)
+// The saved layout below is Boost 1.74's (Debian 12's); another Boost may lay a context
+// out differently (shadow-stack builds do), so other versions use Boost's own switch.
+#if defined(__x86_64__) && defined(__ELF__) && BOOST_VERSION / 100 == 1074 && \
+    !defined(BOOST_CONTEXT_SHADOW_STACK)
 // Boost's jump_fcontext (1.74, x86-64 SysV) with two changes, same saved layout (so it
 // resumes contexts that make_fcontext made):
 // * it returns with `ret` where Boost jumps through a register. Boost's jump leaves the
