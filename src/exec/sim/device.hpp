@@ -115,11 +115,20 @@ class sim_device {
     // Under mutex_: the modeled end of the last transfer booked on this link (copies
     // between devices book the destination's incoming link too, without queueing there).
     clock::time_point booked{};
-    clock::time_point link_free{};  // the engine thread's: when its last transfer ended
+    clock::time_point link_free{};  // under mutex_: when its last transfer ended
+    // Under mutex_: a transfer of this link is running, on the engine's thread or on a
+    // waiter's that took it first (help_engines); one at a time per link.
+    bool running = false;
   };
 
   void unit_main();
   void copy_main(copy_engine& engine);
+  // Takes the front transfer of `engine` if the link is idle (and it ends by `until` when
+  // that is set); under mutex_.
+  bool take(copy_engine& engine, copy_op& op, clock::time_point until = {});
+  void run_transfer(copy_engine& engine, copy_op& op);
+  // The device wait hook: runs one due transfer that no engine has taken yet.
+  static bool help_engines() noexcept;
   copy_engine& engine(link_dir dir) noexcept { return engines_[static_cast<std::size_t>(dir)]; }
   void finish(std::shared_ptr<kernel_op> const& op);
   void done_one();

@@ -35,6 +35,7 @@ inline void cpu_relax() noexcept {
 }
 
 std::atomic<wait_hook> the_wait_hook{nullptr};
+std::atomic<wait_hook> the_device_wait_hook{nullptr};
 
 // Trace counters of the calling thread (Chrome "C" events on its lane): the tasks it
 // stole and the time it spent idle (spinning or parked for want of work), both running
@@ -105,13 +106,20 @@ void set_wait_hook(wait_hook h) noexcept {
   the_wait_hook.store(h, std::memory_order_release);
 }
 
+void set_device_wait_hook(wait_hook h) noexcept {
+  the_device_wait_hook.store(h, std::memory_order_release);
+}
+
 bool run_wait_hook() noexcept {
   auto h = the_wait_hook.load(std::memory_order_acquire);
-  return h && h();
+  auto d = the_device_wait_hook.load(std::memory_order_acquire);
+  bool const device = d && d();
+  return (h && h()) || device;
 }
 
 bool has_wait_hook() noexcept {
-  return the_wait_hook.load(std::memory_order_relaxed) != nullptr;
+  return the_wait_hook.load(std::memory_order_relaxed) != nullptr ||
+         the_device_wait_hook.load(std::memory_order_relaxed) != nullptr;
 }
 
 void notify_progress() noexcept {
