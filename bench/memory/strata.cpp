@@ -1,12 +1,16 @@
 // Copies and the sim emulator:
 // - memcpy: a 256 MiB host-to-host strata::copy (parallel on the pool) vs std::memcpy.
 // - sim-copy: measured sim transfers vs the time the device's link model predicts (the
-//   "peer" is the model, so the ratio says how faithful the emulator is).
+//   "peer" is the model, so the ratio says how faithful the emulator is), from 64 KiB to
+//   64 MiB, each direction alone and an upload with a download at once.
+// - sim-kernel: an empty sim kernel's launch + wait at speed 0.25 vs at speed 1.
 // - overlap: a kernel and a copy of similar duration on two queues of one sim device vs
 //   the same two back to back on one queue.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "harness.hpp"
@@ -37,37 +41,56 @@ std::vector<place> sim_devices(context& ctx) {
   return devs;
 }
 
+std::string size_name(std::size_t bytes) {
+  return bytes >= (std::size_t{1} << 20) ? std::to_string(bytes >> 20) + "MiB"
+                                         : std::to_string(bytes >> 10) + "KiB";
+}
+
 void run_sim_copy(context& ctx) {
   auto devs = sim_devices(ctx);
   auto const& link = devs[0].info().link;
-  for (std::size_t mib :
-       ctx.opts().quick ? std::vector<std::size_t>{1} : std::vector<std::size_t>{1, 16, 64}) {
-    std::size_t const bytes = mib << 20;
-    buffer<char> host(ctx.rt().machine(), bytes);
-    buffer<char, 1, sim_space> d0(devs[0], bytes), d1(devs[1], bytes);
+  auto const& other = devs[1].info().link;
+  auto const sizes = ctx.opts().quick
+                         ? std::vector<std::size_t>{std::size_t{64} << 10, std::size_t{1} << 20}
+                         : std::vector<std::size_t>{std::size_t{64} << 10, std::size_t{256} << 10,
+                                                    std::size_t{1} << 20, std::size_t{16} << 20,
+                                                    std::size_t{64} << 20};
+  for (std::size_t const bytes : sizes) {
+    buffer<char> host(ctx.rt().machine(), bytes), back(ctx.rt().machine(), bytes);
+    buffer<char, 1, sim_space> d0(devs[0], bytes), d0b(devs[0], bytes), d1(devs[1], bytes);
     // Touch every page first, so that no timed run pays for first-touch page faults.
     fill(host, char(3)).wait();
+    fill(back, char(0)).wait();
     fill(d0, char(0)).wait();
+    fill(d0b, char(5)).wait();
     fill(d1, char(0)).wait();
-    auto const& other = devs[1].info().link;
     double const predicted = link.latency + double(bytes) / link.bandwidth;
     // Between devices the model charges the larger latency and the smaller bandwidth.
     double const predicted_d2d = std::max(link.latency, other.latency) +
                                  double(bytes) / std::min(link.bandwidth, other.bandwidth);
     struct direction {
       char const* name;
-      std::function<event()> run;
+      std::function<void()> run;
       double predicted;
     };
     std::vector<direction> const directions{
-        {"host->sim", [&] { return copy(d0, host); }, predicted},
-        {"sim->host", [&] { return copy(host, d0); }, predicted},
-        {"sim->sim", [&] { return copy(d1, d0); }, predicted_d2d}};
+        {"host->sim", [&] { copy(d0, host).wait(); }, predicted},
+        {"sim->host", [&] { copy(back, d0b).wait(); }, predicted},
+        {"sim->sim", [&] { copy(d1, d0).wait(); }, predicted_d2d},
+        // An upload and a download at once: each direction has a link of its own, so the
+        // pair takes as long as one of them.
+        {"both",
+         [&] {
+           wait_all({copy(d0, host), copy(back, d0b)});
+         },
+         predicted}};
+    // Small transfers vary more with the host's scheduling: more runs for their minimum.
+    int const repeats =
+        bytes < (std::size_t{1} << 20) ? 5 * ctx.opts().repeats : ctx.opts().repeats;
     for (auto const& dir : directions) {
-      auto [ts, unused] = compare(
-          ctx.opts().repeats, [&] { dir.run().wait(); }, [] {});
+      auto [ts, unused] = compare(repeats, dir.run, [] {});
       (void)unused;
-      result r{"sim-copy",    std::string(dir.name) + "/" + std::to_string(mib) + "MiB",
+      result r{"sim-copy",    std::string(dir.name) + "/" + size_name(bytes),
                double(bytes), ts,
                "link-model",  dir.predicted};
       r.extra = {{"bandwidth_gbps", link.bandwidth / 1e9}, {"latency_us", link.latency * 1e6}};
@@ -75,8 +98,29 @@ void run_sim_copy(context& ctx) {
     }
     char probe = 0;
     copy(ptr<char>(&probe, 0), d1.data() + (bytes - 1), 1).wait();
-    if (probe != 3) throw std::runtime_error("sim-copy benchmark: wrong bytes arrived");
+    if (probe != 3 || back(bytes - 1) != 5)
+      throw std::runtime_error("sim-copy benchmark: wrong bytes arrived");
   }
+}
+
+// An empty kernel's launch and wait on a sim device at speed 0.25 vs at speed 1: the speed
+// model stretches the kernel's own CPU time, not the host's wake-up of the device, so the
+// two should take about as long (ratio near 1).
+void run_sim_kernel(context& ctx) {
+  auto dev = sim_devices(ctx)[0];
+  double const configured = sim::speed(dev);
+  auto empty = [](auto const&) {};
+  auto at = [&](double speed) {
+    return [&, speed] {
+      sim::set_speed(dev, speed);
+      launch(dev, grid(1), empty).wait();
+    };
+  };
+  auto [slow, fast] = compare(5 * ctx.opts().repeats, at(0.25), at(1.0));
+  sim::set_speed(dev, configured);
+  result r{"sim-kernel", "empty/speed-0.25", 1, slow, "empty/speed-1", fast};
+  r.note = "launch + wait of an empty kernel; ratio near 1: the wake-up is not stretched";
+  ctx.report(r);
 }
 
 struct busy_kernel {
@@ -134,6 +178,9 @@ void run_overlap(context& ctx) {
 registrar memcpy_r("memcpy", "256 MiB host-to-host strata::copy vs std::memcpy", run_memcpy);
 registrar sim_copy_r("sim-copy", "sim transfers vs the time their link model predicts",
                      run_sim_copy);
+registrar sim_kernel_r("sim-kernel",
+                       "an empty sim kernel at speed 0.25 vs at speed 1 (launch + wait)",
+                       run_sim_kernel);
 registrar overlap_r("overlap", "kernel + copy on two sim queues vs back to back on one queue",
                     run_overlap);
 

@@ -55,7 +55,9 @@ event host_copy(copy_desc const& d) {
   return done;
 }
 
-event start_copy(copy_desc const& d) {
+// `issued`: when the copy was asked for, the start of a sim transfer's model (the lookups
+// below are the host's cost, not the link's).
+event start_copy(copy_desc const& d, sim_device::clock::time_point issued) {
   if (cuda::involved(d)) return cuda::copy(d, nullptr);
   bool const dst_sim = d.dst.space == space_id::sim, src_sim = d.src.space == space_id::sim;
   if (!dst_sim && !src_sim) return host_copy(d);
@@ -76,16 +78,18 @@ event start_copy(copy_desc const& d) {
   if (dst_sim && src_sim) {
     int a = device_of(d.src), b = device_of(d.dst);
     auto& from = exec.sims.device(a);
-    if (a == b) return from.enqueue_copy(d, 0.0);  // within one device's memory
+    // Within one device's memory: no link time, on the outgoing engine (docs/memory.md).
+    if (a == b) return from.enqueue_copy(d, link_dir::out, 0.0, issued);
     // Between two devices the bytes cross both links, through the host.
     auto& to = exec.sims.device(b);
     double modeled =
         std::max(from.params().latency, to.params().latency) +
         static_cast<double>(d.bytes()) / std::min(from.params().bandwidth, to.params().bandwidth);
-    return from.enqueue_copy(d, modeled);
+    return sim_device::enqueue_copy_between(from, to, d, modeled, issued);
   }
   auto& device = exec.sims.device(device_of(dst_sim ? d.dst : d.src));
-  return device.enqueue_copy(d, device.transfer_time(d.bytes()));
+  return device.enqueue_copy(d, dst_sim ? link_dir::in : link_dir::out,
+                             device.transfer_time(d.bytes()), issued);
 }
 
 copy_side to_side(copy_side_desc const& s) {
@@ -96,6 +100,7 @@ copy_side to_side(copy_side_desc const& s) {
 
 event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::size_t row_bytes,
                 std::size_t rows, std::size_t slices) {
+  auto const issued = sim_device::clock::now();
   copy_desc d{to_side(dst), to_side(src), row_bytes, rows, slices};
   current_exec();  // no runtime: fail here, in the caller
   // A device's copy engine takes rows that do not overlap (cudaMemcpy2D/3D reject a pitch
@@ -116,7 +121,7 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
     }
   if (deps.ready()) {
     if (auto err = deps.error()) return event::failed(err);
-    return start_copy(d);
+    return start_copy(d, issued);
   }
   // After GPU work, a copy on the GPU waits for it there (Phalanx §IV-A), not on the host.
   if (cuda::involved(d) && cuda::chainable(deps)) {
@@ -126,7 +131,8 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
   // Host copies run in the starting thread (inline under 1 MiB): a chain of them goes
   // through the pool. Copies that touch a sim device are queued on its copy engine.
   bool const host_only = d.dst.space != space_id::sim && d.src.space != space_id::sim;
-  auto result = start_after(deps, host_only, [d] { return start_copy(d); });
+  auto result =
+      start_after(deps, host_only, [d] { return start_copy(d, sim_device::clock::now()); });
   // Until it is queued on a device, a freeing of that device's memory waits for it.
   if (!host_only && !result.ready()) {
     auto& exec = current_exec();

@@ -14,10 +14,14 @@ using wait_hook = bool (*)() noexcept;
 /// Registers `h` (nullptr removes it). One hook per process.
 void set_wait_hook(wait_hook h) noexcept;
 
-/// Runs the registered hook, if any; returns whether it did anything.
+/// Registers the emulated devices' hook, run beside the one above (nullptr removes it):
+/// a waiter runs a sim transfer that no copy engine has taken yet (src/exec/sim/device.cpp).
+void set_device_wait_hook(wait_hook h) noexcept;
+
+/// Runs the registered hooks, if any; returns whether they did anything.
 bool run_wait_hook() noexcept;
 
-/// Whether a hook is registered.
+/// Whether any hook is registered.
 bool has_wait_hook() noexcept;
 
 }  // namespace strata::detail

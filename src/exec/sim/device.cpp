@@ -4,6 +4,8 @@
 #include <strata/error.hpp>
 #include <strata/exec/trace.hpp>
 
+#include "exec/wait_hook.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,6 +21,19 @@ thread_local sim_device const* own_device = nullptr;
 // The device whose kernel body this thread is running (not set in continuations that
 // run on a device thread after a kernel or copy completes).
 thread_local sim_device const* in_kernel_of = nullptr;
+
+// Waiters help the copy engines: a parked engine takes tens of microseconds to wake on a
+// loaded VM, more than a small transfer's whole model, while the thread waiting for the
+// transfer is spinning anyway. It takes a transfer whose link is idle and that ends within
+// this horizon (the time a waiter spins before a known end, spin::before_expected), so a
+// thread that helps is held no longer than that; longer transfers are the engine's.
+constexpr auto help_horizon = spin::before_expected;
+// Transfers queued on some engine and not taken yet: the hook's one load when none is.
+std::atomic<long> untaken{0};
+// The live devices, for the hook (it takes transfers of any device).
+std::mutex registry_mutex;
+std::vector<sim_device*> registry;
+thread_local bool helping = false;  // no nested help from a helped transfer's continuations
 }  // namespace
 
 bool sim_device::is_own_thread() const noexcept {
@@ -48,19 +63,27 @@ sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(p
         own_device = this;
         unit_main();
       });
-    copy_engine_ = std::thread([this] {
-      trace::name_this_thread(params_.name + " copy engine", "sim device " + params_.name);
-      own_device = this;
-      copy_main();
-    });
+    for (auto dir : {link_dir::in, link_dir::out})
+      engine(dir).thread = std::thread([this, dir] {
+        trace::name_this_thread(
+            params_.name + (dir == link_dir::in ? " copy engine (in)" : " copy engine (out)"),
+            "sim device " + params_.name);
+        own_device = this;
+        copy_main(engine(dir));
+      });
+    std::lock_guard lock(registry_mutex);
+    registry.push_back(this);
+    if (registry.size() == 1) set_device_wait_hook(&sim_device::help_engines);
   } catch (std::system_error const& e) {
     {
       std::lock_guard lock(mutex_);
       stop_ = true;
     }
     kernels_ready_.notify_all();
-    copies_ready_.notify_all();
+    for (auto& c : engines_) c.ready.notify_all();
     for (auto& t : units_) t.join();
+    for (auto& c : engines_)
+      if (c.thread.joinable()) c.thread.join();
     throw backend_error("sim device " + params_.name +
                         ": could not start its threads: " + e.what());
   }
@@ -68,14 +91,19 @@ sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(p
 
 sim_device::~sim_device() {
   {
+    std::lock_guard lock(registry_mutex);
+    std::erase(registry, this);
+    if (registry.empty()) set_device_wait_hook(nullptr);
+  }
+  {
     // Queued work still runs: stop only takes effect once both queues are empty.
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
   kernels_ready_.notify_all();
-  copies_ready_.notify_all();
+  for (auto& c : engines_) c.ready.notify_all();
   for (auto& t : units_) t.join();
-  copy_engine_.join();
+  for (auto& c : engines_) c.thread.join();
 }
 
 void sim_device::track(event const& done) {
@@ -223,27 +251,135 @@ bool sim_device::wait_idle() {
   return true;
 }
 
-event sim_device::enqueue_copy(copy_desc const& d, double modeled) {
+namespace {
+sim_device::clock::duration seconds(double s) {
+  return std::chrono::duration_cast<sim_device::clock::duration>(std::chrono::duration<double>(s));
+}
+}  // namespace
+
+event sim_device::enqueue_copy(copy_desc const& d, link_dir dir, double modeled,
+                               clock::time_point issued) {
   event done = event::pending();
   std::uint64_t const flow = trace::enabled() ? trace::detail::flow_from_here() : 0;
   track(done);
+  auto& e = engine(dir);
   {
     std::lock_guard lock(mutex_);
-    auto now = clock::now();
-    copies_.push_back({d, modeled, done, now, flow});
-    copies_queued_.fetch_add(1, std::memory_order_release);
-    // Queued behind earlier transfers, it ends about their end plus its own model.
-    auto model =
-        std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(modeled));
-    queue_end_ = std::max(queue_end_, now) + model;
-    done.expect(queue_end_);
+    // Queued behind the link's earlier transfers, it ends at their end plus its own model.
+    auto const start = std::max(issued, e.booked);
+    e.booked = start + seconds(modeled);
+    done.expect(e.booked);
+    e.queue.push_back({d, modeled, done, start, flow});
+    e.queued.fetch_add(1, std::memory_order_release);
+    untaken.fetch_add(1, std::memory_order_release);
     ++busy_;
   }
-  copies_ready_.notify_one();
+  e.ready.notify_one();
   return done;
 }
 
-void sim_device::copy_main() {
+event sim_device::enqueue_copy_between(sim_device& from, sim_device& to, copy_desc const& d,
+                                       double modeled, clock::time_point issued) {
+  event done = event::pending();
+  std::uint64_t const flow = trace::enabled() ? trace::detail::flow_from_here() : 0;
+  from.track(done);
+  to.track(done);  // it writes `to`'s memory: a free there waits for it as well
+  auto& out = from.engine(link_dir::out);
+  auto& in = to.engine(link_dir::in);
+  {
+    std::scoped_lock lock(from.mutex_, to.mutex_);
+    // The bytes cross both links at once (through the host): the transfer starts when
+    // both are free and holds both until it ends. Only the source's engine queues it.
+    auto const start = std::max({issued, out.booked, in.booked});
+    out.booked = in.booked = start + seconds(modeled);
+    done.expect(out.booked);
+    out.queue.push_back({d, modeled, done, start, flow});
+    out.queued.fetch_add(1, std::memory_order_release);
+    untaken.fetch_add(1, std::memory_order_release);
+    ++from.busy_;
+  }
+  out.ready.notify_one();
+  return done;
+}
+
+bool sim_device::take(copy_engine& e, copy_op& op, clock::time_point until) {
+  if (e.running || e.queue.empty()) return false;
+  if (until.time_since_epoch().count() != 0 &&
+      std::max(e.queue.front().start, e.link_free) + seconds(e.queue.front().modeled) > until)
+    return false;
+  op = std::move(e.queue.front());
+  e.queue.pop_front();
+  e.queued.fetch_sub(1, std::memory_order_relaxed);
+  untaken.fetch_sub(1, std::memory_order_relaxed);
+  e.running = true;
+  // A transfer that overran its model kept the link busy longer than booked: later
+  // bookings start after it.
+  e.booked = std::max(e.booked, e.link_free);
+  return true;
+}
+
+void sim_device::run_transfer(copy_engine& e, copy_op& op) {
+  // The modeled transfer starts when it was issued or when its link(s) became free, not
+  // when a thread got to it: the emulated link does not pay the host's wake-up time.
+  // (link_free is the taker's alone while `running` is set.)
+  auto const start = std::max(op.start, e.link_free);
+  auto const end = start + seconds(op.modeled);
+  clock::time_point copy_end;
+  {
+    trace::span traced("copy", "sim",
+                       trace::enabled() ? fmt::format("{} bytes, modeled {:.1f} us",
+                                                      op.desc.bytes(), op.modeled * 1e6)
+                                        : std::string());
+    traced.link_from(op.flow);
+    copy_part(op.desc, 0, copy_units(op.desc));
+    copy_end = clock::now();
+    wait_until(end);
+  }
+  op.done.complete();
+  done_one();
+  // The link is free at the modeled end, not when this thread saw it pass: the next
+  // transfer must not inherit the host's scheduling delay (it would add up over a queue of
+  // small copies). If the host copy itself overran the model, the link was busy until then.
+  // The engine waits for the link only when it has a transfer to run or is told to stop
+  // (a wake-up costs the waking thread a system call, more than a small transfer's
+  // latency). Notified under the lock: a helper touches nothing of the device after it
+  // (the device may end as soon as its engine sees the link idle).
+  std::lock_guard lock(mutex_);
+  e.link_free = std::max(end, copy_end);
+  e.running = false;
+  if (stop_ || !e.queue.empty()) e.ready.notify_all();
+}
+
+bool sim_device::help_engines() noexcept {
+  if (helping || untaken.load(std::memory_order_acquire) == 0) return false;
+  sim_device* device = nullptr;
+  copy_engine* engine = nullptr;
+  copy_op op;
+  {
+    std::unique_lock registered(registry_mutex, std::try_to_lock);
+    if (!registered) return false;
+    auto const until = clock::now() + help_horizon;
+    for (auto* d : registry) {
+      std::unique_lock lock(d->mutex_, std::try_to_lock);
+      if (!lock) continue;
+      for (auto& e : d->engines_)
+        if (d->take(e, op, until)) {
+          device = d;
+          engine = &e;
+          break;
+        }
+      if (device) break;
+    }
+  }
+  if (!device) return false;
+  // The engine's `running` keeps the device alive until run_transfer is done with it.
+  helping = true;
+  device->run_transfer(*engine, op);
+  helping = false;
+  return true;
+}
+
+void sim_device::copy_main(copy_engine& e) {
   for (;;) {
     copy_op op;
     // A DMA engine starts a queued transfer at once; a parked thread would need a futex
@@ -251,36 +387,15 @@ void sim_device::copy_main() {
     // issue cost). The engine looks for more work for a short while before parking, as
     // the pool's idle workers do; it yields, so it never holds a core others need.
     for (auto until = clock::now() + engine_spin;
-         copies_queued_.load(std::memory_order_acquire) == 0 && clock::now() < until;)
+         e.queued.load(std::memory_order_acquire) == 0 && clock::now() < until;)
       std::this_thread::yield();
     {
       std::unique_lock lock(mutex_);
-      copies_ready_.wait(lock, [&] { return stop_ || !copies_.empty(); });
-      if (copies_.empty()) return;
-      op = std::move(copies_.front());
-      copies_.pop_front();
-      copies_queued_.fetch_sub(1, std::memory_order_relaxed);
+      // Stops once its queue is empty and no waiter runs one of its transfers.
+      e.ready.wait(lock, [&] { return !e.running && (stop_ || !e.queue.empty()); });
+      if (!take(e, op)) return;
     }
-    // The modeled transfer starts when it was queued or when the link became free, not
-    // when this thread woke up: the emulated link does not pay the host's wake-up time.
-    auto start = std::max(op.queued, link_free_);
-    trace::span traced("copy", "sim",
-                       trace::enabled() ? fmt::format("{} bytes, modeled {:.1f} us",
-                                                      op.desc.bytes(), op.modeled * 1e6)
-                                        : std::string());
-    traced.link_from(op.flow);
-    copy_part(op.desc, 0, copy_units(op.desc));
-    auto const copy_end = clock::now();
-    auto const end = start + std::chrono::duration_cast<clock::duration>(
-                                 std::chrono::duration<double>(op.modeled));
-    wait_until(end);
-    // The emulated link is free at the modeled end, not when this thread saw it pass: the
-    // next queued transfer must not inherit the host's scheduling delay (it would add up
-    // over a queue of small copies). If the host copy itself overran the model, the link
-    // was busy until now.
-    link_free_ = std::max(end, copy_end);
-    op.done.complete();
-    done_one();
+    run_transfer(e, op);
   }
 }
 

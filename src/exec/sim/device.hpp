@@ -1,7 +1,8 @@
-// An emulated sim device: compute units that run its kernels one at a time, and a copy
-// engine that moves bytes at the configured link bandwidth and latency. Both run on
-// threads of their own, so a kernel and a copy on one device overlap, as on a GPU with a
-// copy engine; the timing model is the device's `bw`, `lat` and `speed`.
+// An emulated sim device: compute units that run its kernels one at a time, and two copy
+// engines, one per direction (into the device's memory and out of it), each moving bytes
+// over a link of its own at the configured bandwidth and latency, as a GPU's copy engines
+// do. All run on threads of their own, so a kernel, an upload and a download on one device
+// overlap; the timing model is the device's `bw`, `lat` and `speed` (docs/memory.md).
 #pragma once
 
 #include <strata/exec/event.hpp>
@@ -10,9 +11,11 @@
 
 #include "exec/copy_desc.hpp"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -31,6 +34,10 @@ struct sim_params {
   int units;         // compute units (threads)
 };
 
+/// Which of a device's copy engines carries a transfer: `in` moves bytes into its memory
+/// (from the host), `out` out of it (to the host, to another device, within the device).
+enum class link_dir : std::uint8_t { in = 0, out = 1 };
+
 class sim_device {
  public:
   using clock = std::chrono::steady_clock;
@@ -44,8 +51,15 @@ class sim_device {
   /// speed model's time has passed. `name` (static storage) names it in the trace.
   event enqueue_kernel(index_t chunks, std::function<void(index_t)> body,
                        char const* name = "kernel");
-  /// Queues a copy that takes `modeled` seconds (latency + bytes / bandwidth).
-  event enqueue_copy(copy_desc const& d, double modeled);
+  /// Queues a transfer in direction `dir` that takes `modeled` seconds (latency + bytes /
+  /// bandwidth) of that direction's link, from `issued` (when the copy was asked for,
+  /// before any host-side lookup) or from when the link is free, whichever is later.
+  event enqueue_copy(copy_desc const& d, link_dir dir, double modeled, clock::time_point issued);
+  /// Queues a copy from `from`'s memory into `to`'s (two devices): it holds `from`'s
+  /// outgoing and `to`'s incoming link for `modeled` seconds, from when both are free.
+  /// `from`'s outgoing engine moves the bytes; a free of either device's memory waits for it.
+  static event enqueue_copy_between(sim_device& from, sim_device& to, copy_desc const& d,
+                                    double modeled, clock::time_point issued);
   /// The modeled time of a transfer of `bytes` over this device's link.
   double transfer_time(std::size_t bytes) const noexcept {
     return params_.latency + static_cast<double>(bytes) / params_.bandwidth;
@@ -89,12 +103,33 @@ class sim_device {
     copy_desc desc;
     double modeled;
     event done;
-    clock::time_point queued;
+    clock::time_point start;  // modeled: when it was issued or its link(s) became free
     std::uint64_t flow = 0;
+  };
+  // One per direction: a queue, a thread and a link clock of its own.
+  struct copy_engine {
+    std::deque<copy_op> queue;    // under mutex_
+    std::atomic<long> queued{0};  // queue.size(), read by the engine without the lock
+    std::condition_variable ready;
+    std::thread thread;
+    // Under mutex_: the modeled end of the last transfer booked on this link (copies
+    // between devices book the destination's incoming link too, without queueing there).
+    clock::time_point booked{};
+    clock::time_point link_free{};  // under mutex_: when its last transfer ended
+    // Under mutex_: a transfer of this link is running, on the engine's thread or on a
+    // waiter's that took it first (help_engines); one at a time per link.
+    bool running = false;
   };
 
   void unit_main();
-  void copy_main();
+  void copy_main(copy_engine& engine);
+  // Takes the front transfer of `engine` if the link is idle (and it ends by `until` when
+  // that is set); under mutex_.
+  bool take(copy_engine& engine, copy_op& op, clock::time_point until = {});
+  void run_transfer(copy_engine& engine, copy_op& op);
+  // The device wait hook: runs one due transfer that no engine has taken yet.
+  static bool help_engines() noexcept;
+  copy_engine& engine(link_dir dir) noexcept { return engines_[static_cast<std::size_t>(dir)]; }
   void finish(std::shared_ptr<kernel_op> const& op);
   void done_one();
 
@@ -107,17 +142,12 @@ class sim_device {
   std::size_t prune_at_ = 64;
   std::mutex mutex_;
   std::condition_variable kernels_ready_;
-  std::condition_variable copies_ready_;
   std::deque<std::shared_ptr<kernel_op>> kernels_;
-  std::deque<copy_op> copies_;
-  std::atomic<long> copies_queued_{0};  // copies_.size(), read by the engine without the lock
   bool stop_ = false;
   long busy_ = 0;  // queued or running operations, until their completion has run
   std::condition_variable idle_;
   std::vector<std::thread> units_;
-  std::thread copy_engine_;
-  clock::time_point link_free_{};  // when the copy engine finished its last transfer
-  clock::time_point queue_end_{};  // expected end of the last queued transfer
+  std::array<copy_engine, 2> engines_;  // indexed by link_dir
 };
 
 /// Waits until `deadline`: sleeps most of the way, spins the last stretch, so modeled

@@ -14,19 +14,27 @@
 namespace strata::detail {
 namespace {
 std::atomic<wait_hook> the_wait_hook{nullptr};
+std::atomic<wait_hook> the_device_wait_hook{nullptr};
 }  // namespace
 
 void set_wait_hook(wait_hook h) noexcept {
   the_wait_hook.store(h, std::memory_order_release);
 }
 
+void set_device_wait_hook(wait_hook h) noexcept {
+  the_device_wait_hook.store(h, std::memory_order_release);
+}
+
 bool run_wait_hook() noexcept {
   auto h = the_wait_hook.load(std::memory_order_acquire);
-  return h && h();
+  auto d = the_device_wait_hook.load(std::memory_order_acquire);
+  bool const device = d && d();
+  return (h && h()) || device;
 }
 
 bool has_wait_hook() noexcept {
-  return the_wait_hook.load(std::memory_order_relaxed) != nullptr;
+  return the_wait_hook.load(std::memory_order_relaxed) != nullptr ||
+         the_device_wait_hook.load(std::memory_order_relaxed) != nullptr;
 }
 
 void notify_progress() noexcept {

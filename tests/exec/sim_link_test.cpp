@@ -1,0 +1,233 @@
+// Issue 21, "sim model at small sizes": a sim device has two copy engines, one per
+// direction (host -> device and device -> host), each with a link of its own, as GPUs
+// have; a copy between two devices holds the source's outgoing and the destination's
+// incoming link. The tests check what the model promises by the modeled ends of the
+// transfers (each event's expected end) and by the order of events tens of milliseconds
+// apart in modeled time, never by a tight timing bound.
+#include <gtest/gtest.h>
+
+#include <strata/strata.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+#include "support/hang_guard.hpp"
+
+namespace strata {
+namespace {
+
+using testing_support::finishes_within;
+constexpr auto limit = std::chrono::seconds(60);
+constexpr std::size_t mib = std::size_t{1} << 20;
+
+std::chrono::steady_clock::time_point modeled_end(event const& e) {
+  return e.state()->expected();
+}
+
+// 100 MB/s: 1 MiB takes about 10 ms over a modeled link, 8 MiB about 84 ms.
+class SimLinks : public testing::Test {
+ protected:
+  runtime rt{runtime_options{.sim_devices = "2:bw=100MB/s,lat=10us"}};
+  place machine = rt.machine();
+  place sim0 = machine.slice(isa::sim).descendants(place_type::device)[0];
+  place sim1 = machine.slice(isa::sim).descendants(place_type::device)[1];
+
+  static ptr<char> host(std::vector<char>& v) { return ptr<char>(v.data(), 0); }
+};
+
+TEST_F(SimLinks, AnUploadAndADownloadOverlap) {
+  std::vector<char> up_src(8 * mib, 1), down_src(mib, 2), down_dst(mib, 0);
+  auto a = allocate<char, sim_space>(sim0, 8 * mib);
+  auto b = allocate<char, sim_space>(sim0, mib);
+  copy(b, host(down_src), mib).wait();
+  auto up = copy(a, host(up_src), 8 * mib);      // the incoming link, about 84 ms
+  auto down = copy(host(down_dst), b, mib);      // the outgoing link, about 10 ms
+  EXPECT_LT(modeled_end(down), modeled_end(up))  // one engine for both: behind the upload
+      << "the download is modeled to end after the upload issued before it";
+  down.wait();
+  EXPECT_FALSE(up.ready()) << "the download waited for the upload";
+  up.wait();
+  EXPECT_EQ(down_dst[mib - 1], 2);
+  std::vector<char> back(8 * mib, 0);
+  copy(host(back), a, 8 * mib).wait();
+  EXPECT_EQ(back[8 * mib - 1], 1);
+  deallocate(a);
+  deallocate(b);
+}
+
+TEST_F(SimLinks, EachDirectionKeepsItsOwnQueueInOrder) {
+  // Two uploads share the incoming link: the second is modeled to end a transfer's time
+  // after the first, and completes after it.
+  std::vector<char> src(4 * mib, 3);
+  auto a = allocate<char, sim_space>(sim0, 4 * mib);
+  auto b = allocate<char, sim_space>(sim0, 4 * mib);
+  auto first = copy(a, host(src), 4 * mib);
+  auto second = copy(b, host(src), 4 * mib);
+  auto const gap = modeled_end(second) - modeled_end(first);
+  EXPECT_GE(gap, std::chrono::milliseconds(40)) << "two uploads overlapped on one link";
+  second.wait();
+  EXPECT_TRUE(first.ready());
+  deallocate(a);
+  deallocate(b);
+}
+
+TEST_F(SimLinks, ADeviceToDeviceCopyLeavesTheOtherDirectionsFree) {
+  // sim0 -> sim1 holds sim0's outgoing and sim1's incoming link: an upload to sim0 and a
+  // download from sim1, both long, do not delay it.
+  std::vector<char> big(8 * mib, 4), big_back(8 * mib, 0);
+  auto in0 = allocate<char, sim_space>(sim0, 8 * mib);
+  auto out1 = allocate<char, sim_space>(sim1, 8 * mib);
+  auto from = allocate<char, sim_space>(sim0, mib);
+  auto to = allocate<char, sim_space>(sim1, mib);
+  copy(from, host(big), mib).wait();
+  auto busy_in0 = copy(in0, host(big), 8 * mib);
+  auto busy_out1 = copy(host(big_back), out1, 8 * mib);
+  auto across = copy(to, from, mib);
+  EXPECT_LT(modeled_end(across), modeled_end(busy_in0));
+  EXPECT_LT(modeled_end(across), modeled_end(busy_out1));
+  across.wait();
+  EXPECT_FALSE(busy_in0.ready()) << "the device-to-device copy waited for sim0's upload";
+  EXPECT_FALSE(busy_out1.ready()) << "the device-to-device copy waited for sim1's download";
+  wait_all({busy_in0, busy_out1});
+  std::vector<char> check(mib, 0);
+  copy(host(check), to, mib).wait();
+  EXPECT_EQ(check[mib - 1], 4);
+  for (auto p : {in0, from}) deallocate(p);
+  for (auto p : {out1, to}) deallocate(p);
+}
+
+TEST_F(SimLinks, ADeviceToDeviceCopyWaitsForBothOfItsLinks) {
+  std::vector<char> big(8 * mib, 5), big_back(8 * mib, 0);
+  auto src0 = allocate<char, sim_space>(sim0, 8 * mib);
+  auto dst1 = allocate<char, sim_space>(sim1, 8 * mib);
+  auto from = allocate<char, sim_space>(sim0, mib);
+  auto to = allocate<char, sim_space>(sim1, mib);
+  copy(from, host(big), mib).wait();
+  {
+    // The source's outgoing link is busy: the copy is modeled to start after it.
+    auto download0 = copy(host(big_back), src0, 8 * mib);
+    auto across = copy(to, from, mib);
+    EXPECT_GE(modeled_end(across) - modeled_end(download0), std::chrono::milliseconds(9));
+    across.wait();
+    EXPECT_TRUE(download0.ready());
+  }
+  {
+    // The destination's incoming link is busy: the same.
+    auto upload1 = copy(dst1, host(big), 8 * mib);
+    auto across = copy(to, from, mib);
+    EXPECT_GE(modeled_end(across) - modeled_end(upload1), std::chrono::milliseconds(9));
+    across.wait();
+    EXPECT_TRUE(upload1.ready()) << "the copy into sim1 ignored sim1's busy incoming link";
+    // And it holds that link in turn: a later upload to sim1 queues behind it.
+    auto upload_after = copy(dst1, host(big), mib);
+    EXPECT_GE(modeled_end(upload_after) - modeled_end(across), std::chrono::milliseconds(9));
+    upload_after.wait();
+  }
+  for (auto p : {src0, from}) deallocate(p);
+  for (auto p : {dst1, to}) deallocate(p);
+}
+
+TEST_F(SimLinks, TinyCopiesChainedInAQueueKeepTheirOrder) {
+  // Each step uploads a value and downloads it again on the other engine: the queue's
+  // order, not one engine's FIFO, keeps the download behind its upload.
+  constexpr int steps = 1000;
+  std::vector<int> values(steps), seen(steps, -1);
+  for (int i = 0; i < steps; ++i) values[static_cast<std::size_t>(i)] = i;
+  auto d = allocate<int, sim_space>(sim0, 1);
+  finishes_within(limit, "a queue of tiny copies in both directions", [&] {
+    queue q(sim0);
+    for (std::size_t i = 0; i < steps; ++i) {
+      q.copy(d, ptr<int>(&values[i], 0), 1);
+      q.copy(ptr<int>(&seen[i], 0), d, 1);
+    }
+    q.wait();
+  });
+  for (int i = 0; i < steps; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)], i);
+  deallocate(d);
+}
+
+TEST_F(SimLinks, AGatedChainOfTinyCopiesLosesNoCompletion) {
+  // A chain through both engines of both devices, queued behind a gate: every copy is
+  // issued by the completion of the one before, on another engine's thread.
+  constexpr int rounds = 500;
+  std::vector<int> h{7}, out{0};
+  auto a = allocate<int, sim_space>(sim0, 1);
+  auto b = allocate<int, sim_space>(sim1, 1);
+  finishes_within(limit, "a gated chain of tiny sim copies", [&] {
+    auto gate = event::pending();
+    event last = gate;
+    for (int r = 0; r < rounds; ++r) {
+      last = copy(after(last), a, ptr<int>(h.data(), 0), 1);    // host -> sim0
+      last = copy(after(last), b, a, 1);                        // sim0 -> sim1
+      last = copy(after(last), ptr<int>(out.data(), 0), b, 1);  // sim1 -> host
+    }
+    gate.complete();
+    last.wait();
+  });
+  EXPECT_EQ(out[0], 7);
+  deallocate(a);
+  deallocate(b);
+}
+
+TEST_F(SimLinks, FreeingWaitsForTransfersInBothDirections) {
+  std::vector<char> src(4 * mib, 6), dst(4 * mib, 0);
+  auto a = allocate<char, sim_space>(sim0, 4 * mib);
+  auto b = allocate<char, sim_space>(sim0, 4 * mib);
+  copy(b, host(src), 4 * mib).wait();
+  auto up = copy(a, host(src), 4 * mib);    // incoming, about 42 ms
+  auto down = copy(host(dst), b, 4 * mib);  // outgoing, about 42 ms
+  deallocate(b);
+  EXPECT_TRUE(down.ready()) << "sim memory was freed under a pending download";
+  deallocate(a);
+  EXPECT_TRUE(up.ready()) << "sim memory was freed under a pending upload";
+  EXPECT_EQ(dst[4 * mib - 1], 6);
+}
+
+TEST_F(SimLinks, FreeingTheDestinationWaitsForADeviceToDeviceCopy) {
+  // The copy runs on sim0's engine, but writes sim1's memory: freeing that memory waits
+  // for it as for sim1's own work (it used to be tracked on the source device only).
+  std::vector<char> src(4 * mib, 8);
+  auto from = allocate<char, sim_space>(sim0, 4 * mib);
+  copy(from, host(src), 4 * mib).wait();
+  for (bool deferred : {false, true}) {
+    auto to = allocate<char, sim_space>(sim1, 4 * mib);
+    auto gate = event::pending();
+    if (!deferred) gate.complete();
+    auto across = copy(after(gate), to, from, 4 * mib);  // about 42 ms
+    if (deferred) gate.complete();
+    deallocate(to);
+    EXPECT_TRUE(across.ready()) << "sim1 memory was freed under a copy from sim0"
+                                << (deferred ? " (issued after an event)" : "");
+  }
+  deallocate(from);
+}
+
+TEST(SimLinksOnePu, BothDirectionsFromAKernelOnTheOnlyPu) {
+  // One PU: the host kernel that issues and waits runs on the pool's only worker; the
+  // engines and the continuations of the chained copies need no worker.
+  runtime rt({.topology = "synthetic:pack:1 core:1 pu:1", .sim_devices = "1:bw=1GB/s,lat=10us"});
+  auto sim0 = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+  finishes_within(limit, "sim copies issued and awaited on a one-PU pool", [&] {
+    std::vector<int> src(4096), back(4096, 0), other(4096, 0);
+    for (int i = 0; i < 4096; ++i) src[static_cast<std::size_t>(i)] = i;
+    auto a = allocate<int, sim_space>(sim0, 4096);
+    auto b = allocate<int, sim_space>(sim0, 4096);
+    copy(b, ptr<int>(src.data(), 0), 4096).wait();
+    launch(rt.machine(), grid(1), [&](auto const&) {
+      for (int round = 0; round < 50; ++round) {
+        auto up = copy(a, ptr<int>(src.data(), 0), 4096);
+        auto down = copy(ptr<int>(other.data(), 0), b, 4096);
+        auto chained = copy(after(up), ptr<int>(back.data(), 0), a, 4096);
+        wait_all({down, chained});
+      }
+    }).wait();
+    EXPECT_EQ(back[4095], 4095);
+    EXPECT_EQ(other[4095], 4095);
+    deallocate(a);
+    deallocate(b);
+  });
+}
+
+}  // namespace
+}  // namespace strata
