@@ -116,13 +116,17 @@ std::shared_ptr<lane> new_lane(tracer& t) {
   return l;
 }
 
-lane& my_lane() {
+std::shared_ptr<lane> const& my_lane_ptr() {
   thread_local std::shared_ptr<lane> mine = [] {
     auto& t = the_tracer();
     std::lock_guard lock(t.mutex);
     return new_lane(t);
   }();
-  return *mine;
+  return mine;
+}
+
+lane& my_lane() {
+  return *my_lane_ptr();
 }
 
 thread_local int open_events = 0;
@@ -455,10 +459,18 @@ void check_rank(int rank, int size) noexcept {
 
 void name_this_thread(std::string name, std::string group) {
   if (!enabled()) return;
-  auto& l = detail::my_lane();
-  std::lock_guard lock(l.mutex);
-  l.name = std::move(name);
-  l.group = std::move(group);
+  auto const& mine = detail::my_lane_ptr();
+  {
+    // Other threads that record on this lane's behalf (record_on with the same group and
+    // name: a waiter that runs a sim transfer for its engine) find this lane.
+    auto& t = detail::the_tracer();
+    std::lock_guard lock(t.mutex);
+    auto& named = t.named[{group, name}];
+    if (!named) named = mine;
+  }
+  std::lock_guard lock(mine->mutex);
+  mine->name = std::move(name);
+  mine->group = std::move(group);
 }
 
 void flush() {

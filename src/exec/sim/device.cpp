@@ -324,17 +324,18 @@ void sim_device::run_transfer(copy_engine& e, copy_op& op) {
   // (link_free is the taker's alone while `running` is set.)
   auto const start = std::max(op.start, e.link_free);
   auto const end = start + seconds(op.modeled);
-  clock::time_point copy_end;
-  {
-    trace::span traced("copy", "sim",
-                       trace::enabled() ? fmt::format("{} bytes, modeled {:.1f} us",
-                                                      op.desc.bytes(), op.modeled * 1e6)
-                                        : std::string());
-    traced.link_from(op.flow);
-    copy_part(op.desc, 0, copy_units(op.desc));
-    copy_end = clock::now();
-    wait_until(end);
-  }
+  auto const began = clock::now();
+  copy_part(op.desc, 0, copy_units(op.desc));
+  auto const copy_end = clock::now();
+  wait_until(end);
+  // On the engine's lane also when a waiting thread ran it (help_engines): the trace shows
+  // the device's transfers on the device.
+  if (trace::enabled())
+    trace::detail::record_on(
+        "sim device " + params_.name,
+        params_.name + (&e == &engine(link_dir::in) ? " copy engine (in)" : " copy engine (out)"),
+        "copy", "sim", began, clock::now(),
+        fmt::format("{} bytes, modeled {:.1f} us", op.desc.bytes(), op.modeled * 1e6), op.flow);
   op.done.complete();
   done_one();
   // The link is free at the modeled end, not when this thread saw it pass: the next
