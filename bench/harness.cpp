@@ -190,14 +190,40 @@ void context::skip(std::string const& bench, std::string const& reason) {
   std::fflush(stdout);
 }
 
+namespace {
+
+double process_cpu_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
+}
+
+// Waits until the other side's idle threads have stopped spinning, so that a side is not
+// charged for CPU the other one still burns: libgomp's threads spin for several
+// milliseconds after a parallel region (about 7 ms on the 2-core VM: 300,000 pauses),
+// Strata's workers for 50 us. At least 5 ms, then until a 5 ms window in which this
+// process used under 0.5 ms of CPU (the kernel accounts other threads' CPU per tick, up to
+// 4 ms, so shorter windows can miss a spinning thread), at most 30 ms (an MPI progress
+// thread may poll all along).
+void quiesce() {
+  using clock = std::chrono::steady_clock;
+  auto const give_up = clock::now() + std::chrono::milliseconds(30);
+  double before = process_cpu_ns();
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    double const after = process_cpu_ns();
+    if (after - before < 0.5e6 || clock::now() > give_up) return;
+    before = after;
+  }
+}
+
+}  // namespace
+
 std::pair<double, double> compare(int repeats, std::function<void()> const& strata_side,
                                   std::function<void()> const& peer_side) {
   using clock = std::chrono::steady_clock;
   auto time = [](auto const& fn) {
-    // Let the other side's idle threads stop spinning first (libgomp spins for about a
-    // millisecond after a parallel region, Strata's workers for 50 us): a side must not
-    // be charged for CPU the other one is still burning.
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    quiesce();
     auto t0 = clock::now();
     fn();
     return std::chrono::duration<double>(clock::now() - t0).count();
