@@ -40,6 +40,11 @@ class first_error {
   std::exception_ptr get() const noexcept {
     return failed_.load(std::memory_order_acquire) ? error_ : nullptr;
   }
+  /// The same, handed over: this keeps no reference to the exception, so that the thread
+  /// that finished the work does not hold it after the waiter caught it.
+  std::exception_ptr take() noexcept {
+    return failed_.load(std::memory_order_acquire) ? std::move(error_) : nullptr;
+  }
 
  private:
   std::atomic<bool> failed_{false};

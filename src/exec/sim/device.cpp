@@ -235,7 +235,7 @@ void sim_device::finish(std::shared_ptr<kernel_op> const& op) {
     if (!kernels_.empty()) kernels_.front()->start = clock::now();
   }
   kernels_ready_.notify_all();
-  op->done.complete(op->error.get());
+  op->done.complete(op->error.take());
   done_one();
 }
 

@@ -280,7 +280,7 @@ void pool::worker_main(int slot, int os_index, bool pin) {
 bool job::execute(index_t chunk) noexcept {
   error_.run([&] { run_chunk(chunk); });
   if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
-  done_.complete(error_.get());
+  done_.complete(error_.take());
   return true;
 }
 
