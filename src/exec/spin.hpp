@@ -30,6 +30,13 @@ inline constexpr microseconds sleep_margin{200};
 /// deadline can hand the core to another thread and end the transfer a time slice late.
 inline constexpr microseconds pause_margin{3};
 
+/// A spinning waiter runs the wait hook (wait_hook.hpp: dist's MPI progress) at least this
+/// many times before it parks, however long it was descheduled during its spin: a waiter
+/// preempted through the whole spin would park having polled the hook once or twice (a
+/// hang under TSan at -j2, WaitHook.AThreadOutsideThePoolRunsItWhileWaiting, whose event
+/// only the hook completes).
+inline constexpr int min_hook_runs = 32;
+
 /// Pauses a worker makes between two looks at its task group while joining, before it
 /// parks (a join whose last task is about to end should not pay a futex round trip).
 inline constexpr int join_pauses = 256;

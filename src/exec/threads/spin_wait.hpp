@@ -22,7 +22,8 @@ namespace strata::detail {
 // on a worker: the thread that will complete the work may be waiting for this very core
 // (the sim devices' threads outnumber the cores), and a yield hands the core over.
 // While it spins it runs the wait hook (src/exec/wait_hook.hpp): every round for a
-// thread that yields, every 64 pauses for a worker.
+// thread that yields, every 64 pauses for a worker, and at least spin::min_hook_runs
+// times before it gives up, however long it was descheduled meanwhile.
 template <class Found>
 bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   auto const start = std::chrono::steady_clock::now();
@@ -30,6 +31,8 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   auto const deadline = timed ? std::max(start + spin::before_park, due + spin::before_park)
                               : start + spin::before_park;
   bool const worker = is_pool_worker() && !timed;
+  int const rounds_per_hook = worker ? 64 : 1;
+  int const min_rounds = has_wait_hook() ? spin::min_hook_runs * rounds_per_hook : 0;
   for (int n = 1;; ++n) {
     if (found()) return true;
     if (worker) {
@@ -38,7 +41,8 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
     } else if (!run_wait_hook()) {
       std::this_thread::yield();
     }
-    if ((!worker || n % 64 == 0) && std::chrono::steady_clock::now() > deadline) return false;
+    if (n % rounds_per_hook == 0 && n >= min_rounds && std::chrono::steady_clock::now() > deadline)
+      return false;
   }
 }
 
