@@ -14,6 +14,7 @@
 #include <strata/exec/random.hpp>
 #include <strata/exec/shape.hpp>
 #include <strata/exec/sim/speed.hpp>
+#include <strata/exec/thread_array.hpp>
 #include <strata/exec/trace.hpp>
 #include <strata/exec/work_division.hpp>
 #include <strata/vec.hpp>

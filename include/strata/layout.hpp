@@ -9,4 +9,5 @@
 #include <strata/layout/dims.hpp>
 #include <strata/layout/record_copy.hpp>
 #include <strata/layout/spec.hpp>
+#include <strata/layout/thread_type.hpp>
 #include <strata/layout/tile.hpp>

@@ -1,0 +1,318 @@
+// CPU thread arrays (include/strata/exec/thread_array.hpp; PARRAY §4.3, §4.10, §4.11).
+//
+// `pthd` threads are operating-system threads kept in a team between launches: a launch
+// of n threads takes n idle ones (starting more when there are fewer), so all n run at
+// once and may block in the body. An idle team thread and a thread waiting in a sync
+// spin briefly, then park on their waiter (src/exec/threads/wake.hpp, the runtime's one
+// sleep/wake mechanism); whatever makes their condition true (a job handed over, the last
+// arrival of a group, a failure, a thread that returned) notifies them.
+//
+// A sync group's barrier is one 64-bit word, generation << 32 | arrivals, so an arrival
+// is one atomic add and only the last one of a group wakes anybody. Barriers of a
+// sub-dimension's groups are made on its first sync. A barrier is "broken" when its array
+// failed (its waiters rethrow a cancellation, dropped in favour of the first error) or
+// when one of its group's threads has returned: that thread can never arrive again, so a
+// thread waiting or arriving there gets an error instead of hanging.
+#include <strata/error.hpp>
+#include <strata/exec/first_error.hpp>
+#include <strata/exec/openmp/backend.hpp>
+#include <strata/exec/thread_array.hpp>
+
+#include "exec/threads/spin_wait.hpp"
+#include "exec/threads/wake.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+namespace strata::detail {
+namespace {
+
+/// Raised in threads released from a sync because another thread of the array failed;
+/// the array's event carries that first failure, not this.
+struct thread_array_cancelled : error {
+  thread_array_cancelled()
+      : error(
+            "thread array cancelled: another thread of the array failed (its error is "
+            "the one reported)") {}
+};
+
+struct sync_barrier {
+  std::atomic<std::uint64_t> word{0};  // generation << 32 | arrivals
+  std::atomic<bool> broken{false};
+  std::atomic<int> sleepers{0};
+  std::mutex m;
+  waiter* head = nullptr;  // parked threads, under m
+
+  void wake() {
+    if (sleepers.load(std::memory_order_seq_cst) == 0) return;
+    std::lock_guard lock(m);
+    notify_all(head, &waiter::on_event);
+  }
+  void breach() {
+    broken.store(true, std::memory_order_seq_cst);
+    wake();
+  }
+};
+
+}  // namespace
+
+struct thread_array_state {
+  thread_tree tree;
+  thread_body body = nullptr;
+  std::shared_ptr<void const> fn;
+  cpu_thread_kind kind = cpu_thread_kind::pthd;
+  event done = event::pending();
+  first_error error;
+  std::atomic<index_t> runners{0};  // team threads still running (1 for an OpenMP region)
+
+  std::mutex m;  // the barriers' creation, the returned threads, cancellation
+  std::atomic<sync_barrier*> barriers[max_thread_nodes] = {};
+  std::unique_ptr<sync_barrier[]> owned[max_thread_nodes];
+  std::vector<char> returned;
+  bool cancelled = false;
+
+  sync_barrier& barrier(int node, index_t tid) {
+    auto* b = barriers[node].load(std::memory_order_acquire);
+    if (!b) b = make_barriers(node);
+    return b[tree.group(node, tid)];
+  }
+
+  sync_barrier* make_barriers(int node) {
+    std::lock_guard lock(m);
+    if (auto* b = barriers[node].load(std::memory_order_relaxed)) return b;
+    auto const groups = tree.groups(node);
+    owned[node] = std::make_unique<sync_barrier[]>(static_cast<std::size_t>(groups));
+    auto* b = owned[node].get();
+    for (index_t t = 0; t < tree.size(); ++t)
+      if (cancelled || returned[static_cast<std::size_t>(t)])
+        b[tree.group(node, t)].broken.store(true, std::memory_order_relaxed);
+    barriers[node].store(b, std::memory_order_release);
+    return b;
+  }
+
+  /// Thread tid has returned (or thrown): its groups' barriers can no longer complete.
+  void leave(index_t tid) {
+    std::lock_guard lock(m);
+    returned[static_cast<std::size_t>(tid)] = 1;
+    for (int n = 0; n < tree.count; ++n)
+      if (auto* b = barriers[n].load(std::memory_order_relaxed)) b[tree.group(n, tid)].breach();
+  }
+
+  /// A thread failed: every barrier breaks, so that nobody waits for it.
+  void cancel() {
+    std::lock_guard lock(m);
+    if (cancelled) return;
+    cancelled = true;
+    for (int n = 0; n < tree.count; ++n)
+      if (auto* b = barriers[n].load(std::memory_order_relaxed))
+        for (index_t g = 0; g < tree.groups(n); ++g) b[g].breach();
+  }
+
+  /// Runs thread tid's body.
+  void run(index_t tid) {
+    thread_context const ctx(this, &tree, tid);
+    if (!error.run([&] { body(fn.get(), ctx); })) cancel();
+    leave(tid);
+  }
+
+  /// A team thread is done with this array; the last completes its event.
+  void finish() {
+    if (runners.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    fn.reset();  // the body's captures go before the caller sees the end
+    done.complete(error.take());
+  }
+};
+
+namespace {
+
+[[noreturn]] void sync_failed(thread_array_state& s, index_t tid, int node) {
+  bool cancelled;
+  {
+    std::lock_guard lock(s.m);
+    cancelled = s.cancelled;
+  }
+  if (cancelled) throw thread_array_cancelled();
+  auto const& d = s.tree.nodes[node];
+  throw error("sync: thread " + std::to_string(tid) + " waits in a sync of a group of " +
+              std::to_string(d.size) +
+              " threads, one of which has returned without reaching it; every thread of a "
+              "sync group must call the same syncs (PARRAY §4.10; with PARRAY's threads the "
+              "program would hang)");
+}
+
+/// Team threads: kept between launches, one job at a time.
+class team {
+ public:
+  static team& instance() {
+    // Never destroyed: team threads park forever once the program stops launching, and a
+    // destructor at exit would have to wait for arrays still running.
+    static team* t = new team;
+    return *t;
+  }
+
+  void start(std::shared_ptr<thread_array_state> const& s, index_t n) {
+    std::vector<member*> take;
+    {
+      std::lock_guard lock(m_);
+      while (static_cast<index_t>(take.size()) < n && !idle_.empty()) {
+        take.push_back(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    index_t id = 0;
+    for (auto* w : take) {
+      w->hold = s;
+      w->tid = id++;
+      w->job.store(s.get(), std::memory_order_release);
+      w->w->notify();
+    }
+    for (; id < n; ++id) {
+      auto w = std::make_unique<member>();
+      w->hold = s;
+      w->tid = id;
+      w->job.store(s.get(), std::memory_order_relaxed);
+      try {
+        std::thread(&team::loop, this, w.get()).detach();
+        w.release();  // kept by its thread, then by the never-destroyed team
+      } catch (std::system_error const& e) {
+        // Out of threads: the array fails (its started threads are released from their
+        // syncs) and the ones that never started end here.
+        s->error.run([&] {
+          throw error("thread array: could not start thread " + std::to_string(id) + " of " +
+                      std::to_string(n) + " (" + e.what() + "); expected the system to allow " +
+                      std::to_string(n) + " more threads");
+        });
+        s->cancel();
+        for (; id < n; ++id) {
+          if (s->kind == cpu_thread_kind::pthd) s->leave(id);
+          s->finish();
+        }
+        return;
+      }
+    }
+  }
+
+ private:
+  struct member {
+    std::atomic<thread_array_state*> job{nullptr};
+    std::shared_ptr<thread_array_state> hold;  // written before job, read after it
+    index_t tid = 0;
+    waiter* w = nullptr;
+  };
+
+  void loop(member* me) {
+    me->w = &this_waiter();
+    for (;;) {
+      auto has_job = [&] { return me->job.load(std::memory_order_acquire) != nullptr; };
+      if (!spin_until(has_job)) {
+        while (!has_job()) {
+          auto key = me->w->prepare();
+          if (has_job()) break;
+          me->w->commit(key);
+        }
+      }
+      auto s = std::move(me->hold);
+      index_t const tid = me->tid;
+      me->job.store(nullptr, std::memory_order_relaxed);
+      if (s->kind == cpu_thread_kind::pthd)
+        s->run(tid);
+      else
+        run_openmp(*s);
+      {
+        std::lock_guard lock(m_);
+        idle_.push_back(me);
+      }
+      s->finish();
+    }
+  }
+
+  static void run_openmp(thread_array_state& s) {
+    struct region {
+      thread_array_state& s;
+      int n;
+    } r{s, static_cast<int>(s.tree.size())};
+    openmp_body body = [](void* p, int tid, int nth) noexcept {
+      auto& rg = *static_cast<region*>(p);
+      if (nth != rg.n) {
+        rg.s.error.run([&] {
+          throw error("omp thread array of " + std::to_string(rg.n) +
+                      " threads: the OpenMP region has " + std::to_string(nth) +
+                      " (OMP_THREAD_LIMIT or a nested region); expected all of them, as "
+                      "sync needs every thread");
+        });
+        return;
+      }
+      rg.s.run(tid);
+    };
+    s.error.run([&] { openmp_parallel(r.n, body, &r); });
+  }
+
+  std::mutex m_;
+  std::vector<member*> idle_;
+};
+
+}  // namespace
+
+event start_thread_array(cpu_thread_kind kind, thread_tree const& tree, thread_body body,
+                         std::shared_ptr<void const> fn) {
+  auto s = std::make_shared<thread_array_state>();
+  s->tree = tree;
+  s->body = body;
+  s->fn = std::move(fn);
+  s->kind = kind;
+  s->returned.assign(static_cast<std::size_t>(tree.size()), 0);
+  index_t const runners = kind == cpu_thread_kind::pthd ? tree.size() : 1;
+  s->runners.store(runners, std::memory_order_relaxed);
+  event e = s->done;
+  team::instance().start(s, runners);
+  return e;
+}
+
+void thread_array_sync(thread_array_state* s, index_t tid, int node) {
+  index_t const need = s->tree.nodes[node].size;
+  sync_barrier& b = s->barrier(node, tid);
+  if (b.broken.load(std::memory_order_acquire)) sync_failed(*s, tid, node);
+  if (need == 1) return;
+  auto const v = b.word.fetch_add(1, std::memory_order_acq_rel);
+  auto const gen = v >> 32;
+  if (static_cast<index_t>(v & 0xffffffffu) + 1 == need) {
+    b.word.store((gen + 1) << 32, std::memory_order_seq_cst);
+    b.wake();
+    return;
+  }
+  auto passed = [&] { return (b.word.load(std::memory_order_seq_cst) >> 32) != gen; };
+  auto broken = [&] { return b.broken.load(std::memory_order_seq_cst); };
+  if (spin_until([&] { return passed() || broken(); }) && passed()) return;
+  waiter& w = this_waiter();
+  while (!passed()) {
+    if (broken()) sync_failed(*s, tid, node);
+    b.sleepers.fetch_add(1, std::memory_order_seq_cst);
+    {
+      std::lock_guard lock(b.m);
+      link(b.head, w, &waiter::on_event);
+    }
+    auto key = w.prepare();
+    if (!passed() && !broken()) w.commit(key);
+    {
+      std::lock_guard lock(b.m);
+      unlink(b.head, w, &waiter::on_event);
+    }
+    b.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+void bad_thread_path(int const* path, int depth, thread_tree const& tree) {
+  std::string p;
+  for (int k = 0; k < depth; ++k) p += "_" + std::to_string(path[k]);
+  (void)tree;
+  throw invalid_argument("thread array: no sub-dimension " + p +
+                         "; expected a path of sub-dimension numbers inside the type (tid(0, 1) "
+                         "is PARRAY's tid_0_1)");
+}
+
+}  // namespace strata::detail
