@@ -18,10 +18,12 @@
 #include <strata/exec/openmp/backend.hpp>
 #include <strata/exec/thread_array.hpp>
 
-#include "exec/threads/spin_wait.hpp"
+#include "exec/spin.hpp"
 #include "exec/threads/wake.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,8 +31,45 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace strata::detail {
+
+bool openmp_in_parallel() noexcept;  // src/exec/openmp/{parallel,absent}.cpp
+
 namespace {
+
+/// PUs this process may run on: a thread array no larger spins with `pause` while it
+/// waits (as an OpenMP team does), a larger one yields (its threads share cores).
+unsigned processing_units() {
+  static unsigned const n = [] {
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+      return std::max(1u, static_cast<unsigned>(CPU_COUNT(&set)));
+#endif
+    return std::max(1u, std::thread::hardware_concurrency());
+  }();
+  return n;
+}
+
+/// The spin half of a team thread's wait: until `found()` or spin::before_park has passed.
+/// Team threads are not the pool's, so the pool's spin (spin_until, which yields on every
+/// round for them) would make each handover a system call.
+template <class Found>
+bool team_spin(Found&& found, bool polite) {
+  auto const deadline = std::chrono::steady_clock::now() + spin::before_park;
+  for (int n = 1;; ++n) {
+    if (found()) return true;
+    if (polite)
+      std::this_thread::yield();
+    else
+      spin::relax();
+    if ((polite || n % 64 == 0) && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
 
 /// Raised in threads released from a sync because another thread of the array failed;
 /// the array's event carries that first failure, not this.
@@ -155,16 +194,17 @@ class team {
     return *t;
   }
 
-  void start(std::shared_ptr<thread_array_state> const& s, index_t n) {
+  /// Hands threads first..n-1 of the array to team threads.
+  void start(std::shared_ptr<thread_array_state> const& s, index_t first, index_t n) {
     std::vector<member*> take;
     {
       std::lock_guard lock(m_);
-      while (static_cast<index_t>(take.size()) < n && !idle_.empty()) {
+      while (first + static_cast<index_t>(take.size()) < n && !idle_.empty()) {
         take.push_back(idle_.back());
         idle_.pop_back();
       }
     }
-    index_t id = 0;
+    index_t id = first;
     for (auto* w : take) {
       w->hold = s;
       w->tid = id++;
@@ -177,9 +217,11 @@ class team {
       w->tid = id;
       w->job.store(s.get(), std::memory_order_relaxed);
       try {
+        members_.fetch_add(1, std::memory_order_relaxed);
         std::thread(&team::loop, this, w.get()).detach();
         w.release();  // kept by its thread, then by the never-destroyed team
       } catch (std::system_error const& e) {
+        members_.fetch_sub(1, std::memory_order_relaxed);
         // Out of threads: the array fails (its started threads are released from their
         // syncs) and the ones that never started end here.
         s->error.run([&] {
@@ -209,7 +251,7 @@ class team {
     me->w = &this_waiter();
     for (;;) {
       auto has_job = [&] { return me->job.load(std::memory_order_acquire) != nullptr; };
-      if (!spin_until(has_job)) {
+      if (!team_spin(has_job, members_.load(std::memory_order_relaxed) >= processing_units())) {
         while (!has_job()) {
           auto key = me->w->prepare();
           if (has_job()) break;
@@ -231,6 +273,8 @@ class team {
     }
   }
 
+ public:
+  /// Runs an omp array: one OpenMP region of all its threads, opened by the caller.
   static void run_openmp(thread_array_state& s) {
     struct region {
       thread_array_state& s;
@@ -252,14 +296,16 @@ class team {
     s.error.run([&] { openmp_parallel(r.n, body, &r); });
   }
 
+ private:
   std::mutex m_;
   std::vector<member*> idle_;
+  std::atomic<unsigned> members_{0};
 };
 
 }  // namespace
 
 event start_thread_array(cpu_thread_kind kind, thread_tree const& tree, thread_body body,
-                         std::shared_ptr<void const> fn) {
+                         std::shared_ptr<void const> fn, bool caller_joins) {
   auto s = std::make_shared<thread_array_state>();
   s->tree = tree;
   s->body = body;
@@ -269,7 +315,21 @@ event start_thread_array(cpu_thread_kind kind, thread_tree const& tree, thread_b
   index_t const runners = kind == cpu_thread_kind::pthd ? tree.size() : 1;
   s->runners.store(runners, std::memory_order_relaxed);
   event e = s->done;
-  team::instance().start(s, runners);
+  // A caller that waits anyway runs thread 0 itself (or opens the OpenMP region, unless
+  // it is inside one already), as OpenMP's master thread does: one handover less, and no
+  // third thread on the cores while the array runs.
+  bool const here = caller_joins && (kind == cpu_thread_kind::pthd || !openmp_in_parallel());
+  team::instance().start(s, here ? 1 : 0, runners);
+  if (here) {
+    if (kind == cpu_thread_kind::pthd)
+      s->run(0);
+    else
+      team::run_openmp(*s);
+    s->finish();
+    // The caller waits next: spin for the others' end here rather than in the pool's
+    // wait, which yields on every round.
+    team_spin([&] { return e.ready(); }, static_cast<unsigned>(tree.size()) > processing_units());
+  }
   return e;
 }
 
@@ -287,7 +347,8 @@ void thread_array_sync(thread_array_state* s, index_t tid, int node) {
   }
   auto passed = [&] { return (b.word.load(std::memory_order_seq_cst) >> 32) != gen; };
   auto broken = [&] { return b.broken.load(std::memory_order_seq_cst); };
-  if (spin_until([&] { return passed() || broken(); }) && passed()) return;
+  bool const polite = static_cast<unsigned>(s->tree.size()) > processing_units();
+  if (team_spin([&] { return passed() || broken(); }, polite) && passed()) return;
   waiter& w = this_waiter();
   while (!passed()) {
     if (broken()) sync_failed(*s, tid, node);

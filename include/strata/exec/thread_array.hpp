@@ -51,9 +51,10 @@ using thread_body = void (*)(void const* fn, thread_context const& t);
 enum class cpu_thread_kind : int { pthd, omp };
 
 /// Starts the threads of a CPU thread array (each runs body(fn, ...)); the event completes
-/// when all have returned, with the first exception if any thread threw.
+/// when all have returned, with the first exception if any thread threw. A caller that
+/// will wait for it (`caller_joins`) runs thread 0 itself before returning.
 event start_thread_array(cpu_thread_kind kind, thread_tree const& tree, thread_body body,
-                         std::shared_ptr<void const> fn);
+                         std::shared_ptr<void const> fn, bool caller_joins);
 /// Thread `tid`'s arrival at the sync of tree node `node`; returns when its group has met.
 void thread_array_sync(thread_array_state* s, index_t tid, int node);
 /// The node of a sub-dimension path, or a clear error naming the path.
@@ -121,12 +122,9 @@ class thread_context {
   index_t tid_;
 };
 
-/// Starts the thread array `threads` running `body(thread_context const&)` on every
-/// thread; the event completes when all have returned. `body` is shared by the threads
-/// (called as const) and kept alive until then.
+namespace detail {
 template <class Kind, class F>
-requires std::invocable<F const&, thread_context const&> event
-start_threads(thread_array<Kind> const& threads, F&& body) {
+event start_threads(thread_array<Kind> const& threads, F&& body, bool caller_joins) {
   static_assert(!std::is_same_v<Kind, thread_kind::cuda>,
                 "start_threads: a cuda thread array is a kernel; launch it on a place with "
                 "strata::launch(place, threads, kernel, args...)");
@@ -137,7 +135,17 @@ start_threads(thread_array<Kind> const& threads, F&& body) {
   };
   auto const kind = std::is_same_v<Kind, thread_kind::omp> ? detail::cpu_thread_kind::omp
                                                            : detail::cpu_thread_kind::pthd;
-  return detail::start_thread_array(kind, threads.tree(), run, std::move(fn));
+  return detail::start_thread_array(kind, threads.tree(), run, std::move(fn), caller_joins);
+}
+}  // namespace detail
+
+/// Starts the thread array `threads` running `body(thread_context const&)` on every
+/// thread; the event completes when all have returned. `body` is shared by the threads
+/// (called as const) and kept alive until then.
+template <class Kind, class F>
+requires std::invocable<F const&, thread_context const&> event
+start_threads(thread_array<Kind> const& threads, F&& body) {
+  return detail::start_threads(threads, std::forward<F>(body), false);
 }
 
 /// PARRAY's `for P { ... }`: runs the thread array and waits for it; rethrows the first
@@ -145,7 +153,7 @@ start_threads(thread_array<Kind> const& threads, F&& body) {
 template <class Kind, class F>
 requires std::invocable<F const&, thread_context const&>
 void for_threads(thread_array<Kind> const& threads, F&& body) {
-  start_threads(threads, std::forward<F>(body)).wait();
+  detail::start_threads(threads, std::forward<F>(body), true).wait();
 }
 
 /// PARRAY's `parallel { ... }` (§4.11): thread arrays (and any other work given as events)

@@ -10,6 +10,7 @@
 
 #include <strata/layout/contiguity.hpp>
 #include <strata/layout/spec.hpp>
+#include <strata/memory/allocate.hpp>
 #include <strata/memory/ptr.hpp>
 #include <strata/memory/space.hpp>
 
@@ -207,5 +208,18 @@ class array_view {
   ptr<T, Space> data_;
   type type_{dimension{}};
 };
+
+/// PARRAY `create A a` (§3.1): memory in A's space at `where` for every offset of A (its
+/// required span, which a window or transposed type may make larger than its size), so
+/// the user need not compute it. Release it with deallocate.
+template <class T, memory_space Space>
+ptr<T, Space> allocate(place const& where, array_type<T, Space> const& type) {
+  auto const [lo, hi] = type.offset_range();
+  if (lo < 0)
+    throw invalid_argument("allocate: the array type has offsets from " + std::to_string(lo) +
+                           "; expected offsets from 0 (a displacement below 0 refers to memory "
+                           "before the allocation)");
+  return allocate<T, Space>(where, static_cast<std::size_t>(hi + 1));
+}
 
 }  // namespace strata

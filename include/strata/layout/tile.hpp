@@ -5,7 +5,9 @@
 //
 // The block forms split the tile's elements over the block's threads and meet at a
 // barrier, so every thread sees the whole tile (`itile`) or the whole tile has been
-// written back (`otile`). The plain forms run in one thread (private memory).
+// written back (`otile`); `iotile` does both around the threads' work. The plain forms
+// run in one thread (private memory). A tile is a box of the outer type's top-level
+// dimensions or, with one origin and extent per leaf, of its leaf sub-dimensions.
 #pragma once
 
 #include <strata/layout/array_type.hpp>
@@ -14,32 +16,55 @@ namespace strata {
 
 namespace detail {
 
-/// The outer offset of tile element k: the box's row-major element k, moved to `origin`.
+/// The sizes of the dimensions a tile of rank D spans: the top-level dimensions when D is
+/// the type's rank, else its leaves in tree order (PARRAY §4.1 tiles over sub-dimensions:
+/// in `[[4][6]][12]` a 3-rank tile is a box of A_0_0 x A_0_1 x A_1).
 template <std::size_t D, class T, class S>
-STRATA_FN constexpr index_t tile_offset(array_type<T, S> const& outer, vec<D> const& origin,
-                                        vec<D> const& extent, index_t k) {
+STRATA_FN constexpr vec<D> tile_space(array_type<T, S> const& outer) {
+  vec<D> n = vec<D>::fill(1);
+  if (static_cast<int>(D) == outer.rank()) {
+    for (std::size_t d = 0; d < D; ++d) n[d] = outer.extent(static_cast<int>(d));
+    return n;
+  }
+  dimension const& r = outer.root();
+  int parts[max_dim_nodes] = {};
+  int np = 0;
+  r.collect_leaves(r.node(), parts, np);
+  layout_check(np == static_cast<int>(D),
+               "tile rank (one per top-level dimension or one per leaf dimension)",
+               static_cast<index_t>(D), np + 1);
+  for (std::size_t d = 0; d < D; ++d) n[d] = r.tree().nodes[parts[d]].size;
+  return n;
+}
+
+/// The outer offset of tile element k: the box's row-major element k, moved to `origin`
+/// in the space of the tile's dimensions (sizes `space`).
+template <std::size_t D, class T, class S>
+STRATA_FN constexpr index_t tile_offset(array_type<T, S> const& outer, vec<D> const& space,
+                                        vec<D> const& origin, vec<D> const& extent, index_t k) {
   index_t flat = 0, rest = k, scale = 1;
   for (std::size_t d = D; d-- > 0;) {
     index_t e = rest % extent[d];
     rest /= extent[d];
     flat += (origin[d] + e) * scale;
-    scale *= outer.extent(static_cast<int>(d));
+    scale *= space[d];
   }
   return detail::node_offset(outer.root().tree(), outer.root().node(), flat);
 }
 
+/// Checks the tile against the outer type and returns the sizes of its dimensions.
 template <std::size_t D, class T, class S>
-STRATA_FN constexpr void check_tile(array_type<T, S> const& outer, index_t inner_size,
-                                    vec<D> const& origin, vec<D> const& extent) {
-  layout_check(static_cast<int>(D) == outer.rank(), "tile rank (one per top-level dimension)",
-               static_cast<index_t>(D), outer.rank() + 1);
+STRATA_FN constexpr vec<D> check_tile(array_type<T, S> const& outer, index_t inner_size,
+                                      vec<D> const& origin, vec<D> const& extent) {
+  vec<D> const space = tile_space<D>(outer);
   for (std::size_t d = 0; d < D; ++d) {
-    index_t n = outer.extent(static_cast<int>(d));
+    index_t n = space[d];
     layout_check(extent[d] >= 1 && origin[d] >= 0 && origin[d] + extent[d] <= n,
                  "tile end in its dimension", origin[d] + extent[d], n + 1);
   }
   layout_check(inner_size == extent.product(), "inner type size (expected the tile's)", inner_size,
                extent.product() + 1);
+  return space;
 }
 
 }  // namespace detail
@@ -50,9 +75,9 @@ template <std::size_t D, class T, class S1, class S2>
 STRATA_FN void load_tile(T* inner, array_type<T, S1> const& inner_type, T const* outer_data,
                          array_type<T, S2> const& outer, vec<D> origin, vec<D> extent,
                          index_t first = 0, index_t step = 1) {
-  detail::check_tile(outer, inner_type.size(), origin, extent);
+  vec<D> const space = detail::check_tile(outer, inner_type.size(), origin, extent);
   for (index_t k = first; k < inner_type.size(); k += step)
-    inner[inner_type(k)] = outer_data[detail::tile_offset(outer, origin, extent, k)];
+    inner[inner_type(k)] = outer_data[detail::tile_offset(outer, space, origin, extent, k)];
 }
 
 /// The reverse of load_tile: the tile goes back to outer memory.
@@ -60,9 +85,9 @@ template <std::size_t D, class T, class S1, class S2>
 STRATA_FN void store_tile(T const* inner, array_type<T, S1> const& inner_type, T* outer_data,
                           array_type<T, S2> const& outer, vec<D> origin, vec<D> extent,
                           index_t first = 0, index_t step = 1) {
-  detail::check_tile(outer, inner_type.size(), origin, extent);
+  vec<D> const space = detail::check_tile(outer, inner_type.size(), origin, extent);
   for (index_t k = first; k < inner_type.size(); k += step)
-    outer_data[detail::tile_offset(outer, origin, extent, k)] = inner[inner_type(k)];
+    outer_data[detail::tile_offset(outer, space, origin, extent, k)] = inner[inner_type(k)];
 }
 
 /// PARRAY `itile`: the block's threads load the tile together, then meet at a barrier.
@@ -84,6 +109,17 @@ STRATA_FN void otile(Block const& block, T const* inner, array_type<T, S1> const
   store_tile(inner, inner_type, outer_data, outer, origin, extent, block.linear_index(),
              block.linear_size());
   block.barrier();
+}
+
+/// PARRAY `iotile`: the block loads the tile (itile), every thread runs `work()` on the
+/// inner memory, and the block stores the tile back (otile).
+template <class Block, std::size_t D, class T, class S1, class S2, class Work>
+STRATA_FN void iotile(Block const& block, T* inner, array_type<T, S1> const& inner_type,
+                      T* outer_data, array_type<T, S2> const& outer, vec<D> origin, vec<D> extent,
+                      Work&& work) {
+  itile(block, inner, inner_type, static_cast<T const*>(outer_data), outer, origin, extent);
+  work();
+  otile(block, static_cast<T const*>(inner), inner_type, outer_data, outer, origin, extent);
 }
 
 }  // namespace strata

@@ -17,4 +17,8 @@ bool openmp_built() noexcept {
   return false;
 }
 
+bool openmp_in_parallel() noexcept {
+  return false;
+}
+
 }  // namespace strata::detail

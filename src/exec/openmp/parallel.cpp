@@ -16,4 +16,10 @@ bool openmp_built() noexcept {
   return true;
 }
 
+// For src/exec/thread_array.cpp: an omp thread array started inside a region is opened by
+// a team thread (a nested region would get one thread).
+bool openmp_in_parallel() noexcept {
+  return omp_in_parallel() != 0;
+}
+
 }  // namespace strata::detail
