@@ -17,6 +17,7 @@
 
 #include "exec/atomic_kernels.hpp"
 #include "exec/barrier_kernels.hpp"
+#include "exec/thread_array_kernels.hpp"
 
 namespace strata {
 namespace {
@@ -110,6 +111,20 @@ void check_coverage(Fixture& f, target const& where, shape<D> const& s) {
   EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](int x) { return x == 1; }));
   deallocate(hits);
   deallocate(errors);
+}
+
+// A cuda thread array [blocks][[rows][lanes]] on a GPU (PARRAY §4.4): tid per
+// sub-dimension, sync(1) as __syncthreads and sync(1, 1) as a group barrier of 8 lanes.
+TEST_F(Cuda, ThreadArraySyncsBlocksAndRows) {
+  auto C = thread_array<thread_kind::cuda>{3, dims{4, 8}}.scratchpad(32 * sizeof(int));
+  std::vector<int> host(96);
+  std::iota(host.begin(), host.end(), 0);
+  auto d = allocate<int, cuda_space>(gpu(), host.size());
+  copy(d, ptr<int const>(host.data(), 0), host.size()).wait();
+  launch(gpu(), C, reverse_rows{}, d).wait();
+  copy(ptr<int>(host.data(), 0), d, host.size()).wait();
+  deallocate(d);
+  for (int k = 0; k < 96; ++k) ASSERT_EQ(host[static_cast<std::size_t>(k)], reversed_rows_value(k));
 }
 
 TEST_F(Cuda, EveryIndexVisitedOnceIn1To3D) {
@@ -307,7 +322,8 @@ TEST_F(Cuda, ContendedAtomicsOfEveryOperationAndScope) {
            exchange_olds)
         .wait();
     test::check_atomics(to_host(t, 1)[0], to_host(b, nb), to_host(add_olds, n),
-                        to_host(sub_olds, n), to_host(inc_olds, n), to_host(exchange_olds, n));
+                        to_host(sub_olds, n), to_host(inc_olds, n), to_host(exchange_olds, n),
+                        /*grid_strided=*/true);
     deallocate(t);
     deallocate(b);
     deallocate(add_olds);

@@ -182,7 +182,9 @@ TEST_F(CudaReal, RecordAndPointHelpersTakeGridStridedElements) {
   ASSERT_EQ(cudaMallocManaged(&bytes, map::bytes_for(n)), cudaSuccess);
   record_span<body, soa> p(bytes, n, map::pitch_for(n));
   for (index_t i = 0; i < n; ++i) p[i].x(1) = static_cast<float>(i);
-  launch(gpu(), grid(2).block(64).elements(4), push_k{}, p).wait();
+  // 2 x 64 x 8 = 1024 elements cover the 1000 records (elements(bound) clips, it does not
+  // stretch the launch).
+  launch(gpu(), grid(2).block(64).elements(8), push_k{}, p).wait();
   for (index_t i = 0; i < n; ++i) ASSERT_EQ(p[i].x(1), static_cast<float>(i) + 1.0f) << i;
   cudaFree(bytes);
   vec<2> const extent{33, 70};

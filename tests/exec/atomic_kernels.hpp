@@ -183,7 +183,8 @@ inline unsigned long long after_decrements(unsigned long long k, unsigned long l
 /// Checks everything atomics_k left behind.
 inline void check_atomics(atomic_totals const& t, std::vector<atomic_block_totals> const& blocks,
                           std::vector<int> add_olds, std::vector<unsigned long long> sub_olds,
-                          std::vector<unsigned> const& inc_olds, std::vector<int> exchange_olds) {
+                          std::vector<unsigned> const& inc_olds, std::vector<int> exchange_olds,
+                          bool grid_strided = false) {
   long long const n = atomic_n;
   EXPECT_EQ(t.add_i, n);
   EXPECT_EQ(t.add_ll, n * (n - 1) / 2);
@@ -250,9 +251,19 @@ inline void check_atomics(atomic_totals const& t, std::vector<atomic_block_total
   ASSERT_EQ(static_cast<index_t>(blocks.size()), atomic_blocks);
   for (index_t k = 0; k < atomic_blocks; ++k) {
     auto const& b = blocks[k];
-    long long const first = k * atomic_per_block, last = first + atomic_per_block - 1;
-    long long xor_b = 0;
-    for (long long i = first; i <= last; ++i) xor_b ^= i;
+    // The elements block k ran: a contiguous chunk on the CPU backends, every
+    // (blocks x threads)-th run of `threads` elements on a GPU (grid-stride order).
+    auto in_block = [&](long long i) {
+      return grid_strided ? i % (atomic_blocks * atomic_threads) / atomic_threads == k
+                          : i / atomic_per_block == k;
+    };
+    long long first = -1, last = -1, xor_b = 0;
+    for (long long i = 0; i < n; ++i)
+      if (in_block(i)) {
+        if (first < 0) first = i;
+        last = i;
+        xor_b ^= i;
+      }
     EXPECT_EQ(b.add_i, atomic_per_block) << "block " << k;
     EXPECT_EQ(b.sub_u64, 0u) << "block " << k;
     EXPECT_EQ(b.max_i, last) << "block " << k;
@@ -262,7 +273,7 @@ inline void check_atomics(atomic_totals const& t, std::vector<atomic_block_total
     EXPECT_EQ(b.xor_ll, xor_b) << "block " << k;
     EXPECT_EQ(b.inc_u, static_cast<unsigned>(atomic_per_block % (inc_limit + 1))) << "block " << k;
     EXPECT_EQ(b.dec_u64, after_decrements(atomic_per_block, big_dec_limit)) << "block " << k;
-    EXPECT_TRUE(b.exchange_i >= first && b.exchange_i <= last) << "block " << k;
+    EXPECT_TRUE(in_block(b.exchange_i)) << "block " << k;
     EXPECT_EQ(b.cas_count, atomic_per_block) << "block " << k;
   }
 }

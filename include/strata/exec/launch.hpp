@@ -180,6 +180,12 @@ template <class S, class K, class Args>
 inline void register_cuda_launcher() noexcept {
 #if defined(__CUDACC__)
   (void)cuda_registrar<S, K, Args>::done;
+  // nvcc's device pass does not instantiate a static member's initializer, so the
+  // registrar alone leaves the kernels out of the device image (every launch on a GPU
+  // then fails with cudaErrorInvalidDeviceFunction: first seen on an H100 in session
+  // 24). Naming the launcher here, in a function body, instantiates it and its kernels
+  // in both passes.
+  (void)&::strata::cuda::backend::template launch<S::rank, typename S::block_policy, K, Args>;
 #endif
 }
 }  // namespace detail

@@ -69,7 +69,9 @@ event stager::copy(copy_desc const& d, after const* deps) {
   auto done = event::pending();
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back({d, deps ? *deps : after{}, done});
+    queue_.push_back(
+        {d, deps ? *deps : after{}, done,
+         trace::enabled() ? trace::detail::origin_here() : trace::detail::flow_origin{}});
   }
   wake_.notify_all();
   return done;
@@ -104,6 +106,7 @@ void stager::run() {
 }
 
 void stager::stage(job const& j) {
+  trace::detail::adopt_flow const adopted(j.origin);  // first seen on an H100, session 24
   // The host side is read or written here, on the host, so its producers must be done
   // (a GPU marker among them only orders the stream, not this thread). This thread is
   // Strata's own, so waiting here blocks no scheduler thread; it waits on a future, not

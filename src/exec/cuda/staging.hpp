@@ -8,6 +8,7 @@
 #pragma once
 
 #include <strata/exec/event.hpp>
+#include <strata/exec/trace.hpp>
 
 #include "exec/copy_desc.hpp"
 
@@ -88,6 +89,9 @@ class stager {
     copy_desc desc;
     after deps;
     event done;
+    // The trace's origin of the copy (the graph node that queued it), adopted by the
+    // staging thread so that the copy's arrow starts at its node, not at this thread.
+    ::strata::trace::detail::flow_origin origin;
   };
   void run();
   void stage(job const& j);
