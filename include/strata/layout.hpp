@@ -7,6 +7,7 @@
 #include <strata/layout/contiguity.hpp>
 #include <strata/layout/copy.hpp>
 #include <strata/layout/dims.hpp>
+#include <strata/layout/inner_memory.hpp>
 #include <strata/layout/record_copy.hpp>
 #include <strata/layout/spec.hpp>
 #include <strata/layout/thread_type.hpp>

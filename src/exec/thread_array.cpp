@@ -7,8 +7,10 @@
 // sleep/wake mechanism); whatever makes their condition true (a job handed over, the last
 // arrival of a group, a failure, a thread that returned) notifies them.
 //
-// A sync group's barrier is one 64-bit word, generation << 32 | arrivals, so an arrival
-// is one atomic add and only the last one of a group wakes anybody. Barriers of a
+// A sync group's barrier is an arrival count and a generation on separate cache lines: an
+// arrival is one atomic add on the count (the waiters watch the generation, so the adds
+// do not pull the line from under them), and only the last arrival of a group wakes
+// anybody. Barriers of a
 // sub-dimension's groups are made on its first sync. A barrier is "broken" when its array
 // failed (its waiters rethrow a cancellation, dropped in favour of the first error) or
 // when one of its group's threads has returned: that thread can never arrive again, so a
@@ -81,8 +83,9 @@ struct thread_array_cancelled : error {
 };
 
 struct sync_barrier {
-  std::atomic<std::uint64_t> word{0};  // generation << 32 | arrivals
-  std::atomic<bool> broken{false};
+  alignas(64) std::atomic<index_t> arrived{0};
+  alignas(64) std::atomic<std::uint64_t> generation{0};
+  alignas(64) std::atomic<bool> broken{false};  // its own line: arrivals do not move it
   std::atomic<int> sleepers{0};
   std::mutex m;
   waiter* head = nullptr;  // parked threads, under m
@@ -112,7 +115,7 @@ struct thread_array_state {
   std::mutex m;  // the barriers' creation, the returned threads, cancellation
   std::atomic<sync_barrier*> barriers[max_thread_nodes] = {};
   std::unique_ptr<sync_barrier[]> owned[max_thread_nodes];
-  std::vector<char> returned;
+  std::unique_ptr<std::atomic<bool>[]> returned;  // per thread: its body has ended
   bool cancelled = false;
 
   sync_barrier& barrier(int node, index_t tid) {
@@ -127,19 +130,23 @@ struct thread_array_state {
     auto const groups = tree.groups(node);
     owned[node] = std::make_unique<sync_barrier[]>(static_cast<std::size_t>(groups));
     auto* b = owned[node].get();
+    if (cancelled)
+      for (index_t g = 0; g < groups; ++g) b[g].broken.store(true, std::memory_order_relaxed);
+    // Published before the returned threads are looked at, while leave() marks a thread
+    // before it looks for barriers (both seq_cst): one of the two breaks each group that
+    // lost a thread.
+    barriers[node].store(b, std::memory_order_seq_cst);
     for (index_t t = 0; t < tree.size(); ++t)
-      if (cancelled || returned[static_cast<std::size_t>(t)])
-        b[tree.group(node, t)].broken.store(true, std::memory_order_relaxed);
-    barriers[node].store(b, std::memory_order_release);
+      if (returned[static_cast<std::size_t>(t)].load(std::memory_order_seq_cst))
+        b[tree.group(node, t)].breach();
     return b;
   }
 
   /// Thread tid has returned (or thrown): its groups' barriers can no longer complete.
   void leave(index_t tid) {
-    std::lock_guard lock(m);
-    returned[static_cast<std::size_t>(tid)] = 1;
+    returned[static_cast<std::size_t>(tid)].store(true, std::memory_order_seq_cst);
     for (int n = 0; n < tree.count; ++n)
-      if (auto* b = barriers[n].load(std::memory_order_relaxed)) b[tree.group(n, tid)].breach();
+      if (auto* b = barriers[n].load(std::memory_order_seq_cst)) b[tree.group(n, tid)].breach();
   }
 
   /// A thread failed: every barrier breaks, so that nobody waits for it.
@@ -196,16 +203,16 @@ class team {
 
   /// Hands threads first..n-1 of the array to team threads.
   void start(std::shared_ptr<thread_array_state> const& s, index_t first, index_t n) {
-    std::vector<member*> take;
-    {
-      std::lock_guard lock(m_);
-      while (first + static_cast<index_t>(take.size()) < n && !idle_.empty()) {
-        take.push_back(idle_.back());
-        idle_.pop_back();
-      }
-    }
     index_t id = first;
-    for (auto* w : take) {
+    // Idle members are claimed by their flag, without a lock: the ends of an array's
+    // threads (each marking itself idle) and launches do not queue behind each other.
+    int const known = count_.load(std::memory_order_acquire);
+    for (int i = 0; i < known && id < n; ++i) {
+      member* w = slots_[i].load(std::memory_order_acquire);
+      bool expected = true;
+      if (!w->idle.load(std::memory_order_relaxed) ||
+          !w->idle.compare_exchange_strong(expected, false, std::memory_order_acquire))
+        continue;
       w->hold = s;
       w->tid = id++;
       w->job.store(s.get(), std::memory_order_release);
@@ -217,11 +224,18 @@ class team {
       w->tid = id;
       w->job.store(s.get(), std::memory_order_relaxed);
       try {
-        members_.fetch_add(1, std::memory_order_relaxed);
-        std::thread(&team::loop, this, w.get()).detach();
-        w.release();  // kept by its thread, then by the never-destroyed team
+        {
+          std::lock_guard lock(m_);
+          int const at = count_.load(std::memory_order_relaxed);
+          if (at == max_members)
+            throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                    "more than " + std::to_string(max_members) + " team threads");
+          std::thread(&team::loop, this, w.get()).detach();
+          slots_[at].store(w.get(), std::memory_order_release);
+          count_.store(at + 1, std::memory_order_release);
+        }
+        w.release();  // kept by its thread and the never-destroyed team
       } catch (std::system_error const& e) {
-        members_.fetch_sub(1, std::memory_order_relaxed);
         // Out of threads: the array fails (its started threads are released from their
         // syncs) and the ones that never started end here.
         s->error.run([&] {
@@ -245,13 +259,15 @@ class team {
     std::shared_ptr<thread_array_state> hold;  // written before job, read after it
     index_t tid = 0;
     waiter* w = nullptr;
+    std::atomic<bool> idle{false};  // claimed by a launch with a compare-and-swap
   };
 
   void loop(member* me) {
     me->w = &this_waiter();
     for (;;) {
       auto has_job = [&] { return me->job.load(std::memory_order_acquire) != nullptr; };
-      if (!team_spin(has_job, members_.load(std::memory_order_relaxed) >= processing_units())) {
+      if (!team_spin(has_job, static_cast<unsigned>(count_.load(std::memory_order_relaxed)) >=
+                                  processing_units())) {
         while (!has_job()) {
           auto key = me->w->prepare();
           if (has_job()) break;
@@ -265,10 +281,7 @@ class team {
         s->run(tid);
       else
         run_openmp(*s);
-      {
-        std::lock_guard lock(m_);
-        idle_.push_back(me);
-      }
+      me->idle.store(true, std::memory_order_release);
       s->finish();
     }
   }
@@ -297,9 +310,10 @@ class team {
   }
 
  private:
-  std::mutex m_;
-  std::vector<member*> idle_;
-  std::atomic<unsigned> members_{0};
+  static constexpr int max_members = 4096;
+  std::mutex m_;  // making members
+  std::atomic<member*> slots_[max_members] = {};
+  std::atomic<int> count_{0};
 };
 
 }  // namespace
@@ -311,7 +325,7 @@ event start_thread_array(cpu_thread_kind kind, thread_tree const& tree, thread_b
   s->body = body;
   s->fn = std::move(fn);
   s->kind = kind;
-  s->returned.assign(static_cast<std::size_t>(tree.size()), 0);
+  s->returned = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(tree.size()));
   index_t const runners = kind == cpu_thread_kind::pthd ? tree.size() : 1;
   s->runners.store(runners, std::memory_order_relaxed);
   event e = s->done;
@@ -338,14 +352,16 @@ void thread_array_sync(thread_array_state* s, index_t tid, int node) {
   sync_barrier& b = s->barrier(node, tid);
   if (b.broken.load(std::memory_order_acquire)) sync_failed(*s, tid, node);
   if (need == 1) return;
-  auto const v = b.word.fetch_add(1, std::memory_order_acq_rel);
-  auto const gen = v >> 32;
-  if (static_cast<index_t>(v & 0xffffffffu) + 1 == need) {
-    b.word.store((gen + 1) << 32, std::memory_order_seq_cst);
+  // The generation is read before arriving: once this thread is counted, the last one
+  // may move it on at any moment.
+  auto const gen = b.generation.load(std::memory_order_acquire);
+  if (b.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == need) {
+    b.arrived.store(0, std::memory_order_relaxed);  // before the release: the next round
+    b.generation.store(gen + 1, std::memory_order_seq_cst);
     b.wake();
     return;
   }
-  auto passed = [&] { return (b.word.load(std::memory_order_seq_cst) >> 32) != gen; };
+  auto passed = [&] { return b.generation.load(std::memory_order_seq_cst) != gen; };
   auto broken = [&] { return b.broken.load(std::memory_order_seq_cst); };
   bool const polite = static_cast<unsigned>(s->tree.size()) > processing_units();
   if (team_spin([&] { return passed() || broken(); }, polite) && passed()) return;

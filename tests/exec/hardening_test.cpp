@@ -212,7 +212,11 @@ double cpu_seconds() {
 TEST(Hardening, WaitingForAFirstPuLaunchDoesNotSpin) {
   runtime rt;
   auto first = rt.machine().descendants(place_type::pu).front();
-  launch(first, grid(1), [](auto const&) {}).wait();  // workers started
+  // Every worker started (a launch over the whole machine) and parked again: on a machine
+  // with many PUs, workers still starting (binding, first spin) would be counted below.
+  launch(rt.machine(), grid(256), [](auto const&) {}).wait();
+  launch(first, grid(1), [](auto const&) {}).wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   auto c0 = cpu_seconds();
   launch(first, grid(1), [](auto const&) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "exec/thread_array_kernels.hpp"
+
 namespace strata {
 namespace {
 
@@ -244,23 +246,74 @@ TEST(ThreadArray, CpuThreadsLaunchNestedCpuAndDeviceArrays) {
                 me * 1000 + k / 16 * 100 + k % 16);
 }
 
-struct reverse_rows {
+// Listing 43's shape of SGEMM: a cuda thread array [[bm][bn]][[ty][tx]] whose blocks load
+// tiles of A and B into padded smem types (itile), and whose threads keep their piece of
+// C in a private (rmem) array, reading tid per sub-dimension and meeting at sync(1).
+constexpr index_t gm = 64, gn = 48, gk = 40, bm = 16, bn = 16, bk = 8, ry = 4, rx = 2;
+
+struct tiled_gemm {
+  array_type<float> A, B, C;
+  array_type<float, smem_space> SA, SB;  // [bm][bk] in [bm][bk + 1] (no bank conflicts)
+  array_type<float, rmem_space> R;       // [ry][rx]
   template <class Thread>
-  STRATA_FN void operator()(Thread const& t, int* data) const {
-    // [blocks][[rows][lanes]]: each row of lanes reverses itself through the scratchpad
-    // with sync(1, 1) (a row), then the block rotates its rows with sync(1).
+  void operator()(Thread const& t, float const* a, float const* b, float* c) const {
     auto block = t.self().block();
-    int* pad = block.template scratchpad<int>(32);
-    index_t const local = t.tid(1), row = t.tid(1, 0), lane = t.tid(1, 1);
-    pad[local] = data[t.tid()];
-    t.sync(1, 1);
-    int const mine = pad[row * 8 + (7 - lane)];
-    t.sync(1);
-    pad[local] = mine;
-    t.sync(1);
-    data[t.tid()] = pad[((row + 1) % 4) * 8 + lane];
+    auto sa = create_shared(block, SA);
+    auto sb = create_shared(block, SB);
+    private_array<float, ry * rx> acc(R);
+    acc.fill(0.0f);
+    index_t const i0 = t.tid(0, 0) * bm, j0 = t.tid(0, 1) * bn;
+    index_t const y = t.tid(1, 0) * ry, x = t.tid(1, 1) * rx;
+    for (index_t k0 = 0; k0 < gk; k0 += bk) {
+      itile(block, sa.data().get(), SA, a, A, vec<2>{i0, k0}, vec<2>{bm, bk});
+      itile(block, sb.data().get(), SB, b, B, vec<2>{k0, j0}, vec<2>{bk, bn});
+      for (index_t kk = 0; kk < bk; ++kk)
+        for (index_t r = 0; r < ry; ++r)
+          for (index_t q = 0; q < rx; ++q) acc(r, q) += sa(y + r, kk) * sb(kk, x + q);
+      t.sync(1);  // the tiles are read before the next itile overwrites them
+    }
+    for (index_t r = 0; r < ry; ++r)
+      for (index_t q = 0; q < rx; ++q) c[C(i0 + y + r, j0 + x + q)] = acc(r, q);
   }
 };
+
+TEST(ThreadArray, Listing43TiledGemmWithSmemTilesAndRmemAccumulators) {
+  runtime rt{runtime_options{.sim_devices = "1"}};
+  array_type<float, smem_space> const padded_a{bm, bk + 1}, padded_b{bk, bn + 1};
+  tiled_gemm k{array_type<float>{gm, gk},
+               array_type<float>{gk, gn},
+               array_type<float>{gm, gn},
+               array_type<float, smem_space>{bm | padded_a[0], bk | padded_a[1]},
+               array_type<float, smem_space>{bk | padded_b[0], bn | padded_b[1]},
+               array_type<float, rmem_space>{ry, rx}};
+  EXPECT_EQ(k.SA(1, 0), bk + 1);  // rows padded
+  cuda C = cuda{dims{gm / bm, gn / bn}, dims{bm / ry, bn / rx}}.scratchpad(
+      (bm * (bk + 1) + bk * (bn + 1)) * sizeof(float));
+  std::vector<float> a(gm * gk), b(gk * gn), want(gm * gn, 0.0f);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(i % 7) - 3.0f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i % 5) * 0.5f;
+  for (index_t i = 0; i < gm; ++i)
+    for (index_t j = 0; j < gn; ++j)
+      for (index_t l = 0; l < gk; ++l)
+        want[static_cast<std::size_t>(i * gn + j)] +=
+            a[static_cast<std::size_t>(i * gk + l)] * b[static_cast<std::size_t>(l * gn + j)];
+  for (auto backend : {backend_id::serial, backend_id::threads}) {
+    std::vector<float> c(gm * gn, -1.0f);
+    launch(on(rt.machine(), backend), C, k, a.data(), b.data(), c.data()).wait();
+    for (std::size_t i = 0; i < c.size(); ++i) ASSERT_EQ(c[i], want[i]) << i;
+  }
+  place sim = rt.machine().slice(isa::sim).descendants(place_type::device)[0];
+  auto da = allocate<float, sim_space>(sim, a.size()),
+       db = allocate<float, sim_space>(sim, b.size()),
+       dc = allocate<float, sim_space>(sim, want.size());
+  copy(da, ptr<float const>(a.data(), 0), a.size()).wait();
+  copy(db, ptr<float const>(b.data(), 0), b.size()).wait();
+  launch(sim, C, k, da, db, dc).wait();
+  std::vector<float> c(want.size());
+  copy(ptr<float>(c.data(), 0), dc, c.size()).wait();
+  for (auto p : {da, db, dc}) deallocate(p);
+  EXPECT_EQ(c, want);
+}
 
 class DeviceThreadArray : public testing::TestWithParam<int> {};
 
@@ -285,11 +338,7 @@ TEST_P(DeviceThreadArray, BlocksRowsAndLanesSyncOnEveryPlace) {
     out = in;
     launch(on(rt.machine(), backend), C, reverse_rows{}, out.data()).wait();
   }
-  for (int b = 0; b < 3; ++b)
-    for (int row = 0; row < 4; ++row)
-      for (int lane = 0; lane < 8; ++lane)
-        EXPECT_EQ(out[static_cast<std::size_t>(b * 32 + row * 8 + lane)],
-                  b * 32 + ((row + 1) % 4) * 8 + (7 - lane));
+  for (int k = 0; k < 96; ++k) EXPECT_EQ(out[static_cast<std::size_t>(k)], reversed_rows_value(k));
 }
 INSTANTIATE_TEST_SUITE_P(Places, DeviceThreadArray, testing::Values(0, 1, 2, 3));
 

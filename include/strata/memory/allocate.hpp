@@ -83,6 +83,10 @@ template <class T, memory_space Space = host_space>
 ptr<T, Space> allocate(place const& where, std::size_t n) {
   static_assert(std::is_trivially_copyable_v<T>,
                 "allocate: T must be trivially copyable (memory moves between spaces bytewise)");
+  static_assert(
+      !requires { Space::automatic; },
+      "allocate: smem, rmem and vmem are a kernel's automatic memory; create them "
+      "inside the kernel (create_shared, private_array)");
   if (n == 0) return {};
   auto raw = detail::allocate_bytes(where, detail::bytes_for<T>(n),
                                     alignof(T) > 64 ? alignof(T) : 64, Space::id);
