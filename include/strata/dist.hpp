@@ -12,3 +12,4 @@
 #include <strata/dist/serialize.hpp>
 #include <strata/dist/team_allocate.hpp>
 #include <strata/dist/tensor.hpp>
+#include <strata/dist/thread_array.hpp>

@@ -949,3 +949,89 @@ TEST(DistMachine, RanksOnANodeShareItsPus) {
     EXPECT_EQ(pus, share) << "local rank " << r << " of " << l << " on " << online << " PUs";
   }
 }
+
+// PARRAY's `for i mpi n` (include/strata/dist/thread_array.hpp): every rank runs the body
+// once as the process of its team rank, with tid per sub-dimension, and a sync orders
+// rounds of remote increments.
+TEST(DistThreadArray, EveryRankRunsOnceWithItsIdsAndSyncsOrderRounds) {
+  dist::runtime rt;
+  auto const& w = rt.world();
+  int const n = rt.size();
+  auto const P =
+      n == 4 ? thread_array<thread_kind::mpi>{dims{2, 2}} : thread_array<thread_kind::mpi>{n};
+  dist::global_ptr<long> counter;
+  if (rt.rank() == 0) {
+    counter = dist::allocate<long>(rt.here(), 1).get();
+    *counter.local() = 0;
+  }
+  dist::broadcast(w, std::span(&counter, 1), 0).wait();
+  long wrong = 0, runs = 0;
+  index_t id = -1, row = -1, col = -1, size = 0;
+  dist::for_ranks(w, P, [&](dist::rank_context const& p) {
+    ++runs;
+    id = p.tid();
+    size = p.size();
+    if (n == 4) {
+      row = p.tid(0);
+      col = p.tid(1);
+      p.sync(1);  // a group's sync (here: the whole array's)
+    }
+    for (long r = 1; r <= 20; ++r) {
+      dist::atomic_fetch_add(counter, 1L).get();
+      p.sync();
+      if (dist::atomic_fetch_add(counter, 0L).get() != r * n) ++wrong;
+      p.sync();
+    }
+  });
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(id, rt.rank());
+  EXPECT_EQ(size, n);
+  EXPECT_EQ(wrong, 0);
+  if (n == 4) {
+    EXPECT_EQ(row, rt.rank() / 2);
+    EXPECT_EQ(col, rt.rank() % 2);
+  }
+  dist::barrier(w).wait();
+  if (rt.rank() == 0) dist::deallocate(counter).wait();
+}
+
+// A process that throws while others wait in a sync, or that makes one sync fewer, ends
+// every process's body: every rank's for_ranks throws, none hangs; the team still works.
+TEST(DistThreadArray, AFailureOrAMissingSyncIsAnErrorOnEveryRank) {
+  dist::runtime rt;
+  auto const& w = rt.world();
+  int const n = rt.size();
+  thread_array<thread_kind::mpi> const P{n};
+  try {
+    dist::for_ranks(w, P, [&](dist::rank_context const& p) {
+      if (p.tid() == n - 1) throw std::runtime_error("the last process failed");
+      p.sync();
+      p.sync();
+    });
+    ADD_FAILURE() << "expected the last process's failure on rank " << rt.rank();
+  } catch (std::exception const& e) {
+    EXPECT_NE(std::string(e.what()).find("the last process failed"), std::string::npos) << e.what();
+  }
+  if (n > 1) {
+    try {
+      dist::for_ranks(w, P, [&](dist::rank_context const& p) {
+        p.sync();
+        if (p.tid() != 0) p.sync();
+      });
+      ADD_FAILURE() << "expected an error on rank " << rt.rank();
+    } catch (error const& e) {
+      EXPECT_NE(std::string(e.what()).find("returned without reaching"), std::string::npos)
+          << e.what();
+    }
+  }
+  int rounds = 0;
+  dist::for_ranks(w, P, [&](dist::rank_context const& p) {
+    p.sync();
+    ++rounds;
+  });
+  EXPECT_EQ(rounds, 1);
+  EXPECT_THROW(dist::for_ranks(w, thread_array<thread_kind::mpi>{n + 1}, [](auto const&) {}),
+               invalid_argument);
+  EXPECT_THROW(dist::for_ranks(w, P, [](dist::rank_context const& p) { (void)p.tid(3); }),
+               invalid_argument);
+}

@@ -128,6 +128,9 @@ event start_threads(thread_array<Kind> const& threads, F&& body, bool caller_joi
   static_assert(!std::is_same_v<Kind, thread_kind::cuda>,
                 "start_threads: a cuda thread array is a kernel; launch it on a place with "
                 "strata::launch(place, threads, kernel, args...)");
+  static_assert(!std::is_same_v<Kind, thread_kind::mpi>,
+                "start_threads: an mpi thread array is the processes of a team; run it with "
+                "strata::dist::for_ranks(team, threads, body) on every member");
   using fn_t = std::decay_t<F>;
   auto fn = std::make_shared<fn_t const>(std::forward<F>(body));
   detail::thread_body run = [](void const* f, thread_context const& t) {

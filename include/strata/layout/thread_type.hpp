@@ -26,12 +26,13 @@ namespace strata {
 /// The kinds of thread arrays (PARRAY's thread types, §2.2). `pthd`: operating-system
 /// threads of this process, all running at once (they may block and `sync`); `omp`: the
 /// threads of an OpenMP parallel region; `cuda`: a GPU-style grid of blocks, launched on
-/// any place (a CUDA GPU, a sim device, or the host backends). `mpi` process arrays belong
-/// to the distributed layer.
+/// any place (a CUDA GPU, a sim device, or the host backends); `mpi`: the processes of a
+/// distributed team (run by dist::for_ranks, include/strata/dist/thread_array.hpp).
 namespace thread_kind {
 struct pthd {};
 struct omp {};
 struct cuda {};
+struct mpi {};
 }  // namespace thread_kind
 
 /// Nodes one thread-array type may have.
@@ -183,6 +184,8 @@ class thread_array {
       return "pthd";
     else if constexpr (std::is_same_v<Kind, thread_kind::omp>)
       return "omp";
+    else if constexpr (std::is_same_v<Kind, thread_kind::mpi>)
+      return "mpi";
     else
       return "cuda";
   }

@@ -1,0 +1,175 @@
+// mpi thread arrays (PARRAY §4, Listing 3's `for i mpi n`, §4.8 `tid_mpi`, §4.10 `sync`):
+// the processes of a team as an array with a dimension tree. PARRAY creates the processes
+// from a thread; here they already run (mpiexec), so `for P { ... }` is collective: every
+// member of the team calls
+//
+//   dist::for_ranks(team, thread_array<thread_kind::mpi>{dims{2, 2}}, [&](auto const& p) {
+//     p.tid(); p.tid(0); p.sync();
+//   });
+//
+// and runs the body once as the process whose tid is its team rank (the type's size must
+// be the team's). `sync()` meets every process of the array. `sync(path)` meets them too:
+// a sub-dimension's groups are not communicators of their own, so a group sync is the
+// whole array's (more synchronization than PARRAY asks, never less).
+//
+// Nothing hangs: each sync is one all-reduce of the members' states (arrived, returned,
+// failed), and a member whose body has ended keeps taking part in rounds until every
+// member's has. A process that returns while others wait in a sync, or one that throws,
+// ends everybody's body: every member's for_ranks throws (the failing process its own
+// exception, the others an error naming that process and its message).
+#pragma once
+
+#include <strata/dist/collectives.hpp>
+#include <strata/dist/runtime.hpp>
+#include <strata/layout/thread_type.hpp>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <concepts>
+#include <cstring>
+#include <exception>
+#include <span>
+#include <string>
+#include <utility>
+
+namespace strata::dist {
+
+class rank_context;
+
+namespace detail {
+
+/// What a member brings to a round: still in the body at a sync, or its body has ended.
+enum rank_state : int { at_sync = 0, returned = 1, failed = 2 };
+
+/// One round: every member's state in; the largest and the smallest state out.
+inline std::pair<int, int> state_round(team const& t, int mine) {
+  std::array<int, 2> in{mine, -mine}, out{};
+  all_reduce(t, std::span<int const>(in), std::span<int>(out), reduce_op::max).wait();
+  return {out[0], -out[1]};
+}
+
+/// Raised inside a body whose sync learned that another member's body has ended: by
+/// failing (`cancelled`: that failure is the one reported) or by returning too early (a
+/// mistake of its own, reported).
+struct rank_array_ended : error {
+  rank_array_ended(std::string const& what, bool c) : error(what), cancelled(c) {}
+  bool cancelled;
+};
+
+}  // namespace detail
+
+/// A process of an mpi thread array, as its body sees it.
+class rank_context {
+ public:
+  rank_context(team const& t, thread_tree const& tree) : team_(t), tree_(tree) {}
+
+  /// The process's id in the array (its team rank; PARRAY `tid`).
+  index_t tid() const { return team_.rank(); }
+  /// Its index in a sub-dimension: `tid(0, 1)` is PARRAY's `tid_0_1`.
+  template <std::integral... I>
+  requires(sizeof...(I) >= 1) index_t tid(I... path)
+  const { return tree_.index(node(path...), tid()); }
+  /// Processes in the array, or in a sub-dimension.
+  template <std::integral... I>
+  index_t size(I... path) const {
+    return tree_.nodes[node(path...)].size;
+  }
+  /// Waits until every process of the array has arrived (PARRAY `sync`).
+  void sync() const {
+    auto [most, least] = detail::state_round(team_, detail::at_sync);
+    (void)least;
+    if (most == detail::failed)
+      throw detail::rank_array_ended(
+          "sync: another process of the mpi thread array failed (its error is reported)", true);
+    if (most == detail::returned)
+      throw detail::rank_array_ended(
+          "sync: a process of the mpi thread array returned without reaching this sync; every "
+          "process must call the same syncs (PARRAY §4.10; with MPI's barrier it would hang)",
+          false);
+  }
+  /// PARRAY `sync_1`: here the whole array's sync (see the header's comment).
+  template <std::integral... I>
+  requires(sizeof...(I) >= 1) void sync(I... path) const {
+    (void)node(path...);
+    sync();
+  }
+  team const& members() const { return team_; }
+
+ private:
+  template <class... I>
+  int node(I... path) const {
+    if constexpr (sizeof...(I) == 0) {
+      return 0;
+    } else {
+      int const p[] = {static_cast<int>(path)...};
+      int const n = tree_.find(p, static_cast<int>(sizeof...(I)));
+      if (n < 0)
+        throw invalid_argument(
+            "mpi thread array: no such sub-dimension; expected a path inside "
+            "the type (tid(0, 1) is PARRAY's tid_0_1)");
+      return n;
+    }
+  }
+
+  team team_;
+  thread_tree tree_;
+};
+
+/// PARRAY's `for P { ... }` for an mpi thread array: collective over `t`, whose size must
+/// be P's; each member runs `body(rank_context const&)` once. Throws on every member if any
+/// member's body failed or the members' syncs did not match.
+template <class F>
+requires std::invocable<F&, rank_context const&>
+void for_ranks(team const& t, thread_array<thread_kind::mpi> const& threads, F&& body) {
+  strata::dist::detail::check_member(t, "dist::for_ranks");
+  if (threads.size() != t.size())
+    throw invalid_argument("dist::for_ranks: the mpi thread array has " +
+                           std::to_string(threads.size()) + " processes and the team " +
+                           std::to_string(t.size()) + " members; expected equal sizes");
+  rank_context const ctx(t, threads.tree());
+  std::exception_ptr mine;
+  int state = detail::returned;
+  bool cancelled = false;  // ended by another member's failure: not the one to report
+  try {
+    body(ctx);
+  } catch (detail::rank_array_ended const& e) {
+    mine = std::current_exception();
+    state = detail::failed;
+    cancelled = e.cancelled;
+  } catch (...) {
+    mine = std::current_exception();
+    state = detail::failed;
+  }
+  // Rounds until every member's body has ended (a member still in the body is in a sync,
+  // which this round ends with rank_array_ended).
+  int most = state;
+  for (;;) {
+    auto [hi, lo] = detail::state_round(t, state);
+    most = std::max(most, hi);
+    if (lo >= detail::returned) break;
+  }
+  if (most < detail::failed) return;
+  // The lowest failing member tells everybody what went wrong.
+  int const me = t.rank();
+  std::array<int, 1> candidate{state == detail::failed && !cancelled ? me : INT_MAX}, first{};
+  all_reduce(t, std::span<int const>(candidate), std::span<int>(first), reduce_op::min).wait();
+  std::array<char, 512> text{};
+  if (first[0] == INT_MAX) first[0] = 0;  // cannot happen: a cancellation has a cause
+  if (me == first[0] && mine) {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(mine);
+    } catch (std::exception const& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    std::strncpy(text.data(), what.c_str(), text.size() - 1);
+  }
+  broadcast(t, std::span<char>(text), first[0]).wait();
+  if (mine && !cancelled) std::rethrow_exception(mine);
+  throw error("dist::for_ranks: process " + std::to_string(first[0]) +
+              " of the mpi thread array failed: " + std::string(text.data()));
+}
+
+}  // namespace strata::dist
