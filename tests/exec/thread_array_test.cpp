@@ -394,6 +394,8 @@ TEST(DistributedType, OffsetsOnThreadsAndInLocalMemory) {
   distributed_type<int> ROWS{P2[0], 16};
   EXPECT_TRUE(ROWS.owns(2, 20) && ROWS.owns(3, 20) && !ROWS.owns(0, 20));
   EXPECT_THROW(DATA.thread_offset(4 * 4096), invalid_argument);
+  EXPECT_THROW((void)DATA.owns(4, 0), invalid_argument);  // P has threads 0..3
+  EXPECT_THROW(DATA.window(array_type<float>{4, 4096}, -1), invalid_argument);
   EXPECT_THROW((distributed_type<int>{HMEM[0], HMEM[1]}), invalid_argument);  // no threads
   EXPECT_THROW((distributed_type<int>{P, P2}), invalid_argument);             // no memory
   EXPECT_THROW(DATA.window(array_type<float>{4, 4095}, 0), invalid_argument);

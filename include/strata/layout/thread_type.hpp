@@ -270,6 +270,7 @@ class distributed_type {
   /// Whether the thread `tid` (of the thread array the thread dimensions refer to) holds
   /// element k.
   bool owns(index_t tid, index_t k) const {
+    check_thread(tid);
     bool mine = true;
     walk(k, [&](dist_part const& p, index_t i) {
       if (p.threads()) mine = mine && p.tree().index(p.node(), tid) == i;
@@ -308,6 +309,7 @@ class distributed_type {
       detail::layout_error(
           "distributed type: window of a type whose root has a chain (# ...); expected "
           "a type whose offset is the sum of its top-level dimensions' (PARRAY §2.4)");
+    check_thread(tid);
     std::vector<dim_spec> box;
     for (int d = 0; d < ndim(); ++d) {
       auto const& p = parts_[static_cast<std::size_t>(d)];
@@ -325,6 +327,16 @@ class distributed_type {
   }
 
  private:
+  // A thread id of the arrays the thread dimensions refer to (else a wrapped id would
+  // silently name another thread's part).
+  void check_thread(index_t tid) const {
+    for (auto const& p : parts_)
+      if (p.threads() && (tid < 0 || tid >= p.tree().size()))
+        detail::layout_error("distributed type: thread " + std::to_string(tid) +
+                             " is out of range; expected 0.." +
+                             std::to_string(p.tree().size() - 1) + " (its thread array's ids)");
+  }
+
   // Calls f(part, index) for each top-level dimension of element k (row-major).
   template <class F>
   void walk(index_t k, F&& f) const {
