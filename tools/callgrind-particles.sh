@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prints the callgrind instruction counts of the particles push (x += v * dt) as a Strata
-# kernel over AoSoA<16> and SoA record arrays (serial backend) and as the hand-written SoA
-# loop, per particle, and the ratios to the hand-written loop. Usage:
+# kernel over AoSoA<16> (plain and with hot/cold field groups) and SoA record arrays
+# (serial backend) and as the hand-written SoA loop, per particle, and the ratios to the
+# hand-written loop. Usage:
 #   tools/callgrind-particles.sh <particles_callgrind binary> [N] [max_ratio]
 # Exits 1 when a Strata side exceeds max_ratio (default 1.5) times the raw loop's count:
 # a body that is not vectorized costs about 4x (SSE2, 4 floats a vector).
@@ -19,7 +20,7 @@ count() {  # side, function to collect
 }
 raw=$(count raw '*raw_side*')
 status=0
-for side in aosoa16 soa; do
+for side in aosoa16 aosoa16hot soa; do
   s=$(count "$side" '*strata_side*')
   ratio=$(awk -v s="$s" -v r="$raw" 'BEGIN { printf "%.4f", s / r }')
   per=$(awk -v s="$s" -v n="$n" 'BEGIN { printf "%.3f", s / n }')

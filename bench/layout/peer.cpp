@@ -13,6 +13,13 @@ void transpose_naive(std::ptrdiff_t n, double const* a, double* b, int threads) 
     for (std::ptrdiff_t j = 0; j < n; ++j) b[j * n + i] = a[i * n + j];
 }
 
+void window_double(std::ptrdiff_t n, std::ptrdiff_t big, std::ptrdiff_t r0, std::ptrdiff_t c0,
+                   double const* in, double* out, int threads) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (std::ptrdiff_t i = 0; i < n; ++i)
+    for (std::ptrdiff_t j = 0; j < n; ++j) out[i * n + j] = 2.0 * in[(i + r0) * big + j + c0];
+}
+
 void transpose_blocked(std::ptrdiff_t n, double const* a, double* b, int threads) {
   constexpr std::ptrdiff_t tile = 64;
 #pragma omp parallel for num_threads(threads) schedule(static)

@@ -73,7 +73,7 @@ int run_strata(strata::place const& machine, strata::target const& where, index_
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: particles_callgrind aosoa16|soa|raw N\n");
+    std::fprintf(stderr, "usage: particles_callgrind aosoa16|aosoa16hot|soa|raw N\n");
     return 2;
   }
   index_t const n = std::atol(argv[2]);
@@ -82,6 +82,10 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "aosoa16") == 0)
     return run_strata<strata::aosoa<16>>(rt.machine(), where, n);
   if (std::strcmp(argv[1], "soa") == 0) return run_strata<strata::soa>(rt.machine(), where, n);
+  if (std::strcmp(argv[1], "aosoa16hot") == 0)  // hot/cold field groups
+    return run_strata<
+        strata::grouped<strata::aosoa<16>, strata::fields<particle::position, particle::velocity>>>(
+        rt.machine(), where, n);
   if (std::strcmp(argv[1], "raw") != 0) return 2;
   auto const u = static_cast<std::size_t>(n);
   std::unique_ptr<float[]> c[6];

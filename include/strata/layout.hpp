@@ -9,6 +9,8 @@
 #include <strata/layout/dims.hpp>
 #include <strata/layout/inner_memory.hpp>
 #include <strata/layout/record_copy.hpp>
+#include <strata/layout/record_grouped.hpp>
 #include <strata/layout/spec.hpp>
+#include <strata/layout/strided.hpp>
 #include <strata/layout/thread_type.hpp>
 #include <strata/layout/tile.hpp>

@@ -252,7 +252,17 @@ raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t
   return {p, memory.id()};
 }
 
+static void deallocate_bytes_impl(void const* address, space_id space, bool fenced);
+
 void deallocate_bytes(void const* address, space_id space) {
+  deallocate_bytes_impl(address, space, true);
+}
+
+void deallocate_bytes_used_up(void const* address, space_id space) {
+  deallocate_bytes_impl(address, space, false);
+}
+
+static void deallocate_bytes_impl(void const* address, space_id space, bool fenced) {
   auto info = find_allocation(address);
   if (!info || info->base != address || info->space != space)
     throw invalid_argument(fmt::format(
@@ -264,7 +274,7 @@ void deallocate_bytes(void const* address, space_id space) {
                                 : fmt::format("it is {} memory", to_string(info->space))));
   // Device memory may still be in use by queued device work: like cudaFree, freeing waits
   // for the device (the execution layer installs the wait).
-  if (info->space == space_id::sim)
+  if (fenced && info->space == space_id::sim)
     if (auto fence = device_release_fence.load(std::memory_order_acquire))
       fence(info->place_id, info->machine);
   auto rec = unregister_allocation(address);

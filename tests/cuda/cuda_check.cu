@@ -119,6 +119,15 @@ struct layout_k {
   }
 };
 
+// The same offsets through the compact strided form, taken by value (40 bytes).
+struct strided_k {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, strata::strided_type<int, strata::host_space, 2> t,
+                            int* out) const {
+    for (auto i : self.elements(t.size())) out[t(i) + 128] = static_cast<int>(i);
+  }
+};
+
 template <class Policy, class Kernel, class... Args>
 __global__ void run_domain(Kernel k, strata::vec<1> grid, strata::vec<1> block,
                            strata::vec<1> elements, std::size_t scratch_bytes, Args... args) {
@@ -197,25 +206,29 @@ int main() {
   strata::array_type<int> const t{a[1], a[0]};
   int* lay = nullptr;
   strata::array_type<int>* tm = nullptr;
-  cudaMallocManaged(&lay, 128 * sizeof(int));
+  cudaMallocManaged(&lay, 256 * sizeof(int));
   cudaMallocManaged(&tm, sizeof t);
   std::memcpy(static_cast<void*>(tm), &t, sizeof t);
   run_domain<strata::streaming_group>
       <<<1, 128>>>(layout_k{}, strata::vec<1>{1}, strata::vec<1>{128}, strata::vec<1>{1}, 0,
                    static_cast<strata::array_type<int> const*>(tm), lay);
+  run_domain<strata::streaming_group>
+      <<<1, 128>>>(strided_k{}, strata::vec<1>{1}, strata::vec<1>{128}, strata::vec<1>{1}, 0,
+                   strata::strided_type<int, strata::host_space, 2>(t), lay);
   if (auto e = cudaDeviceSynchronize(); e != cudaSuccess) {
     std::printf("CUDA error: %s\n", cudaGetErrorString(e));
     return 1;
   }
   bool ok = total[0] == 1024 && total[1] == 256 && y[0] == 6.0f && y[n - 1] == 5.0f;
-  for (int i = 0; i < 128; ++i) ok = ok && lay[t(i)] == i;
+  for (int i = 0; i < 128; ++i) ok = ok && lay[t(i)] == i && lay[t(i) + 128] == i;
   cudaFree(lay);
   cudaFree(tm);
   cudaFree(x);
   cudaFree(y);
   cudaFree(in);
   cudaFree(total);
-  ok = ok && push_records<strata::soa>(1000) && push_records<strata::aosoa<8>>(1000);
+  ok = ok && push_records<strata::soa>(1000) && push_records<strata::aosoa<8>>(1000) &&
+       push_records<strata::grouped<strata::aosoa<8>, strata::fields<body::id>>>(1000);
   if (!ok) {
     std::printf("wrong results from Strata domains on the GPU\n");
     return 1;

@@ -29,5 +29,38 @@ TEST(ConsumerDebugBuild, ArrayCopiesCheckTheirRanges) {
   deallocate(p);
 }
 
+struct body {
+  struct position : field<float, 3> {};
+  struct mass : field<double> {};
+  using fields = strata::fields<position, mass>;
+};
+
+// A component index past its field reaches another field's bytes in a release build;
+// debug builds say so (issue 14), in every layout and through every access form.
+template <class L>
+void component_checks() {
+  runtime rt;
+  record_array<body, L> a(rt.machine(), 20);
+  auto r = a[3];
+  EXPECT_NO_THROW(r.template get<body::position>(2) = 1.0f);
+  EXPECT_THROW((void)r.template get<body::position>(3), invalid_argument);
+  EXPECT_THROW((void)r.template get<body::mass>(1), invalid_argument);
+  auto v = r.template get<body::position>();  // a vector_ref
+  EXPECT_NO_THROW(v[2] = 2.0f);
+  EXPECT_THROW((void)v[3], invalid_argument);
+  record_value<body> value = r;
+  EXPECT_THROW((void)value.template get<body::position>(5), invalid_argument);
+  // Element indices and windows likewise.
+  EXPECT_THROW((void)a.span()[20], invalid_argument);
+  EXPECT_THROW((void)a.subview(5, 10).span()[10], invalid_argument);
+}
+
+TEST(ConsumerDebugBuild, RecordComponentIndicesAreChecked) {
+  component_checks<aos>();
+  component_checks<soa>();
+  component_checks<aosoa<8>>();
+  component_checks<grouped<aosoa<8>, fields<body::mass>>>();
+}
+
 }  // namespace
 }  // namespace strata

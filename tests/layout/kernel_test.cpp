@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "exec/backends.hpp"
@@ -42,6 +44,69 @@ TEST_P(LayoutKernels, OffsetsOfATransposedTypeInAKernel) {
   launch(here(), grid(7).block(5), write_indices{}, t, data.data()).wait();
   for (int i = 0; i < 7; ++i)
     for (int j = 0; j < 5; ++j) ASSERT_EQ(data[static_cast<std::size_t>(a(j, i))], 100 * i + j);
+}
+
+// The compact strided form a kernel takes by value (issue 14): the same offsets as the
+// array type it comes from, for a transpose, a window and a displaced type.
+struct write_strided {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, strided_type<int, host_space, 2> t, int* data) const {
+    for (auto e : self.elements(t.size())) {
+      index_t i = e / t.extent(1), j = e % t.extent(1);
+      data[t(i, j)] = static_cast<int>(100 * i + j);
+      data[t(e) + 1000] = static_cast<int>(e);  // the flat form, in a second copy
+    }
+  }
+};
+
+TEST_P(LayoutKernels, CompactStridedTypesInAKernel) {
+  static_assert(sizeof(strided_type<int, host_space, 2>) == 5 * sizeof(index_t));
+  static_assert(std::is_trivially_copyable_v<strided_type<int, host_space, 3>>);
+  array_type<int> const big{20, 30};
+  array_type<int> const t{big[1], big[0]};                               // transpose
+  array_type<int> const w{7 | disp(3) | big[0], 11 | disp(5) | big[1]};  // window
+  array_type<int> const d{dims{4, 6} | disp(13)};                        // displaced
+  for (auto const* type : {&t, &w, &d}) {
+    SCOPED_TRACE(to_string(type->root()));
+    strided_type<int, host_space, 2> const s(*type);
+    ASSERT_EQ(s.size(), type->size());
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(s.extent(r), type->extent(r));
+      EXPECT_EQ(s.stride(r), type->stride(r));
+    }
+    std::vector<int> via_type(2000, -1), via_strided(2000, -1);
+    for (index_t e = 0; e < type->size(); ++e) {
+      index_t i = e / type->extent(1), j = e % type->extent(1);
+      ASSERT_EQ(s(i, j), (*type)(i, j));
+      ASSERT_EQ(s(e), (*type)(e));
+      via_type[static_cast<std::size_t>((*type)(i, j))] = static_cast<int>(100 * i + j);
+      via_type[static_cast<std::size_t>((*type)(e)) + 1000] = static_cast<int>(e);
+    }
+    launch(here(), divide_work(here(), s.size()), write_strided{}, s, via_strided.data()).wait();
+    EXPECT_EQ(via_strided, via_type);
+  }
+  // Rank 1 and 3.
+  array_type<int> const line{dims{12} | disp(2)};
+  EXPECT_EQ((strided_type<int, host_space, 1>(line)(5)), line(5));
+  array_type<int> const cube{3, 4, 5};
+  array_type<int> const turned{cube[2], cube[0], cube[1]};
+  strided_type<int, host_space, 3> const c(turned);
+  for (index_t k = 0; k < turned.size(); ++k) ASSERT_EQ(c(k), turned(k));
+  EXPECT_EQ(c(4, 2, 3), turned(4, 2, 3));
+}
+
+TEST(LayoutTypes, CompactFormsOfTypesThatAreNotStridedAreErrors) {
+  array_type<int> const wrap{dims{3, 2} | cyclic(5)};
+  EXPECT_THROW((strided_type<int, host_space, 2>(wrap)), invalid_argument);
+  array_type<int> const a{dims{3, 3}, 2};
+  array_type<int> const b{dims{a[0][1], a[0][0]}, a[1]};  // B_0 has no constant stride
+  EXPECT_THROW((strided_type<int, host_space, 2>(b)), invalid_argument);
+  EXPECT_THROW((strided_type<int, host_space, 3>(a)), invalid_argument);  // rank 2
+  try {
+    (void)strided_type<int, host_space, 2>(wrap);
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("not strided"), std::string::npos) << e.what();
+  }
 }
 
 TEST_P(LayoutKernels, ParallelTransposingCopyOnThisBackend) {

@@ -113,7 +113,8 @@ plain step_ref(plain const& p, index_t rows, index_t cols) {
 
 template <class L>
 class RecordTensor : public ::testing::Test {};
-using layouts = ::testing::Types<aos, soa, aosoa<8>>;
+// The last: hot/cold field groups (layout/record_grouped.hpp), tag apart from rho and vel.
+using layouts = ::testing::Types<aos, soa, aosoa<8>, grouped<aosoa<8>, fields<cell::tag>>>;
 TYPED_TEST_SUITE(RecordTensor, layouts);
 
 TYPED_TEST(RecordTensor, ScatterFillAndGatherOnEveryPlace) {

@@ -185,6 +185,10 @@ struct record_map<aos, D> {
   static constexpr std::size_t bytes_for(index_t n) {
     return static_cast<std::size_t>(n) * traits::record_bytes;
   }
+  /// Bytes of an array whose pitch (pitch_for's result) is `pitch`.
+  STRATA_FN static constexpr std::size_t bytes_at_pitch(index_t pitch) {
+    return static_cast<std::size_t>(pitch) * traits::record_bytes;
+  }
   STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t) {
     return traits::aos_offset(k) + d * traits::info::size(k);
   }
@@ -209,6 +213,9 @@ struct record_map<soa, D> {
   }
   static constexpr std::size_t bytes_for(index_t n) {
     return n == 0 ? 0 : traits::soa_bytes(static_cast<std::size_t>(pitch_for(n)));
+  }
+  STRATA_FN static constexpr std::size_t bytes_at_pitch(index_t pitch) {
+    return pitch == 0 ? 0 : traits::soa_bytes(static_cast<std::size_t>(pitch));
   }
   STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t pitch) {
     auto p = static_cast<std::size_t>(pitch);
@@ -255,6 +262,9 @@ struct record_map<aosoa<N>, D> {
   static constexpr std::size_t bytes_for(index_t n) {
     return static_cast<std::size_t>(pitch_for(n)) / N * block_bytes;
   }
+  STRATA_FN static constexpr std::size_t bytes_at_pitch(index_t pitch) {
+    return static_cast<std::size_t>(pitch) / N * block_bytes;
+  }
   STRATA_FN static constexpr std::size_t start(std::size_t k, std::size_t d, index_t) {
     return traits::soa_offset(k, N) + d * N * traits::info::size(k);
   }
@@ -279,7 +289,9 @@ STRATA_FN constexpr std::size_t record_offset(index_t i, std::size_t d, index_t 
   using M = record_map<L, D>;
   auto const u = static_cast<std::size_t>(i);
   using info = typename record_traits<D>::info;
-  if constexpr (std::is_same_v<L, soa> && info::max_align <= 64) {
+  if constexpr (requires { M::template offset<K>(i, d, pitch); }) {
+    return M::template offset<K>(i, d, pitch);  // a composite layout (record_grouped.hpp)
+  } else if constexpr (std::is_same_v<L, soa> && info::max_align <= 64) {
     // pitch_for makes every SoA pitch a multiple of 64 elements, so each component array
     // is whole 64-byte lines and the arrays follow one another without alignment gaps:
     // field K starts at the pitch times a constant. soa_offset's walk over the fields,
@@ -294,7 +306,22 @@ STRATA_FN constexpr std::size_t record_offset(index_t i, std::size_t d, index_t 
     return M::start(K, d, pitch) + u * M::element_stride(K);
 }
 
+/// A component index past its field's extent (debug builds check get<F>(d) and
+/// vector_ref's operator[]: in release builds such an index reaches another field's bytes).
+[[noreturn]] inline void component_out_of_range(std::size_t d, std::size_t extent) {
+  throw invalid_argument("record field: component " + std::to_string(d) +
+                         " is outside the field's " + std::to_string(extent) +
+                         " components; expected an index below " + std::to_string(extent));
+}
+
 }  // namespace detail
+
+#if !defined(NDEBUG) && !STRATA_DEVICE_CODE
+#define STRATA_CHECK_COMPONENT(d, n) \
+  if ((d) >= (n)) ::strata::detail::component_out_of_range((d), (n))
+#else
+#define STRATA_CHECK_COMPONENT(d, n) (void)0
+#endif
 
 /// The components of a vector field of one element, `stride` values apart (1 in AoS).
 template <class T, std::size_t N>
@@ -302,7 +329,10 @@ class vector_ref {
  public:
   STRATA_FN constexpr vector_ref(T* first, std::size_t stride) noexcept
       : first_(first), stride_(stride) {}
-  STRATA_FN constexpr T& operator[](std::size_t d) const noexcept { return first_[d * stride_]; }
+  STRATA_FN constexpr T& operator[](std::size_t d) const {
+    STRATA_CHECK_COMPONENT(d, N);
+    return first_[d * stride_];
+  }
   STRATA_FN static constexpr std::size_t size() noexcept { return N; }
 
  private:
@@ -346,10 +376,12 @@ class record_fields : public user_access_of<D, Self>::type {
   }
   template <class F>
   STRATA_FN auto& get(std::size_t d) const {
+    STRATA_CHECK_COMPONENT(d, F::extent);
     return *static_cast<Self const&>(*this).template component<field_index<F>()>(d);
   }
   template <class F>
   STRATA_FN auto& get(std::size_t d) {
+    STRATA_CHECK_COMPONENT(d, F::extent);
     return *static_cast<Self&>(*this).template component<field_index<F>()>(d);
   }
   template <record_field F>
@@ -524,7 +556,9 @@ STRATA_FN record_value<D> record_ref<D, L>::load() const {
 
 /// What kernels receive for a record array: a base pointer, a size and a pitch, in layout
 /// L (like T* for plain arrays: trivially copyable, no memory space in its type; launch
-/// checks the space when it unwraps a record_view into this).
+/// checks the space when it unwraps a record_view into this). A sub-span (a window of an
+/// array, record_view::subview) keeps the array's base and pitch and starts at element
+/// `first()` of it: an SoA or AoSoA window cannot start at a shifted base pointer.
 template <record_desc D, class L>
 class record_span {
   using map = detail::record_map<L, D>;
@@ -535,18 +569,31 @@ class record_span {
   using reference = record_ref<D, L>;
 
   constexpr record_span() = default;
-  STRATA_FN constexpr record_span(std::byte* base, index_t size, index_t pitch) noexcept
-      : base_(base), size_(size), pitch_(pitch) {}
+  STRATA_FN constexpr record_span(std::byte* base, index_t size, index_t pitch,
+                                  index_t first = 0) noexcept
+      : base_(base), size_(size), pitch_(pitch), first_(first) {}
 
   STRATA_FN constexpr index_t size() const noexcept { return size_; }
   STRATA_FN constexpr index_t pitch() const noexcept { return pitch_; }
+  /// The base of the underlying array (element 0 of it, not of this span).
   STRATA_FN constexpr std::byte* data() const noexcept { return base_; }
+  /// This span's element 0 in the underlying array.
+  STRATA_FN constexpr index_t first() const noexcept { return first_; }
 
   STRATA_FN reference operator[](index_t i) const {
 #if !defined(NDEBUG) && !STRATA_DEVICE_CODE
     if (i < 0 || i >= size_) out_of_range(i);
 #endif
-    return reference(base_, i, pitch_);
+    return reference(base_, first_ + i, pitch_);
+  }
+
+  /// Elements [offset, offset + count) of this span.
+  record_span subspan(index_t offset, index_t count) const {
+    if (offset < 0 || count < 0 || offset > size_ - count)
+      throw invalid_argument("record_span::subspan: [" + std::to_string(offset) + ", " +
+                             std::to_string(offset) + " + " + std::to_string(count) +
+                             ") is outside [0, " + std::to_string(size_) + ")");
+    return record_span(base_, count, pitch_, first_ + offset);
   }
 
  private:
@@ -555,6 +602,7 @@ class record_span {
   std::byte* base_ = nullptr;
   index_t size_ = 0;
   index_t pitch_ = 0;
+  index_t first_ = 0;
 };
 
 template <record_desc D, class L>
@@ -586,27 +634,46 @@ void record_span<D, L>::out_of_range(index_t i) const {
 
 namespace detail {
 
-/// Lanes [first, last) of one AoSoA block at `b`. `fn` is this function's own copy (a
-/// by-value parameter whose address does not escape): the compiler keeps what it captured
-/// in registers, instead of reloading a captured `dt` after every store to a component
-/// because the store might alias the caller's closure object.
-template <class D, std::size_t N, class Fn>
-STRATA_RECORD_FLATTEN STRATA_FN inline void for_lanes(std::byte* b, index_t first, index_t last,
-                                                      Fn fn) {
+/// How for_each_record walks a blocked layout (an AoSoA, or field groups of AoSoAs in
+/// record_grouped.hpp): `handle at(base, pitch, b)` locates block b once, and
+/// `lane(handle, l)` is a proxy for lane l whose addresses are affine in l, so that the
+/// loop over a block's lanes vectorizes. Unblocked layouts have none.
+template <class D, class L>
+struct block_walk {
+  static constexpr bool blocked = false;
+};
+
+template <class D, std::size_t N>
+struct block_walk<D, aosoa<N>> {
+  static constexpr bool blocked = true;
+  static constexpr index_t block = static_cast<index_t>(N);
+  using handle = std::byte*;
   using lane_ref = record_ref<D, soa_block<N>>;
+  STRATA_FN static handle at(std::byte* base, index_t, index_t b) {
+    return base + static_cast<std::size_t>(b) * record_map<aosoa<N>, D>::block_bytes;
+  }
+  STRATA_FN static lane_ref lane(handle h, index_t l) { return lane_ref(h, l, block); }
+};
+
+/// Lanes [first, last) of one block. `fn` is this function's own copy (a by-value
+/// parameter whose address does not escape): the compiler keeps what it captured in
+/// registers, instead of reloading a captured `dt` after every store to a component
+/// because the store might alias the caller's closure object.
+template <class W, class Fn>
+STRATA_RECORD_FLATTEN STRATA_FN inline void for_lanes(typename W::handle h, index_t first,
+                                                      index_t last, Fn fn) {
   STRATA_RECORD_IVDEP
-  for (index_t lane = first; lane < last; ++lane) fn(lane_ref(b, lane, index_t(N)));
+  for (index_t lane = first; lane < last; ++lane) fn(W::lane(h, lane));
 }
 
 /// A whole block: a trip count known at compile time, one vector per component.
-template <class D, std::size_t N, class Fn>
-STRATA_RECORD_FLATTEN STRATA_FN inline void for_block(std::byte* b, Fn fn) {
-  using lane_ref = record_ref<D, soa_block<N>>;
+template <class W, class Fn>
+STRATA_RECORD_FLATTEN STRATA_FN inline void for_block(typename W::handle h, Fn fn) {
   STRATA_RECORD_IVDEP
-  for (index_t lane = 0; lane < index_t(N); ++lane) fn(lane_ref(b, lane, index_t(N)));
+  for (index_t lane = 0; lane < W::block; ++lane) fn(W::lane(h, lane));
 }
 
-/// Elements [first, last) of an SoA or AoS span.
+/// Elements [first, last) of an unblocked span.
 template <class D, class L, class Fn>
 STRATA_RECORD_FLATTEN STRATA_FN inline void for_range(std::byte* base, index_t pitch, index_t first,
                                                       index_t last, Fn fn) {
@@ -616,38 +683,36 @@ STRATA_RECORD_FLATTEN STRATA_FN inline void for_range(std::byte* base, index_t p
 
 }  // namespace detail
 
-/// Calls fn(element) for the indices of `range` (e.g. self.elements(n)). On an AoSoA it
-/// walks block by block with proxies whose addresses are affine in the lane, so the
-/// compiler vectorizes the body; other layouts are a plain loop over span[i]. The body
-/// must touch only the element it receives. `fn` is taken by value and copied into each
-/// block's loop (see detail::for_lanes): capture scalars by value.
+/// Calls fn(element) for the indices of `range` (e.g. self.elements(n)). On an AoSoA (or
+/// AoSoA field groups) it walks block by block with proxies whose addresses are affine in
+/// the lane, so the compiler vectorizes the body; other layouts are a plain loop over
+/// span[i]. The body must touch only the element it receives. `fn` is taken by value and
+/// copied into each block's loop (see detail::for_lanes): capture scalars by value.
 template <record_desc D, class L, class Fn>
 STRATA_FN void for_each_record(record_span<D, L> const& span, index_range const& range, Fn fn) {
-  if constexpr (detail::is_aosoa<L>::value) {
-    constexpr auto n = static_cast<index_t>(L::block);
-    using map = detail::record_map<L, D>;
-    index_t const first = range.first, last = *range.end();
-    if (first >= last) return;
-    (void)span[first], (void)span[last - 1];  // range checks in debug builds
+  if (range.first >= range.last) return;
+  // Checked once for the range (debug builds), not per element: a check inside the loop
+  // would keep it from vectorizing.
+  (void)span[range.first], (void)span[range.last - 1];
+  // Indices in the underlying array (a sub-span starts at span.first()).
+  index_t const first = range.first + span.first(), last = range.last + span.first();
+  using W = detail::block_walk<D, L>;
+  if constexpr (W::blocked) {
+    constexpr index_t n = W::block;
     std::byte* const base = span.data();
-    auto block_at = [base](index_t block) {
-      return base + static_cast<std::size_t>(block) * map::block_bytes;
-    };
+    index_t const pitch = span.pitch();
     index_t const full_first = (first + n - 1) / n, full_last = last / n;
     if (full_first > full_last) {  // inside one block
-      detail::for_lanes<D, L::block>(block_at(first / n), first % n, (last - 1) % n + 1, fn);
+      detail::for_lanes<W>(W::at(base, pitch, first / n), first % n, (last - 1) % n + 1, fn);
       return;
     }
     if (first < full_first * n)
-      detail::for_lanes<D, L::block>(block_at(first / n), first % n, n, fn);
+      detail::for_lanes<W>(W::at(base, pitch, first / n), first % n, n, fn);
     for (index_t block = full_first; block < full_last; ++block)
-      detail::for_block<D, L::block>(block_at(block), fn);
-    if (full_last * n < last) detail::for_lanes<D, L::block>(block_at(full_last), 0, last % n, fn);
+      detail::for_block<W>(W::at(base, pitch, block), fn);
+    if (full_last * n < last) detail::for_lanes<W>(W::at(base, pitch, full_last), 0, last % n, fn);
   } else {
-    // Checked once for the range (debug builds), not per element: a check inside the loop
-    // would keep it from vectorizing.
-    if (range.first < range.last) (void)span[range.first], (void)span[range.last - 1];
-    detail::for_range<D, L>(span.data(), span.pitch(), range.first, range.last, fn);
+    detail::for_range<D, L>(span.data(), span.pitch(), first, last, fn);
   }
 }
 
@@ -660,5 +725,9 @@ STRATA_FN void for_each_record(record_span<D, L> const& span, strided_range cons
 
 #undef STRATA_RECORD_IVDEP  // local to for_each_record
 #undef STRATA_RECORD_FLATTEN
+#undef STRATA_CHECK_COMPONENT
 
 }  // namespace strata
+
+// Field groups (grouped<L, ...>) are part of this header's layouts.
+#include <strata/layout/record_grouped.hpp>

@@ -32,17 +32,37 @@ class record_view {
   constexpr record_view(ptr<std::byte, Space> base, index_t size) noexcept
       : base_(base), size_(size), pitch_(map::pitch_for(size)) {}
 
+  /// The array's base (element 0 of the array, not of a sub-view: see first()).
   ptr<std::byte, Space> data() const noexcept { return base_; }
   index_t size() const noexcept { return size_; }
   /// Elements between component arrays (SoA), the size rounded up to whole blocks (AoSoA),
-  /// the size (AoS).
+  /// the size (AoS): the whole array's, also in a sub-view.
   index_t pitch() const noexcept { return pitch_; }
-  /// Bytes the layout spans from data() (mdspan's required_span_size, in bytes).
-  std::size_t required_span_bytes() const noexcept { return map::bytes_for(size_); }
+  /// This view's element 0 in the array (0 unless it is a sub-view).
+  index_t first() const noexcept { return first_; }
+  /// Whether this view is a whole array (not a window of a larger one).
+  bool whole() const noexcept { return first_ == 0 && pitch_ == map::pitch_for(size_); }
+  /// Bytes the layout spans from data() (mdspan's required_span_size, in bytes): the whole
+  /// array's, also in a sub-view (whose elements are spread over it).
+  std::size_t required_span_bytes() const noexcept { return map::bytes_at_pitch(pitch_); }
   record_view view() const noexcept { return *this; }
 
+  /// Records [offset, offset + count) of this view, with the array's pitch (Ripple's
+  /// partitions and PARRAY's windows of record arrays): kernels, copies and
+  /// for_each_record see count records; the rest of the array is not touched.
+  record_view subview(index_t offset, index_t count) const {
+    if (offset < 0 || count < 0 || offset > size_ - count)
+      throw invalid_argument("record_view::subview: [" + std::to_string(offset) + ", " +
+                             std::to_string(offset) + " + " + std::to_string(count) +
+                             ") is outside the view's [0, " + std::to_string(size_) + ")");
+    record_view v = *this;
+    v.size_ = count;
+    v.first_ = first_ + offset;
+    return v;
+  }
+
   /// The raw span kernels use (no space check: prefer passing the view to launch).
-  record_span<D, L> span() const noexcept { return {base_.get(), size_, pitch_}; }
+  record_span<D, L> span() const noexcept { return {base_.get(), size_, pitch_, first_}; }
 
   reference operator[](index_t i) const requires accessible_here_v<Space> { return span()[i]; }
 
@@ -50,6 +70,7 @@ class record_view {
   ptr<std::byte, Space> base_;
   index_t size_ = 0;
   index_t pitch_ = 0;
+  index_t first_ = 0;
 };
 
 /// An owning, move-only array of n records in layout L, allocated in Space at or near
@@ -105,6 +126,8 @@ class record_array {
   place where() const { return data_.place(); }
 
   view_type view() const noexcept { return view_type(data_, size_); }
+  /// Records [offset, offset + count) (record_view::subview).
+  view_type subview(index_t offset, index_t count) const { return view().subview(offset, count); }
   operator view_type() const noexcept { return view(); }  // NOLINT: an array is a view
   record_span<D, L> span() const noexcept { return view().span(); }
 
@@ -149,11 +172,12 @@ concept record_viewable = is_record_view<std::remove_cvref_t<V>>::value;
 template <level_policy Policy = streaming_group, record_viewable V>
 shape<1, Policy> divide_work(target const& where, V const& records) {
   auto s = divide_work<Policy>(where, records.size());
-  using L = typename std::remove_cvref_t<V>::layout;
-  if constexpr (detail::is_aosoa<L>::value) {
+  using RV = std::remove_cvref_t<V>;
+  using W = detail::block_walk<typename RV::desc, typename RV::layout>;
+  if constexpr (W::blocked) {
     index_t const e = s.element_extent()[0];
     if (s.block_extent()[0] == 1 && e > 1) {  // the CPU streaming form: ranges of e
-      auto const b = static_cast<index_t>(L::block);
+      index_t const b = W::block;
       index_t const per = (e + b - 1) / b * b;
       return shape<1, Policy>(vec<1>{(records.size() + per - 1) / per}, s.block_extent(),
                               vec<1>{per});

@@ -32,6 +32,11 @@ raw_allocation allocate_bytes(place const& where, std::size_t bytes, std::size_t
 /// Releases an allocation made by allocate_bytes; throws invalid_argument when `address`
 /// is not the start of a live allocation of `space`.
 void deallocate_bytes(void const* address, space_id space);
+/// The same without waiting for the device's queued work: for memory whose every user is
+/// known to have completed (staging released by the continuation of the last operation
+/// that used it, where waiting for the device's later work would wait for that very
+/// continuation).
+void deallocate_bytes_used_up(void const* address, space_id space);
 /// Device memory about to be reused (an arena's reset): waits until the work issued on
 /// the device owning the allocation at `address` has completed, as a free does.
 void wait_for_device_users(void const* address, space_id space) noexcept;

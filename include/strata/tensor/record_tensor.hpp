@@ -106,7 +106,7 @@ event record_copy_box(after const& deps, tensor<records<DD, LD>, N> const& dst, 
   auto const& dh = ds.homes.at(db);
   auto const& sh = ss.homes.at(sb);
   vec<N> const pad_d = vec<N>::fill(dst.padding()), pad_s = vec<N>::fill(src.padding());
-  if constexpr (std::is_same_v<LD, LS> && !detail::is_aosoa<LD>::value) {
+  if constexpr (std::is_same_v<LD, LS> && (std::is_same_v<LD, aos> || std::is_same_v<LD, soa>)) {
     return visit_space(dh.space, [&](auto dsp) {
       return visit_space(sh.space, [&](auto ssp) {
         using SD = decltype(dsp);
@@ -193,7 +193,10 @@ struct exchange_records_kernel {
   template <class Self, class D, class L, class LG, std::size_t N>
   STRATA_FN void operator()(Self const& self, tensor_block<records<D, L>, N> blk,
                             record_span<D, LG> g) const {
-    for_each_point<N>(self.elements(blk.extent), [&](vec<N> const& p) {
+    // `g` by value: GCC 12 at -O2 deleted this whole kernel (its loop bounds derived from
+    // an assumed undefined behaviour; -fno-aggressive-loop-optimizations kept it) when the
+    // lambda captured the four-word record_span by reference (docs/records.md).
+    for_each_point<N>(self.elements(blk.extent), [&blk, g](vec<N> const& p) {
       auto const i = linearize(blk.origin + p, blk.global_extent);
       if constexpr (Out)
         g[i] = *blk.address(p);
