@@ -61,6 +61,18 @@ void expect_filled(A const& a, char const* what) {
   }
 }
 
+/// x += v * dt and id += 1 on every record of the kernel's range, with for_each_record
+/// (vectorizable on AoSoA and on AoSoA field groups).
+struct push_each {
+  template <class Self, class P>
+  STRATA_FN void operator()(Self const& self, P p, float dt) const {
+    for_each_record(p, self.elements(p.size()), [dt](auto r) {
+      for (std::size_t d = 0; d < 3; ++d) r.x(d) += r.v(d) * dt;
+      r.ident() += 1;
+    });
+  }
+};
+
 class Records : public testing::Test {
  protected:
   runtime rt{runtime_options{.sim_devices = "2:bw=50GB/s,lat=1us"}};

@@ -95,24 +95,16 @@ TEST_F(Records, GroupsReadAndCopyLikeEveryLayout) {
   }
 }
 
-// x += v * dt and a cold-field update, with for_each_record (whose grouped AoSoA path
-// walks each group's block).
-struct push_all {
-  template <class Self, class P>
-  STRATA_FN void operator()(Self const& self, P p, float dt) const {
-    for_each_record(p, self.elements(p.size()), [dt](auto r) {
-      for (std::size_t d = 0; d < 3; ++d) r.x(d) += r.v(d) * dt;
-      r.ident() += 1;
-    });
-  }
-};
+// x += v * dt and a cold-field update with for_each_record (record_fixtures.hpp), whose
+// grouped AoSoA path walks each group's block.
+using test::push_each;
 
 template <class L>
 void grouped_kernels(target const& where, place const& machine, index_t n) {
   record_array<particle, L> p(machine, n);
   fill_host(p);
-  launch(where, divide_work(where, p), push_all{}, p.view(), 0.5f).wait();
-  launch(where, grid(5).elements(7), push_all{}, p.view(), 0.25f).wait();  // ragged cover
+  launch(where, divide_work(where, p), push_each{}, p.view(), 0.5f).wait();
+  launch(where, grid(5).elements(7), push_each{}, p.view(), 0.25f).wait();  // ragged cover
   for (index_t i = 0; i < n; ++i) {
     for (std::size_t d = 0; d < 3; ++d) {
       float expect = pos_of(i, d) - pos_of(i, d) * 0.5f;
@@ -145,7 +137,7 @@ TEST_F(Records, GroupsRunKernelsOnASimDevice) {
   record_array<particle, hot16, sim_space> d(sim0, n);
   fill_host(h);
   auto e = copy(d, h);
-  e = launch(after(e), sim0, divide_work(sim0, n), push_all{}, d.view(), 0.5f);
+  e = launch(after(e), sim0, divide_work(sim0, n), push_each{}, d.view(), 0.5f);
   copy(after(e), h, d).wait();
   for (index_t i = 0; i < n; ++i) {
     ASSERT_EQ(h[i].x(1), pos_of(i, 1) * 0.5f) << "element " << i;
@@ -176,7 +168,7 @@ void window_kernel(target const& where, place const& machine) {
       EXPECT_EQ(&w[0].q(), &p[f].q());
       EXPECT_EQ(&w[c - 1].x(2), &p[f + c - 1].x(2));
     }
-    if (c > 0) launch(where, divide_work(where, w), push_all{}, w, 1.0f).wait();
+    if (c > 0) launch(where, divide_work(where, w), push_each{}, w, 1.0f).wait();
     for (index_t i = 0; i < n; ++i) {
       bool const in = i >= f && i < f + c;
       ASSERT_EQ(p[i].x(0), in ? 0.0f : pos_of(i, 0)) << "element " << i;

@@ -142,15 +142,7 @@ struct push {
     }
   }
 };
-struct push_each {
-  template <class Self, class P>
-  STRATA_FN void operator()(Self const& self, P p, float dt) const {
-    for_each_record(p, self.elements(p.size()), [dt](auto r) {
-      for (std::size_t d = 0; d < 3; ++d) r.x(d) += r.v(d) * dt;
-      r.ident() += 1;
-    });
-  }
-};
+using test::push_each;
 
 template <class L>
 void kernels_on(target const& where, place const& machine, index_t n) {
