@@ -728,6 +728,3 @@ STRATA_FN void for_each_record(record_span<D, L> const& span, strided_range cons
 #undef STRATA_CHECK_COMPONENT
 
 }  // namespace strata
-
-// Field groups (grouped<L, ...>) are part of this header's layouts.
-#include <strata/layout/record_grouped.hpp>

@@ -11,7 +11,8 @@
 // block's 12 lines, and the hardware's stream prefetcher fetches the other 6 as well;
 // grouped, the 6 hot lines of every block lie next to each other. Element access, copies
 // between any layouts and memories, record tensors and for_each_record (vectorized per
-// block of each group) work as for the plain layouts. Part of record.hpp (included from it).
+// block of each group) work as for the plain layouts (this header specializes their maps
+// and block walks; <strata/layout.hpp> and <strata/strata.hpp> include it).
 #pragma once
 
 #include <strata/layout/record.hpp>
