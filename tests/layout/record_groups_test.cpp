@@ -234,7 +234,10 @@ TEST_F(Records, WindowCopiesTouchOnlyTheirRecords) {
                            {16, 1, 50},
                            {1, 2, 87},
                            {40, 0, 0},
-                           {89, 0, 1}}) {
+                           {89, 0, 1},
+                           // From 0, sizes that round to the array's pitch (not whole).
+                           {0, 0, 85},
+                           {0, 0, 89}}) {
     // Host: the conversion kernel.
     window_copy<aosoa<16>, soa, host_space, host_space>(machine, machine, machine, df, sf, c);
     window_copy<hot16, hot16, host_space, host_space>(machine, machine, machine, df, sf, c);
@@ -243,6 +246,7 @@ TEST_F(Records, WindowCopiesTouchOnlyTheirRecords) {
     window_copy<aosoa<8>, aosoa<8>, sim_space, host_space>(machine, sim0, machine, df, sf, c);
     window_copy<soa, hot16, host_space, sim_space>(machine, machine, sim1, df, sf, c);
     window_copy<aos, hot_soa, sim_space, sim_space>(machine, sim1, sim1, df, sf, c);
+    window_copy<soa, soa, sim_space, sim_space>(machine, sim0, sim1, df, sf, c);
   }
 }
 

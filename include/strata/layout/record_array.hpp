@@ -40,8 +40,9 @@ class record_view {
   index_t pitch() const noexcept { return pitch_; }
   /// This view's element 0 in the array (0 unless it is a sub-view).
   index_t first() const noexcept { return first_; }
-  /// Whether this view is a whole array (not a window of a larger one).
-  bool whole() const noexcept { return first_ == 0 && pitch_ == map::pitch_for(size_); }
+  /// Whether this view is a whole array (not a window of a larger one). A window's pitch
+  /// cannot tell: the first 90 of 100 SoA records have the pitch 100 records have.
+  bool whole() const noexcept { return !window_; }
   /// Bytes the layout spans from data() (mdspan's required_span_size, in bytes): the whole
   /// array's, also in a sub-view (whose elements are spread over it).
   std::size_t required_span_bytes() const noexcept { return map::bytes_at_pitch(pitch_); }
@@ -56,6 +57,7 @@ class record_view {
                              std::to_string(offset) + " + " + std::to_string(count) +
                              ") is outside the view's [0, " + std::to_string(size_) + ")");
     record_view v = *this;
+    v.window_ = window_ || offset != 0 || count != size_;
     v.size_ = count;
     v.first_ = first_ + offset;
     return v;
@@ -71,6 +73,7 @@ class record_view {
   index_t size_ = 0;
   index_t pitch_ = 0;
   index_t first_ = 0;
+  bool window_ = false;
 };
 
 /// An owning, move-only array of n records in layout L, allocated in Space at or near

@@ -3,9 +3,9 @@
 // move maximal contiguous runs).
 //
 // * Same layout, whole arrays: one contiguous copy of the bytes.
-// * Both sides host-accessible, otherwise (other layouts, sub-views): a conversion kernel on the
-// processors
-//   next to the destination (parallel, vectorized where the layouts allow).
+// * Both sides host-accessible, otherwise (other layouts, sub-views): a conversion kernel
+//   on the processors next to the destination (parallel, vectorized where the layouts
+//   allow).
 // * Whole arrays of two layouts with a device on either side: the source's bytes move once
 //   into the converting device's memory (the destination's, or the source's when the
 //   destination is host memory) and a conversion kernel runs there.
