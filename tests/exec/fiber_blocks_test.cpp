@@ -357,6 +357,72 @@ TEST_P(FiberBlocks, RoundingModeSetByAKernelStaysInside) {
   std::fesetround(FE_TONEAREST);
 }
 
+// Each thread keeps many values of its own (integers, doubles, a vector of doubles, a long
+// double on the x87 stack) live across barriers at different call sites (no loop: each
+// thread resumes at the barrier before the one the thread switching to it calls): the
+// inline switch (fiber.hpp) declares every register clobbered, so the compiler keeps them
+// in the thread's own frame. Every 5th block also throws from thread 3 after the third
+// barrier, which must unwind through those frames.
+struct live_values_k {
+  template <class Self>
+  void operator()(Self const& self, double* out) const {
+    auto b = self.block();
+    index_t const t = b.linear_index(), k = self.block_index()[0];
+    long i0 = t * 7 + k, i1 = t * 11 - k, i2 = t ^ k, i3 = t * t + 3;
+    double d0 = 0.5 * static_cast<double>(t), d1 = static_cast<double>(k) + 0.25;
+    double v[8];
+    for (int j = 0; j < 8; ++j)
+      v[j] = static_cast<double>(t * 8 + j) + 0.125 * static_cast<double>(k);
+    long double x = static_cast<long double>(t) / 3.0L;
+    b.barrier();
+    i0 += 1;
+    d0 *= 2;
+    b.barrier();
+    i1 -= 1;
+    for (int j = 0; j < 8; ++j) v[j] += 1;
+    b.barrier();
+    if (k % 5 == 4 && t == 3) throw std::runtime_error("block " + std::to_string(k));
+    x *= 3.0L;
+    d1 += 1;
+    b.barrier();
+    double sum_v = 0;
+    for (int j = 0; j < 8; ++j) sum_v += v[j];
+    double* o = out + self.global_linear_index() * 4;
+    o[0] = static_cast<double>(i0 + i1 + i2 + i3);
+    o[1] = d0 + d1;
+    o[2] = sum_v;
+    o[3] = static_cast<double>(x);
+  }
+};
+
+TEST_P(FiberBlocks, ValuesLiveAcrossBarriersAtDifferentSitesStayPerThread) {
+  index_t const blocks = 4, threads = 24;
+  for (bool failing : {false, true}) {
+    SCOPED_TRACE(failing ? "with a throwing block" : "no throw");
+    index_t const used = failing ? 5 : blocks;
+    std::vector<double> out(static_cast<std::size_t>(used * threads * 4), -1);
+    auto ev = launch(here(), grid(used).block(parallel, threads), live_values_k{}, out.data());
+    if (failing) {
+      EXPECT_THROW(ev.wait(), std::runtime_error);
+      continue;
+    }
+    ev.wait();
+    for (index_t k = 0; k < blocks; ++k)
+      for (index_t t = 0; t < threads; ++t) {
+        SCOPED_TRACE("block " + std::to_string(k) + ", thread " + std::to_string(t));
+        double const* o = out.data() + (k * threads + t) * 4;
+        EXPECT_EQ(o[0],
+                  static_cast<double>((t * 7 + k + 1) + (t * 11 - k - 1) + (t ^ k) + (t * t + 3)));
+        EXPECT_EQ(o[1], static_cast<double>(t) + static_cast<double>(k) + 1.25);
+        double sum_v = 0;
+        for (int j = 0; j < 8; ++j)
+          sum_v += static_cast<double>(t * 8 + j) + 0.125 * static_cast<double>(k) + 1;
+        EXPECT_EQ(o[2], sum_v);
+        EXPECT_NEAR(o[3], static_cast<double>(t), 1e-12);
+      }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cpu, FiberBlocks, testing::ValuesIn(test::cpu_backends()),
                          test::backend_name);
 

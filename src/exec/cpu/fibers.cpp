@@ -1,19 +1,20 @@
-// Parallel CPU blocks as cooperatively switched fibers on Boost.Context's fcontext layer:
-// barrier() saves the thread's registers and switches straight to the next thread of the
-// block, so a block of B threads runs on one OS thread in rounds, one round per barrier,
-// and one set of B fibers runs every block of a range in turn.
+// Parallel CPU blocks as cooperatively switched fibers: barrier() saves where the thread
+// is and switches straight to the next thread of the block, so a block of B threads runs
+// on one OS thread in rounds, one round per barrier, and one set of B fibers runs every
+// block of a range in turn. The switch is fiber.hpp's (x86-64), or Boost.Context's
+// fcontext elsewhere; the stacks are Boost.Context's, with guard pages.
 #include <strata/error.hpp>
 #include <strata/exec/cpu/run.hpp>
 
 #include <boost/context/detail/fcontext.hpp>
 #include <boost/context/protected_fixedsize_stack.hpp>
-#include <boost/version.hpp>
 
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -32,63 +33,34 @@
 
 namespace strata::detail {
 namespace ctx = boost::context;
-using fcontext = ctx::detail::fcontext_t;
-using transfer = ctx::detail::transfer_t;
+struct fiber_block;
 }  // namespace strata::detail
 
-// The saved layout below is Boost 1.74's (Debian 12's); another Boost may lay a context
-// out differently (shadow-stack builds do), so other versions use Boost's own switch.
-#if defined(__x86_64__) && defined(__ELF__) && BOOST_VERSION / 100 == 1074 && \
-    !defined(BOOST_CONTEXT_SHADOW_STACK)
-// Boost's jump_fcontext (1.74, x86-64 SysV) with two changes, same saved layout (so it
-// resumes contexts that make_fcontext made):
-// * it returns with `ret` where Boost jumps through a register. Boost's jump leaves the
-//   return-stack predictor one entry off after every switch, so each return in the
-//   resumed fiber (switch, barrier, kernel) is mispredicted: about 26 ns per switch here
-//   against about 10 with `ret`. With `ret` the resumed fiber returns to the call site
-//   that the suspending one called from (all threads of a block run the same code), which
-//   the predictor expects.
-// * it leaves the MXCSR and the x87 control word alone (their slots keep what
-//   make_fcontext stored): storing them was most of the routine's time in a profile
-//   here (about 15% of a block reduction with 8 barriers per 64 elements). The threads
-//   of a block share the OS thread's floating-point modes, as a GPU block's threads do;
-//   run_fiber_blocks gives the caller its own modes back.
-extern "C" strata::detail::transfer strata_jump_fcontext(strata::detail::fcontext to, void* data);
+// A fiber's life (below); entered from fiber_entry with its block.
+extern "C" [[noreturn]] void strata_fiber_main(strata::detail::fiber_block* b);
+
+#if STRATA_FIBER_JUMP
+// Where a new fiber starts: fiber_jump arrives here on the fiber's fresh stack with the
+// block in rdi. A zero return address ends the stack for unwinders, and the jump (not a
+// call) leaves the return-address predictor as it was.
+extern "C" void strata_fiber_entry();
 asm(R"(
   .pushsection .text
-  .globl strata_jump_fcontext
-  .hidden strata_jump_fcontext
-  .type strata_jump_fcontext, @function
+  .globl strata_fiber_entry
+  .hidden strata_fiber_entry
+  .type strata_fiber_entry, @function
   .p2align 4
-strata_jump_fcontext:
-  leaq -0x38(%rsp), %rsp
-  movq %r12, 0x8(%rsp)
-  movq %r13, 0x10(%rsp)
-  movq %r14, 0x18(%rsp)
-  movq %r15, 0x20(%rsp)
-  movq %rbx, 0x28(%rsp)
-  movq %rbp, 0x30(%rsp)
-  movq %rsp, %rax
-  movq %rdi, %rsp
-  movq 0x8(%rsp), %r12
-  movq 0x10(%rsp), %r13
-  movq 0x18(%rsp), %r14
-  movq 0x20(%rsp), %r15
-  movq 0x28(%rsp), %rbx
-  movq 0x30(%rsp), %rbp
-  leaq 0x38(%rsp), %rsp
-  movq %rsi, %rdx
-  movq %rax, %rdi
-  ret
-  .size strata_jump_fcontext, .-strata_jump_fcontext
+strata_fiber_entry:
+  andq $-16, %rsp
+  pushq $0
+  jmp strata_fiber_main
+  .size strata_fiber_entry, .-strata_fiber_entry
   .popsection
 )");
 namespace strata::detail {
-inline transfer jump(fcontext to, void* data) {
-  return strata_jump_fcontext(to, data);
-}
 // The caller's floating-point modes (not the status flags, which stay as the kernels left
-// them), restored when its range of blocks ends, however it ends.
+// them), restored when its range of blocks ends, however it ends: fiber_jump leaves
+// them to the threads (fiber.hpp).
 struct fp_modes {
   std::uint32_t mxcsr;
   std::uint16_t x87;
@@ -110,9 +82,6 @@ struct fp_modes {
 }  // namespace strata::detail
 #else
 namespace strata::detail {
-inline transfer jump(fcontext to, void* data) {
-  return ctx::detail::jump_fcontext(to, data);
-}
 struct fp_modes {};  // Boost's switch keeps each fiber's modes
 }  // namespace strata::detail
 #endif
@@ -141,8 +110,8 @@ struct stack_cache {
 };
 thread_local stack_cache stacks;
 
-// The sanitizers must be told about every stack switch: the fcontext switch is invisible
-// to them. These are no-ops in other builds.
+// The sanitizers must be told about every stack switch: the switch is invisible to them.
+// These are no-ops in other builds.
 struct switch_marks {
   void* asan_fake = nullptr;
   void* tsan_fiber = nullptr;
@@ -189,80 +158,107 @@ constexpr std::uint64_t released = ~std::uint64_t{0};
 //
 // Rounds: every thread arrives once per round (at a barrier or at the end of its block).
 // Without groups the threads run in order 0, 1, ..., n - 1 and each switches straight to
-// the next; thread n - 1 arrives last and starts the next round at thread 0. Once a thread
-// waits at a group's barrier the rest of that block goes through a scheduler (`main`, the
-// context that called run_fiber_blocks), which resumes a thread only when its barrier's
-// threads have all arrived.
-struct fiber_block {
+// the next (fiber.hpp's inline path, or arrive_slow); thread n - 1 arrives last and starts
+// the next round at thread 0. Once a thread waits at a group's barrier the rest of that
+// block goes through a scheduler (`main`, the context that called run_fiber_blocks), which
+// resumes a thread only when its barrier's threads have all arrived.
+struct fiber_block : fiber_state {
+  // What the inline path does not need, per thread (and main).
   struct member {
-    fcontext self = nullptr;  // its context while it is suspended
+    // Waiting (at a barrier or at the end of its block) iff round == the block's round.
+    // Kept only once the block has groups (before, the threads before `current` are the
+    // ones waiting: arrive_slow writes theirs when groups begin).
+    std::uint64_t round = released;
+    // A group barrier's threads [scope_first, scope_first + scope_size) (domain.hpp's
+    // group_domain); a block barrier's are the whole block (see scope()).
+    index_t scope_first = 0, scope_size = 0;
+    bool started = false, exited = false;
     switch_marks marks;
     // Its stack (for ASan): known for the fibers, learned for main from its first switch.
     void const* bottom = nullptr;
     std::size_t size = 0;
-    // Waiting (at a barrier or at the end of its block) iff round == the block's round.
-    std::uint64_t round = released;
-    std::uint64_t barriers = 0;  // block barriers this thread has entered in this block
-    // The threads [scope_first, scope_first + scope_size) the barrier it waits at is for:
-    // the whole block, or a group (domain.hpp's group_domain).
-    index_t scope_first = 0, scope_size = 0;
-    bool at_end = false;  // waiting at the end of its block
-    bool started = false, exited = false;
     ctx::stack_context stack{};  // the pooled stack it runs on (not main)
   };
-  index_t n;
-  std::vector<member> threads;  // the block's threads, then main at [n]
-  index_t current = 0;          // who runs
-  index_t from = 0;             // who switched to the one that runs now
+  std::vector<fiber_slot> slot_store;  // slots (fiber_state) point here
+  std::vector<member> threads;         // the block's threads, then main at [n]
+  index_t last = 0;
+  index_t from = 0;  // who switched to the one that runs now (sanitizer builds)
   std::uint64_t round = 0;
-  index_t ends = 0;  // threads at the end of the block in this round (without groups)
-  index_t block, last;
-  // barrier_count's tallies, by the parity of the barrier's number: a thread reads the
-  // count of barrier k after it resumes, before it reaches barrier k + 1, so the last
-  // thread to reach barrier k + 1 may clear k's tally for barrier k + 2. (The block's
-  // fibers take turns on one OS thread: no atomics.)
+  // barrier_count's tallies, by the parity of the barrier's number j, each marked with the
+  // j it counts: a thread reads the count of barrier j after it resumes, before it reaches
+  // barrier j + 1, so the first thread to count at barrier j + 2 may start that slot over.
+  // (The block's fibers take turns on one OS thread: no atomics.)
   int tally[2] = {0, 0};
-  index_t arrived[2] = {0, 0};
-  bool grouped = false;  // some thread of this block waited at a group's barrier
-  bool cancelled = false;
-  bool finished = false;  // the range's last block ended
+  std::uint64_t tally_of[2] = {released, released};
+  ctx::detail::fcontext_t* save = nullptr;  // Boost's switch: where the resumed side stores
   std::exception_ptr error;
-  bool (*body)(void*, index_t, index_t, fiber_block*);
-  void* closure;
-  block_vars* vars;
+  void (*body)(void*, index_t, index_t, fiber_state*) = nullptr;
+  void* closure = nullptr;
+  block_vars* vars = nullptr;
   std::vector<char> release, checked;  // the group scheduler's (kept to not allocate)
+
+  bool has(std::uint8_t bits) const { return (flags & bits) != 0; }
+  fiber_slot& slot(index_t t) { return slots[t]; }
+  member& thread(index_t t) { return threads[static_cast<std::size_t>(t)]; }
+  // The threads the barrier that t waits at is for.
+  std::pair<index_t, index_t> scope(index_t t) const {
+    if (slots[t].kind == fiber_arrival::group_barrier) {
+      auto const& m = threads[static_cast<std::size_t>(t)];
+      return {m.scope_first, m.scope_size};
+    }
+    return {0, n};
+  }
 };
 
 namespace {
 
+#if !STRATA_FIBER_JUMP
+// Boost's switch: the fcontext sits in the slot's sp, and the resumed side stores its
+// resumer's (b->save says where).
+void fcontext_entry(ctx::detail::transfer_t first) {
+  auto* b = static_cast<fiber_block*>(first.data);
+  *b->save = first.fctx;
+  strata_fiber_main(b);
+}
+#endif
+
+// Suspends the running context into `from` and resumes `to`.
+inline void raw_switch(fiber_slot* from, fiber_slot* to, fiber_block* b) {
+#if STRATA_FIBER_JUMP
+  fiber_jump(from, to, b);
+#else
+  b->save = reinterpret_cast<ctx::detail::fcontext_t*>(&from->sp);
+  auto back = ctx::detail::jump_fcontext(static_cast<ctx::detail::fcontext_t>(to->sp), b);
+  auto* r = static_cast<fiber_block*>(back.data);
+  *r->save = back.fctx;
+#endif
+}
+
 // Suspends `me` (a thread, or main: n) and runs `to`; returns when someone switches back.
-// The context a resumed fiber receives is its resumer's: it goes into the resumer's slot,
-// which `from` names.
-inline void switch_to(fiber_block& b, index_t me, index_t to) {
-  auto& target = b.threads[static_cast<std::size_t>(to)];
-  start_switch(&b.threads[static_cast<std::size_t>(me)].marks, false, target.bottom, target.size,
-               target.marks.tsan_fiber);
+// Every switch but the inline path's comes here (all of them in sanitizer builds).
+void switch_to(fiber_block& b, index_t me, index_t to) {
+  auto& target = b.thread(to);
+  auto& self = b.thread(me);
+  start_switch(&self.marks, false, target.bottom, target.size, target.marks.tsan_fiber);
   b.from = me;
   b.current = to;
-  transfer back = jump(target.self, &b);
-  auto& source = b.threads[static_cast<std::size_t>(b.from)];
-  finish_switch(&b.threads[static_cast<std::size_t>(me)].marks, &source.bottom, &source.size);
-  source.self = back.fctx;
+  raw_switch(&b.slot(me), &b.slot(to), &b);
+  auto& source = b.thread(b.from);
+  finish_switch(&self.marks, &source.bottom, &source.size);
 }
 
 // A block ended in every thread: the next one of the range, or the range is done.
 bool next_block(fiber_block& b) {
   if (++b.block == b.last) {
-    b.finished = true;
+    b.flags |= fiber_block::finished;
     return false;
   }
   ++b.round;
   b.ends = 0;
-  b.grouped = false;
-  b.tally[0] = b.tally[1] = 0;
-  b.arrived[0] = b.arrived[1] = 0;
-  // Each block counts its barriers from 0 (the tallies' parity), whatever the last did.
-  for (index_t t = 0; t < b.n; ++t) b.threads[static_cast<std::size_t>(t)].barriers = 0;
+  b.flags &= static_cast<std::uint8_t>(~fiber_block::grouped);
+  b.tally_of[0] = b.tally_of[1] = released;
+  // Each block counts its barriers from 0, whatever the last did.
+  for (index_t t = 0; t < b.n; ++t) b.slot(t).barriers = 0;
   b.vars->next_block();
   return true;
 }
@@ -275,11 +271,62 @@ bool next_block(fiber_block& b) {
             "a GPU this block would hang)"));
 }
 
-// Thread t has arrived (its round, at_end and scope are set): on to the next thread, or
-// to main when groups, a mistake, an error or the range's end need it.
-inline void arrive(fiber_block& b, index_t t) {
+// What fiber_arrive returns to a thread resumed after an arrival (however it arrived):
+// the count of its barrier_count, the next block after block_end (-1 when its range is
+// done), or it unwinds (fiber_cancelled) when the range is abandoned at a barrier.
+index_t resumed(fiber_block& b) {
+  auto const& me = b.slot(b.current);
+  if (me.kind == fiber_arrival::block_end) return b.has(fiber_block::stop) ? -1 : b.block;
+  if (b.has(fiber_block::cancelled)) throw fiber_cancelled{};
+  if (me.kind != fiber_arrival::barrier_count) return 0;
+  std::uint64_t const j = me.barriers - 1;
+  return b.tally_of[j % 2] == j ? b.tally[j % 2] : 0;
+}
+
+}  // namespace
+
+// Every arrival that fiber.hpp's inline path does not take: the round's last thread,
+// counted barriers, groups, everything once the range is cancelled, and every arrival in
+// sanitizer builds. On to the next thread, or to main when groups, a mistake, an error or
+// the range's end need it.
+index_t fiber_arrive(fiber_state* block, fiber_arrival what, int predicate, index_t first,
+                     index_t size) {
+  auto& b = *static_cast<fiber_block*>(block);
+  index_t const t = b.current;
+  auto& s = b.slot(t);
+  auto& m = b.thread(t);
+  s.kind = what;
+  m.round = b.round;
+  switch (what) {
+    case fiber_arrival::block_end:
+      ++b.ends;
+      break;
+    case fiber_arrival::barrier_count: {
+      std::uint64_t const j = s.barriers;
+      if (b.tally_of[j % 2] != j) {
+        b.tally_of[j % 2] = j;
+        b.tally[j % 2] = 0;
+      }
+      b.tally[j % 2] += predicate != 0 ? 1 : 0;
+    }
+      [[fallthrough]];
+    case fiber_arrival::barrier:
+      ++s.barriers;
+      break;
+    case fiber_arrival::group_barrier:
+      m.scope_first = first;
+      m.scope_size = size;
+      // (A group as large as the block waits like the block's barrier.)
+      if ((first != 0 || size != b.n) && !b.has(fiber_block::grouped)) {
+        // Groups begin: main schedules the rest of the block and needs to know who waits,
+        // which until now was everyone before t.
+        b.flags |= fiber_block::grouped;
+        for (index_t u = 0; u < t; ++u) b.thread(u).round = b.round;
+      }
+      break;
+  }
   index_t next = t + 1;
-  if (b.grouped || b.cancelled) [[unlikely]] {
+  if (b.has(fiber_block::slow)) [[unlikely]] {
     next = b.n;
   } else if (next == b.n) {  // the round is complete
     if (b.ends == 0) {
@@ -293,72 +340,47 @@ inline void arrive(fiber_block& b, index_t t) {
     }
   }
   switch_to(b, t, next);
+  return resumed(b);
 }
 
-}  // namespace
-
-int fiber_arrive(fiber_block* block, fiber_arrival what, int predicate, index_t first,
-                 index_t size) {
-  auto& b = *block;
-  index_t const t = b.current;
-  auto& m = b.threads[static_cast<std::size_t>(t)];
-  m.round = b.round;
-  m.at_end = what == fiber_arrival::block_end;
-  std::size_t k = 0;
-  if (what == fiber_arrival::block_end) {
-    ++b.ends;
-  } else if (what == fiber_arrival::barrier) {
-    k = static_cast<std::size_t>(m.barriers++ % 2);
-    b.tally[k] += predicate != 0 ? 1 : 0;
-    if (++b.arrived[k] == b.n) {
-      b.tally[1 - k] = 0;
-      b.arrived[1 - k] = 0;
-    }
-    first = 0;
-    size = b.n;
-  } else if (first != 0 || size != b.n) {
-    b.grouped = true;  // (a group as large as the block waits like the block's barrier)
-  }
-  m.scope_first = first;
-  m.scope_size = size;
-  arrive(b, t);  // the one switch of a thread to the next (see context.hpp)
-  if (what == fiber_arrival::block_end) return !b.finished && !b.cancelled;
-  if (b.cancelled) [[unlikely]]
-    throw fiber_cancelled{};
-  return b.tally[k];
+index_t fiber_resumed(fiber_state* block) {
+  return resumed(*static_cast<fiber_block*>(block));
 }
 
-namespace {
+}  // namespace strata::detail
 
 // A fiber's life: thread t of every block of the range, then a last switch to main.
-[[noreturn]] void fiber_main(transfer first) {
-  auto& b = *static_cast<fiber_block*>(first.data);
+extern "C" [[noreturn]] void strata_fiber_main(strata::detail::fiber_block* block) {
+  using namespace strata::detail;
+  using strata::index_t;
+  auto& b = *block;
   index_t const t = b.current;
+  auto& me = b.thread(t);
   {
-    auto& source = b.threads[static_cast<std::size_t>(b.from)];
+    auto& source = b.thread(b.from);
     finish_switch(nullptr, &source.bottom, &source.size);
-    source.self = first.fctx;
   }
-  b.threads[static_cast<std::size_t>(t)].started = true;
-  if (!b.cancelled) {  // (a fiber first entered to be cancelled has nothing to unwind)
+  me.started = true;
+  if (!b.has(fiber_block::cancelled)) {  // (first entered to be cancelled: nothing to unwind)
     try {
-      while (b.body(b.closure, b.block, t, &b)) {
-      }
+      b.body(b.closure, b.block, t, &b);
     } catch (fiber_cancelled const&) {
       // unwound on purpose: the range is being abandoned
     } catch (...) {
       if (!b.error) b.error = std::current_exception();
     }
   }
-  auto& me = b.threads[static_cast<std::size_t>(t)];
-  auto& main = b.threads[static_cast<std::size_t>(b.n)];
   me.exited = true;
+  auto& main = b.thread(b.n);
   start_switch(&me.marks, true, main.bottom, main.size, main.marks.tsan_fiber);
   b.from = t;
   b.current = b.n;
-  jump(main.self, &b);
+  raw_switch(&b.slot(t), &b.slot(b.n), &b);
   std::abort();  // never resumed: main gives the stack back
 }
+
+namespace strata::detail {
+namespace {
 
 // Main's side of a block whose threads wait at groups' barriers: each pass resumes the
 // threads whose barrier's threads have all arrived (decided before the pass starts, so a
@@ -367,27 +389,27 @@ namespace {
 // error. Returns when the block has ended in every thread, or on an error.
 void run_grouped(fiber_block& b) {
   index_t const n = b.n;
-  auto const& all = b.threads;
-  auto waiting = [&](fiber_block::member const& u) { return !u.exited && u.round == b.round; };
+  auto waiting = [&](index_t u) {
+    auto const& m = b.thread(u);
+    return !m.exited && m.round == b.round;
+  };
+  auto at_end = [&](index_t u) { return b.slot(u).kind == fiber_arrival::block_end; };
   for (;;) {
     b.release.assign(static_cast<std::size_t>(n), 0);
     b.checked.assign(static_cast<std::size_t>(n), 0);
     for (index_t t = 0; t < n; ++t) {
-      auto const& m = all[static_cast<std::size_t>(t)];
-      if (m.exited || (waiting(m) && m.at_end) || b.checked[static_cast<std::size_t>(t)]) continue;
-      if (!waiting(m)) {
+      if (b.thread(t).exited || (waiting(t) && at_end(t)) || b.checked[static_cast<std::size_t>(t)])
+        continue;
+      if (!waiting(t)) {
         b.release[static_cast<std::size_t>(t)] = 1;
         continue;
       }
-      index_t const f = m.scope_first, size = m.scope_size;
-      auto same = [&](fiber_block::member const& u) {
-        return waiting(u) && !u.at_end && u.scope_first == f && u.scope_size == size;
-      };
+      auto const [f, size] = b.scope(t);
+      auto same = [&](index_t u) { return waiting(u) && !at_end(u) && b.scope(u) == b.scope(t); };
       bool complete = true;
+      for (index_t u = f; u < f + size; ++u) complete = complete && same(u);
       for (index_t u = f; u < f + size; ++u)
-        complete = complete && same(all[static_cast<std::size_t>(u)]);
-      for (index_t u = f; u < f + size; ++u)
-        if (same(all[static_cast<std::size_t>(u)])) {
+        if (same(u)) {
           b.checked[static_cast<std::size_t>(u)] = 1;
           b.release[static_cast<std::size_t>(u)] = complete ? 1 : 0;
         }
@@ -395,14 +417,13 @@ void run_grouped(fiber_block& b) {
     bool ran = false;
     for (index_t t = 0; t < n && !b.error; ++t)
       if (b.release[static_cast<std::size_t>(t)]) {
-        b.threads[static_cast<std::size_t>(t)].round = released;
+        b.thread(t).round = released;
         switch_to(b, n, t);
         ran = true;
       }
     if (b.error) return;
     index_t done = 0;
-    for (index_t t = 0; t < n; ++t)
-      done += waiting(all[static_cast<std::size_t>(t)]) && all[static_cast<std::size_t>(t)].at_end;
+    for (index_t t = 0; t < n; ++t) done += waiting(t) && at_end(t);
     if (done == n) {
       next_block(b);
       return;
@@ -422,27 +443,31 @@ void run_grouped(fiber_block& b) {
 }  // namespace
 
 void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
-                      bool (*body)(void*, index_t, index_t, fiber_block*), void* closure,
+                      void (*body)(void*, index_t, index_t, fiber_state*), void* closure,
                       block_vars* vars) {
   if (b0 >= b1) return;
   [[maybe_unused]] fp_modes const caller_modes{};
-  fiber_block b{.n = threads,
-                .threads = std::vector<fiber_block::member>(static_cast<std::size_t>(threads) + 1),
-                .block = b0,
-                .last = b1,
-                .body = body,
-                .closure = closure,
-                .vars = vars};
+  auto const count = static_cast<std::size_t>(threads) + 1;
+  fiber_block b;
+  b.n = threads;
+  b.block = b0;
+  b.last = b1;
+  b.body = body;
+  b.closure = closure;
+  b.vars = vars;
+  b.slot_store.resize(count);
+  b.slots = b.slot_store.data();
+  b.threads.resize(count);
   b.release.reserve(static_cast<std::size_t>(threads));
   b.checked.reserve(static_cast<std::size_t>(threads));
-  b.threads.back().marks.tsan_fiber = tsan_current();
+  b.thread(threads).marks.tsan_fiber = tsan_current();
   // Stacks go back to the pool at the end, but not one that a fiber still holds frames
   // on (a kernel that kept swallowing its cancellation): that one is left mapped.
   struct cleanup {
     fiber_block& b;
     ~cleanup() {
       for (index_t t = 0; t < b.n; ++t) {
-        auto& m = b.threads[static_cast<std::size_t>(t)];
+        auto& m = b.thread(t);
 #if STRATA_TSAN_ANNOTATE
         if (m.marks.tsan_fiber) __tsan_destroy_fiber(m.marks.tsan_fiber);
 #endif
@@ -459,7 +484,7 @@ void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
   } give_back{b};
   stacks.free.reserve(stacks.free.size() + static_cast<std::size_t>(threads));
   for (index_t t = 0; t < threads; ++t) {
-    auto& m = b.threads[static_cast<std::size_t>(t)];
+    auto& m = b.thread(t);
     m.stack = stacks.get();
     // Every stack's top is at the same page offset, so the hot top frames of the fibers
     // would share a few L1 sets: each fiber starts a different multiple of 128 bytes
@@ -467,8 +492,13 @@ void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
     std::size_t const offset = static_cast<std::size_t>(t % 32) * 128;
     m.size = m.stack.size - offset;
     m.bottom = static_cast<char*>(m.stack.sp) - m.stack.size;
-    m.self =
-        ctx::detail::make_fcontext(static_cast<char*>(m.stack.sp) - offset, m.size, &fiber_main);
+    char* const top = static_cast<char*>(m.stack.sp) - offset;
+#if STRATA_FIBER_JUMP
+    b.slot(t).sp = top;
+    b.slot(t).pc = reinterpret_cast<void const*>(&strata_fiber_entry);
+#else
+    b.slot(t).sp = ctx::detail::make_fcontext(top, m.size, &fcontext_entry);
+#endif
 #if STRATA_TSAN_ANNOTATE
     m.marks.tsan_fiber = __tsan_create_fiber(0);
 #endif
@@ -479,11 +509,11 @@ void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
   // swallows the cancellation and reaches another barrier comes back here and is resumed
   // again, a bounded number of times; after that it is abandoned with its stack.
   auto end_all = [&] {
-    b.cancelled = !b.finished;
+    if (!b.has(fiber_block::finished)) b.flags |= fiber_block::cancelled;
     for (int pass = 0; pass < 16; ++pass) {
       bool any = false;
       for (index_t t = 0; t < threads; ++t) {
-        auto const& m = b.threads[static_cast<std::size_t>(t)];
+        auto const& m = b.thread(t);
         if (m.started && !m.exited) {
           switch_to(b, threads, t);
           any = true;
@@ -496,9 +526,9 @@ void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
   // The threads switch among themselves and come back here only for groups, mistakes,
   // errors and the range's end.
   switch_to(b, threads, 0);
-  while (!b.error && !b.finished && b.grouped) {
+  while (!b.error && !b.has(fiber_block::finished) && b.has(fiber_block::grouped)) {
     run_grouped(b);
-    if (!b.error && !b.finished) switch_to(b, threads, 0);
+    if (!b.error && !b.has(fiber_block::finished)) switch_to(b, threads, 0);
   }
   end_all();
   if (b.error) std::rethrow_exception(b.error);

@@ -2,26 +2,15 @@
 // plus the block's synchronization (none, fibers, or phases).
 #pragma once
 
+#include <strata/exec/cpu/fiber.hpp>
 #include <strata/exec/domain.hpp>
 #include <strata/vec.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace strata::detail {
-
-struct fiber_block;
-/// What a thread of a fiber block arrives at (src/exec/cpu/fibers.cpp).
-enum class fiber_arrival : int { barrier, group_barrier, block_end };
-/// Suspends the calling fiber until its block's threads have all arrived at this
-/// barrier (returning how many passed a non-zero `predicate`: CUDA's __syncthreads_count),
-/// until the block's threads [first, first + size) (a group, domain.hpp) have arrived at
-/// this group's barrier, or, at block_end, until all threads have ended the block
-/// (returning whether the fiber has another block to run). One function for all, so that
-/// every switch between the fibers leaves and resumes through the same call site (the
-/// CPU's return-address predictor then expects where each resumed fiber returns).
-int fiber_arrive(fiber_block* block, fiber_arrival what, int predicate, index_t first,
-                 index_t size);
 
 /// The key of a block's static shared variable (T, Id): the address of this variable,
 /// one per specialization in the whole program.
@@ -73,10 +62,10 @@ struct no_sync {
 
 /// A parallel block whose threads are fibers.
 struct fiber_sync {
-  fiber_block* block;
-  void barrier() const { (void)fiber_arrive(block, fiber_arrival::barrier, 0, 0, 0); }
+  fiber_state* block;
+  void barrier() const { (void)fiber_pass(block, fiber_arrival::barrier); }
   int barrier_count(int predicate) const {
-    return fiber_arrive(block, fiber_arrival::barrier, predicate, 0, 0);
+    return static_cast<int>(fiber_arrive(block, fiber_arrival::barrier_count, predicate, 0, 0));
   }
   void group_barrier(index_t first, index_t size) const {
     (void)fiber_arrive(block, fiber_arrival::group_barrier, 0, first, size);

@@ -30,14 +30,14 @@ class scratch_frame {
 };
 
 /// Runs blocks [b0, b1) of `threads` threads each as `threads` fibers that take the
-/// blocks in turn: body(ctx, block, thread) runs the kernel for one thread of a block, then
-/// returns fiber_arrive(fiber_arrival::block_end) (whether this fiber has another block).
-/// barrier() inside switches to the next fiber; a block begins once all threads ended the
-/// one before (with vars->next_block()). Rethrows the first exception a thread threw;
-/// throws strata::error if some threads return while others wait at a barrier (the block
-/// would hang on a GPU).
+/// blocks in turn: body(ctx, b0, thread) runs the kernel for one thread of block b0, then
+/// calls fiber_pass(fiber_arrival::block_end), which returns the fiber's next block (or
+/// -1: body returns). barrier() inside switches to the next fiber; a block begins once all
+/// threads ended the one before (with vars->next_block()). Rethrows the first exception a
+/// thread threw; throws strata::error if some threads return while others wait at a
+/// barrier (the block would hang on a GPU).
 void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
-                      bool (*body)(void*, index_t, index_t, fiber_block*), void* ctx,
+                      void (*body)(void*, index_t, index_t, fiber_state*), void* ctx,
                       block_vars* vars);
 
 /// Limit on threads of one parallel CPU block (fibers are cheap but not free).
@@ -121,7 +121,8 @@ void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kerne
   } c{&s, frame.data(), &vars, &k, &args};
   run_fiber_blocks(
       threads, b0, b1,
-      [](void* p, index_t b, index_t t, fiber_block* fb) -> bool {
+      [](void* p, index_t b, index_t t, fiber_state* fb) {
+        // One context per fiber for its whole range: only the block index changes.
         auto& cl = *static_cast<closure*>(p);
         cpu_context<D, fiber_sync> ctx{cl.s->grid_extent(),
                                        cl.s->block_extent(),
@@ -133,11 +134,14 @@ void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kerne
                                        cl.s->scratchpad_bytes(),
                                        0,
                                        cl.vars};
-        call_kernel(*cl.k, domain<D, parallel_group, cpu_context<D, fiber_sync>>(ctx), *cl.args,
-                    std::make_index_sequence<std::tuple_size_v<Args>>{});
-        // Here rather than in the fiber's loop: this call then sits as deep as a barrier
-        // of a kernel inlined here (see fiber_arrive).
-        return fiber_arrive(fb, fiber_arrival::block_end, 0, 0, 0) != 0;
+        for (;;) {
+          call_kernel(*cl.k, domain<D, parallel_group, cpu_context<D, fiber_sync>>(ctx), *cl.args,
+                      std::make_index_sequence<std::tuple_size_v<Args>>{});
+          b = fiber_pass(fb, fiber_arrival::block_end);
+          if (b < 0) return;
+          ctx.block_idx = delinearize(b, cl.s->grid_extent());
+          ctx.scratchpad_used = 0;
+        }
       },
       &c, &vars);
 }
