@@ -54,6 +54,16 @@ void wait_until(sim_device::clock::time_point deadline) {
   while (sim_device::clock::now() < deadline) spin::relax();
 }
 
+namespace {
+// Takes `m` by trying and yielding, not by sleeping on it: the transfer path's critical
+// sections are a few hundred nanoseconds, and std::mutex parks a contending thread on a
+// futex at once, so that the holder's unlock then pays a wake-up system call (2-15 us on
+// this VM) and the contender a wake-up latency: more than a small transfer's issue.
+void lock_spinning(std::mutex& m) {
+  while (!m.try_lock()) std::this_thread::yield();
+}
+}  // namespace
+
 sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(params_.speed) {
   try {
     for (int u = 0; u < params_.units; ++u)
@@ -264,13 +274,15 @@ event sim_device::enqueue_copy(copy_desc const& d, link_dir dir, double modeled,
   track(done);
   auto& e = engine(dir);
   {
-    std::lock_guard lock(mutex_);
+    lock_spinning(mutex_);
+    std::lock_guard lock(mutex_, std::adopt_lock);
     // Queued behind the link's earlier transfers, it ends at their end plus its own model.
     auto const start = std::max(issued, e.booked);
     e.booked = start + seconds(modeled);
     done.expect(e.booked);
     e.queue.push_back({d, modeled, done, start, flow});
     e.queued.fetch_add(1, std::memory_order_release);
+    e.issued.fetch_add(1, std::memory_order_relaxed);
     untaken.fetch_add(1, std::memory_order_release);
     ++busy_;
   }
@@ -287,7 +299,13 @@ event sim_device::enqueue_copy_between(sim_device& from, sim_device& to, copy_de
   auto& out = from.engine(link_dir::out);
   auto& in = to.engine(link_dir::in);
   {
-    std::scoped_lock lock(from.mutex_, to.mutex_);
+    for (;;) {  // both, neither held while waiting (as std::lock, without sleeping)
+      lock_spinning(from.mutex_);
+      if (to.mutex_.try_lock()) break;
+      from.mutex_.unlock();
+      std::this_thread::yield();
+    }
+    std::lock_guard hold_from(from.mutex_, std::adopt_lock), hold_to(to.mutex_, std::adopt_lock);
     // The bytes cross both links at once (through the host): the transfer starts when
     // both are free and holds both until it ends. Only the source's engine queues it.
     auto const start = std::max({issued, out.booked, in.booked});
@@ -295,6 +313,7 @@ event sim_device::enqueue_copy_between(sim_device& from, sim_device& to, copy_de
     done.expect(out.booked);
     out.queue.push_back({d, modeled, done, start, flow});
     out.queued.fetch_add(1, std::memory_order_release);
+    out.issued.fetch_add(1, std::memory_order_relaxed);
     untaken.fetch_add(1, std::memory_order_release);
     ++from.busy_;
   }
@@ -345,7 +364,8 @@ void sim_device::run_transfer(copy_engine& e, copy_op& op) {
   // (a wake-up costs the waking thread a system call, more than a small transfer's
   // latency). Notified under the lock: a helper touches nothing of the device after it
   // (the device may end as soon as its engine sees the link idle).
-  std::lock_guard lock(mutex_);
+  lock_spinning(mutex_);
+  std::lock_guard lock(mutex_, std::adopt_lock);
   e.link_free = std::max(end, copy_end);
   e.running = false;
   if (stop_ || !e.queue.empty()) e.ready.notify_all();
@@ -387,19 +407,36 @@ void sim_device::copy_main(copy_engine& e) {
     // wake-up from every issuing thread (a system call per halo copy, several times the
     // issue cost). The engine looks for more work for a short while before parking, as
     // the pool's idle workers do; it yields, so it never holds a core others need.
-    for (auto until = clock::now() + engine_spin;
-         e.queued.load(std::memory_order_acquire) == 0 && clock::now() < until;)
+    // It parks once nothing was issued to it for engine_spin, counting the transfers
+    // that waiters ran themselves (help_engines): while the program issues transfers, the
+    // next issue finds the engine awake.
+    bool saw_work = false;
+    auto seen = e.issued.load(std::memory_order_relaxed);
+    for (auto until = clock::now() + engine_spin; clock::now() < until;) {
+      if (e.queued.load(std::memory_order_acquire) != 0) {
+        saw_work = true;
+        break;
+      }
+      if (auto const now_issued = e.issued.load(std::memory_order_relaxed); now_issued != seen) {
+        seen = now_issued;
+        until = clock::now() + engine_spin;
+      }
       std::this_thread::yield();
+    }
     {
-      std::unique_lock lock(mutex_);
+      lock_spinning(mutex_);
+      std::unique_lock lock(mutex_, std::adopt_lock);
       // Stops once its queue is empty and no waiter runs one of its transfers.
       auto const due = [&] { return !e.running && (stop_ || !e.queue.empty()); };
       if (!due()) {
+        // A waiter took the transfer this engine saw queued (help_engines): look again
+        // rather than park, so that the next transfer, likely soon, finds the engine awake
+        // and its issue costs no futex wake (on this VM 2-15 us of the issuing thread,
+        // which delays whatever it issues next). (Queued behind a waiter's transfer, it
+        // parks: the waiter notifies it when that ends.)
+        if (saw_work && !stop_ && e.queue.empty()) continue;
         e.ready.wait(lock);
-        // Woken for a transfer that a waiter took meanwhile (help_engines), or spuriously:
-        // spin again before parking, so that the next transfer, likely soon, finds the
-        // engine awake and its issue costs no futex wake (about 1.7 us of the issuing
-        // thread on this VM, which delays whatever it issues next).
+        // Woken for a transfer that a waiter took meanwhile, or spuriously: the same.
         if (!due()) continue;
       }
       if (!take(e, op)) return;

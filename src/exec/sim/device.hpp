@@ -110,6 +110,9 @@ class sim_device {
   struct copy_engine {
     std::deque<copy_op> queue;    // under mutex_
     std::atomic<long> queued{0};  // queue.size(), read by the engine without the lock
+    // Transfers ever queued here (also those a waiter then ran): while they keep coming,
+    // the engine keeps looking instead of parking.
+    std::atomic<std::uint64_t> issued{0};
     std::condition_variable ready;
     std::thread thread;
     // Under mutex_: the modeled end of the last transfer booked on this link (copies
