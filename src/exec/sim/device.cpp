@@ -182,6 +182,23 @@ std::int64_t thread_cpu_ns() noexcept {
 }
 }  // namespace
 
+// speed < 1: between two chunks a unit sleeps until the model's time for the CPU time it
+// has spent so far, rather than running the whole kernel at the host's pace and then
+// waiting out the rest (finish). The kernel ends when it did, but a slow device takes a
+// share of a core over its kernel's modeled time instead of whole cores in a burst: eight
+// devices at speed 0.2 starting their kernels together on 2 cores left the host's own
+// threads (graph nodes, boundary kernels, copies) waiting several milliseconds for a
+// core (a trace of ripple-scaling, session 26).
+void sim_device::pace(kernel_op const& op, std::int64_t cpu0) const {
+  double const speed = speed_.load(std::memory_order_relaxed);
+  if (speed >= 1.0 || op.next.load(std::memory_order_relaxed) >= op.chunks) return;
+  auto const spent = std::chrono::nanoseconds(thread_cpu_ns() - cpu0);
+  auto const due = op.start + std::chrono::duration_cast<clock::duration>(spent / speed);
+  // Woken early by the OS's margin: a sleep that overran would end the kernel late.
+  if (due - clock::now() > 2 * spin::sleep_margin)
+    std::this_thread::sleep_until(due - spin::sleep_margin);
+}
+
 void sim_device::unit_main() {
   for (;;) {
     std::shared_ptr<kernel_op> op;
@@ -211,6 +228,7 @@ void sim_device::unit_main() {
           op->body(c);
         });
         op->remaining.fetch_sub(1, std::memory_order_acq_rel);
+        pace(*op, cpu0);
       }
     }
     auto const spent = thread_cpu_ns() - cpu0;
