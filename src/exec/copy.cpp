@@ -194,6 +194,10 @@ target fill_target(void const* address, std::uint32_t memory_place) {
   return parent ? target(*parent) : target(memory.root());
 }
 
+index_t sim_chunks_per_unit(int device) {
+  return current_exec().sims.device(device).speed() < 1.0 ? 16 : 4;
+}
+
 event sim_launch(int device, index_t chunks, std::function<void(index_t)> body, char const* name) {
   return current_exec().sims.device(device).enqueue_kernel(chunks, std::move(body), name);
 }

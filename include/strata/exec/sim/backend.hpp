@@ -13,6 +13,12 @@
 #include <typeinfo>
 
 namespace strata::detail {
+/// Chunks per unit to cut a launch on sim device `device` into: 16 on a device slower than
+/// the host, whose units pace themselves between chunks (src/exec/sim/device.cpp; smaller
+/// chunks spread its CPU more evenly over the kernel's modeled time: ripple-scaling weak,
+/// 8 devices on 2 cores, 0.79-0.81 with 4 per unit, 0.88-0.95 with 16), else 4 (each
+/// chunk costs a little: a 2-device halo exchange at 32 KiB rows lost 2-5% with 16).
+index_t sim_chunks_per_unit(int device);
 /// Queues `chunks` chunks of `body` on sim device `device`; returns its completion.
 /// `name` (static storage) names the kernel in the trace.
 event sim_launch(int device, index_t chunks, std::function<void(index_t)> body,
@@ -28,11 +34,7 @@ struct backend {
   static event launch(detail::placement const& where, shape<D, P> const& s, Kernel const& k,
                       Args& args) {
     detail::check_cpu_shape(s, "sim");
-    // 16 chunks per unit (when there are blocks for it): a slow device's unit paces
-    // itself between chunks (src/exec/sim/device.cpp), so smaller chunks spread its CPU
-    // more evenly over the kernel's modeled time (ripple-scaling weak, 8 devices on 2
-    // cores: 0.79-0.81 with 4 per unit, 0.88-0.95 with 16).
-    detail::chunking plan(s.blocks(), where.threads, 16);
+    detail::chunking plan(s.blocks(), where.threads, detail::sim_chunks_per_unit(where.device));
     // The kernel's type names its span on the sim unit's lane, as on the CPU backends.
     return detail::sim_launch(
         where.device, plan.chunks, detail::chunk_body(s, k, args, plan),
