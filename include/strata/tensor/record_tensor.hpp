@@ -79,8 +79,10 @@ template <class T, std::size_t N>
 std::byte* staging(tensor_state<T, N>& keeper, std::vector<index_t> key, place const& where,
                    space_id space, std::size_t bytes) {
   std::lock_guard lock(keeper.staging_mutex);
-  auto [it, fresh] = keeper.staging.try_emplace(std::move(key), nullptr);
-  if (!fresh) return static_cast<std::byte*>(it->second);
+  // (Not a structured binding: the lambda below uses `it`, which clang before 16 rejects.)
+  auto const emplaced = keeper.staging.try_emplace(std::move(key), nullptr);
+  auto const it = emplaced.first;
+  if (!emplaced.second) return static_cast<std::byte*>(it->second);
   visit_space(space, [&](auto sp) {
     using S = decltype(sp);
     if constexpr (S::id == space_id::host || S::id == space_id::sim || S::id == space_id::cuda) {
