@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <thread>
 #include <vector>
 
 #include "support/hang_guard.hpp"
@@ -201,6 +202,45 @@ TEST_F(SimLinks, FreeingTheDestinationWaitsForADeviceToDeviceCopy) {
                                 << (deferred ? " (issued after an event)" : "");
   }
   deallocate(from);
+}
+
+TEST_F(SimLinks, AnEngineThatParkedAfterWaitersRanItsTransfersStillRunsAnUnwaitedOne) {
+  // Session 26: a copy engine stays awake while transfers keep being issued to it, also
+  // those a waiter then runs itself (help_engines), and parks after a quiet spell. A
+  // transfer issued after that must start without anybody waiting for it: here it is
+  // polled with plain sleeps, which run no wait hook. Quiet spells shorter and longer
+  // than the engine's spin, so that both the awake and the parked engine are met.
+  std::vector<char> h(4096, 7);
+  auto a = allocate<char, sim_space>(sim0, 4096);
+  auto b = allocate<char, sim_space>(sim1, 4096);
+  auto c = allocate<char, sim_space>(sim0, 4096);  // the unwaited upload's own target
+  int never = 0;
+  finishes_within(limit, "sim transfers nobody waits for", [&] {
+    for (int round = 0; round < 20; ++round) {
+      for (int i = 0; i < 10; ++i) {  // waited for: the waiter may run them
+        copy(a, host(h), 4096).wait();
+        copy(b, a, 4096).wait();
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(round % 2 ? 30 : 2000));
+      auto across = copy(b, a, 4096);
+      auto up = copy(c, host(h), 4096);
+      auto const t0 = std::chrono::steady_clock::now();
+      while (!(across.ready() && up.ready()) &&
+             std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (!(across.ready() && up.ready())) ++never;
+      wait_all({across, up});  // a round that failed still finishes before the next
+    }
+  });
+  EXPECT_EQ(never, 0) << "rounds whose unwaited transfers did not complete within 5 s";
+  std::vector<char> back(4096, 0);
+  copy(host(back), b, 4096).wait();
+  EXPECT_EQ(back[4095], 7);
+  copy(host(back), c, 4096).wait();
+  EXPECT_EQ(back[0], 7);
+  deallocate(a);
+  deallocate(b);
+  deallocate(c);
 }
 
 TEST(SimLinksOnePu, BothDirectionsFromAKernelOnTheOnlyPu) {

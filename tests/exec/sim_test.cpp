@@ -9,9 +9,12 @@
 #include <vector>
 
 #include "exec/backends.hpp"
+#include "support/hang_guard.hpp"
 
 namespace strata {
 namespace {
+
+using testing_support::finishes_within;
 
 class Sim : public testing::Test {
  protected:
@@ -197,6 +200,46 @@ TEST_F(Sim, SpeedStretchesKernelTime) {
   launch(sim1, grid(1), busy).wait();
   auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_GE(took, std::chrono::milliseconds(16));
+}
+
+TEST_F(Sim, APacedSlowDeviceComputesWhatAFullSpeedOneDoes) {
+  // Session 26: on a device slower than the host (speed < 1) each unit pauses between
+  // chunks until the model's time for the CPU it has spent. Pausing must not lose, repeat
+  // or reorder a block's work, also with two units and when the speed changes while
+  // kernels are queued.
+  constexpr int n = 1 << 16;
+  auto run = [&](double speed, bool change) {
+    sim::set_speed(sim0, speed);
+    buffer<double, 1, sim_space> d(sim0, n);
+    std::vector<event> done;
+    for (int k = 0; k < 6; ++k) {
+      if (change && k == 3) sim::set_speed(sim0, speed * 2);
+      done.push_back(launch(
+          sim0, divide_work(sim0, n),
+          [](auto const& self, double* v, int n, int k) {
+            for (auto i : self.elements(n)) {
+              double x = k == 0 ? 0.0 : v[i];
+              for (int r = 0; r < 200; ++r) x = x * 0.5 + double(i % 97) + double(k);
+              v[i] = x;
+            }
+          },
+          d.data(), n, k));
+    }
+    wait_all(done);
+    std::vector<double> out(n);
+    copy(ptr<double>(out.data(), 0), d.data(), n).wait();
+    return out;
+  };
+  std::vector<double> full, slow, changed;
+  finishes_within(std::chrono::seconds(60), "kernels on a paced sim device", [&] {
+    full = run(1.0, false);
+    slow = run(0.25, false);
+    changed = run(0.25, true);
+  });
+  sim::set_speed(sim0, 1.0);
+  ASSERT_EQ(slow.size(), full.size());
+  EXPECT_EQ(slow, full) << "speed 0.25 changed the result";
+  EXPECT_EQ(changed, full) << "a speed change while kernels were queued changed the result";
 }
 
 }  // namespace
