@@ -54,16 +54,6 @@ void wait_until(sim_device::clock::time_point deadline) {
   while (sim_device::clock::now() < deadline) spin::relax();
 }
 
-namespace {
-// Takes `m` by trying and yielding, not by sleeping on it: the transfer path's critical
-// sections are a few hundred nanoseconds, and std::mutex parks a contending thread on a
-// futex at once, so that the holder's unlock then pays a wake-up system call (2-15 us on
-// this VM) and the contender a wake-up latency: more than a small transfer's issue.
-void lock_spinning(std::mutex& m) {
-  while (!m.try_lock()) std::this_thread::yield();
-}
-}  // namespace
-
 sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(params_.speed) {
   try {
     for (int u = 0; u < params_.units; ++u)
@@ -116,9 +106,24 @@ sim_device::~sim_device() {
   for (auto& c : engines_) c.thread.join();
 }
 
+namespace {
+// Takes `m` by trying and yielding, not by sleeping on it: the transfer path's critical
+// sections are a few hundred nanoseconds, and std::mutex parks a contending thread on a
+// futex at once, so that the holder's unlock then pays a wake-up system call (2-15 us on
+// this VM) and the contender a wake-up latency: more than a small transfer's issue.
+void lock_spinning(std::mutex& m) {
+  while (!m.try_lock()) std::this_thread::yield();
+}
+}  // namespace
+
 void sim_device::track(event const& done) {
   if (done.ready()) return;
-  std::lock_guard lock(mutex_);
+  lock_spinning(mutex_);
+  std::lock_guard lock(mutex_, std::adopt_lock);
+  track_locked(done);
+}
+
+void sim_device::track_locked(event const& done) {
   if (tracked_.size() >= prune_at_) {
     std::erase_if(tracked_, [](std::weak_ptr<event_state> const& w) {
       auto s = w.lock();
@@ -163,9 +168,10 @@ event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> bo
   op->name = name;
   if (trace::enabled()) op->flow = trace::detail::flow_from_here();
   event done = op->done;
-  track(done);
   {
-    std::lock_guard lock(mutex_);
+    lock_spinning(mutex_);
+    std::lock_guard lock(mutex_, std::adopt_lock);
+    track_locked(done);
     if (kernels_.empty()) op->start = clock::now();
     kernels_.push_back(std::move(op));
     ++busy_;
@@ -289,11 +295,11 @@ event sim_device::enqueue_copy(copy_desc const& d, link_dir dir, double modeled,
                                clock::time_point issued) {
   event done = event::pending();
   std::uint64_t const flow = trace::enabled() ? trace::detail::flow_from_here() : 0;
-  track(done);
   auto& e = engine(dir);
   {
     lock_spinning(mutex_);
     std::lock_guard lock(mutex_, std::adopt_lock);
+    track_locked(done);
     // Queued behind the link's earlier transfers, it ends at their end plus its own model.
     auto const start = std::max(issued, e.booked);
     e.booked = start + seconds(modeled);
@@ -312,8 +318,6 @@ event sim_device::enqueue_copy_between(sim_device& from, sim_device& to, copy_de
                                        double modeled, clock::time_point issued) {
   event done = event::pending();
   std::uint64_t const flow = trace::enabled() ? trace::detail::flow_from_here() : 0;
-  from.track(done);
-  to.track(done);  // it writes `to`'s memory: a free there waits for it as well
   auto& out = from.engine(link_dir::out);
   auto& in = to.engine(link_dir::in);
   {
@@ -324,6 +328,8 @@ event sim_device::enqueue_copy_between(sim_device& from, sim_device& to, copy_de
       std::this_thread::yield();
     }
     std::lock_guard hold_from(from.mutex_, std::adopt_lock), hold_to(to.mutex_, std::adopt_lock);
+    from.track_locked(done);
+    to.track_locked(done);  // it writes `to`'s memory: a free there waits for it as well
     // The bytes cross both links at once (through the host): the transfer starts when
     // both are free and holds both until it ends. Only the source's engine queues it.
     auto const start = std::max({issued, out.booked, in.booked});
@@ -374,7 +380,6 @@ void sim_device::run_transfer(copy_engine& e, copy_op& op) {
         "copy", "sim", began, clock::now(),
         fmt::format("{} bytes, modeled {:.1f} us", op.desc.bytes(), op.modeled * 1e6), op.flow);
   op.done.complete();
-  done_one();
   // The link is free at the modeled end, not when this thread saw it pass: the next
   // transfer must not inherit the host's scheduling delay (it would add up over a queue of
   // small copies). If the host copy itself overran the model, the link was busy until then.
@@ -386,6 +391,7 @@ void sim_device::run_transfer(copy_engine& e, copy_op& op) {
   std::lock_guard lock(mutex_, std::adopt_lock);
   e.link_free = std::max(end, copy_end);
   e.running = false;
+  if (--busy_ == 0) idle_.notify_all();  // done_one, in the same critical section
   if (stop_ || !e.queue.empty()) e.ready.notify_all();
 }
 

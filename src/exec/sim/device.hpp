@@ -11,6 +11,7 @@
 
 #include "exec/copy_desc.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -25,6 +26,39 @@
 #include <vector>
 
 namespace strata::detail {
+
+/// A FIFO that keeps its storage: the copy engines' queues. A std::deque frees a node as
+/// its front empties, on the engine's thread, into the issuing thread's malloc arena,
+/// whose lock the issuing thread then contends for at its next allocation (futex calls on
+/// every few halo copies, session 27).
+template <class T>
+class ring {
+ public:
+  bool empty() const noexcept { return size_ == 0; }
+  std::size_t size() const noexcept { return size_; }
+  T& front() noexcept { return slots_[head_]; }
+  void push_back(T value) {
+    if (size_ == slots_.size()) grow();
+    slots_[(head_ + size_) % slots_.size()] = std::move(value);
+    ++size_;
+  }
+  void pop_front() {
+    slots_[head_] = T{};  // drops what the element holds (an event) now, not at reuse
+    head_ = (head_ + 1) % slots_.size();
+    --size_;
+  }
+
+ private:
+  void grow() {
+    std::vector<T> bigger(std::max<std::size_t>(16, 2 * slots_.size()));
+    for (std::size_t i = 0; i < size_; ++i)
+      bigger[i] = std::move(slots_[(head_ + i) % slots_.size()]);
+    slots_ = std::move(bigger);
+    head_ = 0;
+  }
+  std::vector<T> slots_;
+  std::size_t head_ = 0, size_ = 0;
+};
 
 struct sim_params {
   std::string name;
@@ -108,7 +142,7 @@ class sim_device {
   };
   // One per direction: a queue, a thread and a link clock of its own.
   struct copy_engine {
-    std::deque<copy_op> queue;    // under mutex_
+    ring<copy_op> queue;          // under mutex_
     std::atomic<long> queued{0};  // queue.size(), read by the engine without the lock
     // Transfers ever queued here (also those a waiter then ran): while they keep coming,
     // the engine keeps looking instead of parking.
@@ -135,6 +169,9 @@ class sim_device {
   // The device wait hook: runs one due transfer that no engine has taken yet.
   static bool help_engines() noexcept;
   copy_engine& engine(link_dir dir) noexcept { return engines_[static_cast<std::size_t>(dir)]; }
+  // track() with mutex_ held: queueing an operation records it in the same critical
+  // section (one lock per issue, which a waiting engine would otherwise contend for).
+  void track_locked(event const& done);
   void finish(std::shared_ptr<kernel_op> const& op);
   void done_one();
 
