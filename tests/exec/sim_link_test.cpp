@@ -8,8 +8,10 @@
 
 #include <strata/strata.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -241,6 +243,49 @@ TEST_F(SimLinks, AnEngineThatParkedAfterWaitersRanItsTransfersStillRunsAnUnwaite
   deallocate(a);
   deallocate(b);
   deallocate(c);
+}
+
+TEST_F(SimLinks, ManyUnwaitedUploadsToNeighbouringElementsKeepTheirOrderAndBytes) {
+  // Session 27: an engine's queue is a ring that grows when full. Rounds of a long upload
+  // (about 10 ms, taken by the engine: the ring's front moves on) and then 40 uploads of
+  // one int each into neighbouring elements of one buffer, all issued before any is
+  // waited for, so the ring wraps and then grows with its front mid-storage: every
+  // element gets its own value (no copy touches a neighbour), and the modeled ends and the
+  // completions follow the issue order on the one link.
+  constexpr int per_round = 40, rounds = 3, n = per_round * rounds;
+  std::vector<int> src(n);
+  for (int i = 0; i < n; ++i) src[static_cast<std::size_t>(i)] = 1000 + i;
+  auto d = allocate<int, sim_space>(sim0, n);
+  std::vector<int> zeros(n, 0);
+  copy(d, ptr<int>(zeros.data(), 0), n).wait();
+  std::vector<char> big_src(mib, 4);
+  auto big = allocate<char, sim_space>(sim0, mib);
+  finishes_within(limit, "many unwaited uploads on one link", [&] {
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<event> ups{copy(big, host(big_src), mib)};
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::mutex m;
+      std::vector<int> completed;
+      for (int i = r * per_round; i < (r + 1) * per_round; ++i) {
+        ups.push_back(copy(d + i, ptr<int>(&src[static_cast<std::size_t>(i)], 0), 1));
+        ups.back().then([&m, &completed, i] {
+          std::lock_guard lock(m);
+          completed.push_back(i);
+        });
+      }
+      for (std::size_t i = 1; i < ups.size(); ++i)
+        EXPECT_LT(modeled_end(ups[i - 1]), modeled_end(ups[i])) << "upload " << i;
+      wait_all(ups);
+      std::lock_guard lock(m);
+      EXPECT_TRUE(std::is_sorted(completed.begin(), completed.end()))
+          << "round " << r << ": uploads on one link completed out of issue order";
+    }
+  });
+  std::vector<int> back(n, 0);
+  copy(ptr<int>(back.data(), 0), d, n).wait();
+  EXPECT_EQ(back, src);
+  deallocate(d);
+  deallocate(big);
 }
 
 TEST(SimLinksOnePu, BothDirectionsFromAKernelOnTheOnlyPu) {
