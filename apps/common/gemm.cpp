@@ -110,7 +110,9 @@ void gemm(strata::target const& where, T alpha, strata::array_view<T const, stra
   gemm_plan const p = plan_gemm<T>(where, g.m, g.n);
   if (!p.device) {
     using tiling = gemm_cpu_tiling<T>;
-    strata::launch(where, gemm_shape<tiling>(p, g.m, g.n), gemm_kernel<tiling>{}, g).wait();
+    // The caller waits anyway: it takes the first PU's share (at one thread on the first
+    // PU, the whole product) instead of waking a worker for it.
+    strata::launch_and_wait(where, gemm_shape<tiling>(p, g.m, g.n), gemm_kernel<tiling>{}, g);
     return;
   }
   // A device: the operands go to its memory as tight row-major arrays (the layout copy

@@ -7,6 +7,14 @@
 #include <stdexcept>
 #include <thread>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+#if defined(__linux__)
+#include <unistd.h>
+#endif
+#include <vector>
+
 #include "exec/backends.hpp"
 
 namespace strata {
@@ -51,6 +59,118 @@ TEST(Pool, NestedLaunchOnTheFirstProcessorFromAWorker) {
   std::atomic<bool> inner_done{false};
   auto outer = launch(pus.back(), grid(1), [&](auto const&) {
     launch(pus.front(), grid(1), [](auto const&) {}).wait();
+    inner_done = true;
+  });
+  EXPECT_TRUE(ready_within(outer, 5000ms)) << "the worker waited forever for the first PU";
+  outer.wait();
+  EXPECT_TRUE(inner_done.load());
+}
+
+// launch_and_wait: the caller takes the first PU's share, so a launch on the first PU
+// alone runs on the calling thread (no worker is woken for it).
+TEST(Pool, LaunchAndWaitOnTheFirstProcessorRunsOnTheCaller) {
+  runtime rt;
+  auto first = rt.machine().slice(isa::host).processors().front();
+  for (int round = 0; round < 50; ++round) {
+    std::thread::id ran_on;
+    launch_and_wait(on(first, backend_id::threads), grid(1),
+                    [&ran_on](auto const&) { ran_on = std::this_thread::get_id(); });
+    ASSERT_EQ(ran_on, std::this_thread::get_id()) << "round " << round;
+  }
+  // A blocking queue's caller does the same.
+  queue q(on(first, backend_id::threads), queue_mode::blocking);
+  std::thread::id ran_on;
+  q.launch(grid(1), [&ran_on](auto const&) { ran_on = std::this_thread::get_id(); });
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+}
+
+#if defined(__linux__)
+// Voluntary context switches of every thread of this process but the caller: a parked
+// worker woken for nothing to do adds one.
+long other_threads_sleeps() {
+  long total = 0;
+  auto const self = std::to_string(static_cast<long>(::gettid()));
+  for (auto const& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (t.path().filename() == self) continue;
+    std::ifstream status(t.path() / "status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("voluntary_ctxt_switches:", 0) == 0) total += std::stol(line.substr(24));
+  }
+  return total;
+}
+
+// What launch_and_wait saves: the first PU's reserve worker is not woken for work the
+// caller runs. With launch(...).wait() every round wakes the parked reserve, which then
+// finds the work taken and parks again (a switch each round).
+TEST(Pool, LaunchAndWaitOnTheFirstProcessorLeavesTheParkedReserveAsleep) {
+  runtime rt;
+  auto first = on(rt.machine().slice(isa::host).processors().front(), backend_id::threads);
+  launch_and_wait(first, grid(1), [](auto const&) {});  // the pool is up
+  std::this_thread::sleep_for(20ms);
+  int const rounds = 60;
+  long const before = other_threads_sleeps();
+  for (int round = 0; round < rounds; ++round) {
+    std::this_thread::sleep_for(2ms);  // the workers have parked (they spin ~50 us)
+    launch_and_wait(first, grid(1), [](auto const&) {});
+  }
+  long const woken = other_threads_sleeps() - before;
+  EXPECT_LT(woken, rounds / 3) << "other threads slept " << woken << " times in " << rounds
+                               << " launches on the first PU";
+}
+#endif
+
+TEST(Pool, LaunchAndWaitRethrowsAndLeavesTheFirstProcessorToTheReserve) {
+  runtime rt;
+  auto first = rt.machine().slice(isa::host).processors().front();
+  EXPECT_THROW(launch_and_wait(on(first, backend_id::threads), grid(4),
+                               [](auto const&) { throw std::runtime_error("kernel"); }),
+               std::runtime_error);
+  // A target that fails before anything is submitted (a sim device's place with the
+  // threads backend) leaves the scope early too.
+  EXPECT_ANY_THROW(launch_and_wait(on(place{}, backend_id::threads), grid(1), [](auto const&) {}));
+  // Nobody waits now: work confined to the first PU is the reserve's again. A helper count
+  // left behind by either call would keep the reserve away from it for good.
+  auto e = launch(on(first, backend_id::threads), grid(4), [](auto const&) {});
+  EXPECT_TRUE(ready_within(e, 5000ms)) << "the reserve did not take the first PU's work";
+  e.wait();
+}
+
+// Concurrent users: one thread launches and waits on the first PU over and over while
+// work confined to that PU is launched without a waiter; the latter must still run
+// (the helper runs it, or the reserve once the helper leaves), and so must work launched
+// after the helper stops.
+TEST(Pool, UnwaitedFirstProcessorWorkRunsWhileAnotherThreadLaunchesAndWaits) {
+  runtime rt;
+  auto first = on(rt.machine().slice(isa::host).processors().front(), backend_id::threads);
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  std::thread helper([&] {
+    while (!stop.load()) {
+      launch_and_wait(first, grid(2), [](auto const&) {});
+      rounds++;
+    }
+  });
+  std::vector<event> unwaited;
+  for (int i = 0; i < 20; ++i) {
+    unwaited.push_back(launch(first, grid(3), [](auto const&) {}));
+    std::this_thread::sleep_for(200us);
+  }
+  for (auto const& e : unwaited) EXPECT_TRUE(ready_within(e, 5000ms)) << "stranded";
+  stop = true;
+  helper.join();
+  EXPECT_GT(rounds.load(), 0);
+  auto last = launch(first, grid(1), [](auto const&) {});
+  EXPECT_TRUE(ready_within(last, 5000ms)) << "the reserve did not take over";
+  last.wait();
+}
+
+TEST(Pool, NestedLaunchAndWaitOnTheFirstProcessorFromAWorker) {
+  runtime rt;
+  auto pus = rt.machine().slice(isa::host).processors();
+  if (pus.size() < 2) GTEST_SKIP() << "needs two processors";
+  std::atomic<bool> inner_done{false};
+  auto outer = launch(pus.back(), grid(1), [&](auto const&) {
+    launch_and_wait(pus.front(), grid(2), [](auto const&) {});
     inner_done = true;
   });
   EXPECT_TRUE(ready_within(outer, 5000ms)) << "the worker waited forever for the first PU";

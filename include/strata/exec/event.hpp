@@ -84,6 +84,22 @@ void wait_until_ready(event_state const& s);
 /// The same with a deadline: returns when `s` is ready or `deadline` has passed.
 void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_point deadline);
 
+/// While alive, the calling thread (outside the pool) counts as a thread that waits: it
+/// does the first PU's share of jobs, so submits do not wake the pool's reserve worker for
+/// them (a futex wake-up of a parked thread costs 4-12 us on the development VM, more
+/// than a small kernel). For work the caller waits for right away (launch_and_wait, a
+/// blocking queue); the reserve is woken when the scope ends if first-PU work is left.
+class caller_waits {
+ public:
+  caller_waits() noexcept;
+  ~caller_waits();
+  caller_waits(caller_waits const&) = delete;
+  caller_waits& operator=(caller_waits const&) = delete;
+
+ private:
+  void* pool_ = nullptr;
+};
+
 }  // namespace detail
 
 class event {

@@ -206,6 +206,18 @@ event launch(target const& where, S const& s, Kernel&& kernel, Args&&... args) {
   return detail::dispatch(detail::cpu_backends{}, p, s, k, copied);
 }
 
+/// launch, then wait: returns when the kernel has run, rethrowing its exception (Alpaka's
+/// kernel on a blocking queue; what `launch(...).wait()` does, minus a wake-up). The calling
+/// thread takes part as OpenMP's master thread does: it runs the first PU's share, so a
+/// launch on the first PU alone runs on the caller without waking the pool's reserve
+/// worker (tens of microseconds on a VM whose PUs have gone idle, against 4-9 us for a
+/// whole small kernel).
+template <shape_type S, class Kernel, class... Args>
+void launch_and_wait(target const& where, S const& s, Kernel&& kernel, Args&&... args) {
+  detail::caller_waits helping;
+  launch(where, s, std::forward<Kernel>(kernel), std::forward<Args>(args)...).wait();
+}
+
 template <shape_type S, class Kernel, class... Args>
 event launch(after const& deps, target const& where, S const& s, Kernel&& kernel, Args&&... args) {
   if (deps.ready()) {

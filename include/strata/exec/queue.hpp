@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 namespace strata {
@@ -82,6 +83,10 @@ class queue {
       previous = std::exchange(state_->last, mine);
     }
     try {
+      // A blocking queue's caller waits next: it runs the first PU's share itself
+      // (launch_and_wait).
+      std::optional<detail::caller_waits> helping;
+      if (state_->mode == queue_mode::blocking) helping.emplace();
       detail::complete_with(start(previous), mine);
       if (state_->mode == queue_mode::blocking) mine.wait();
     } catch (...) {

@@ -223,6 +223,10 @@ bool pool::help(int slot, event_state const* until) {
   return ran;
 }
 
+void pool::enter_helping() noexcept {
+  external_helpers_.fetch_add(1, std::memory_order_seq_cst);
+}
+
 void pool::leave_helping() noexcept {
   // The last waiting thread leaves: the reserve takes over the first PU's jobs.
   if (external_helpers_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
@@ -282,6 +286,18 @@ bool job::execute(index_t chunk) noexcept {
   if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
   done_.complete(error_.take());
   return true;
+}
+
+caller_waits::caller_waits() noexcept {
+  if (is_worker) return;  // a worker's own slot is its share already
+  if (auto* p = pool::instance()) {
+    p->enter_helping();
+    pool_ = p;
+  }
+}
+
+caller_waits::~caller_waits() {
+  if (pool_) static_cast<pool*>(pool_)->leave_helping();
 }
 
 void submit(std::shared_ptr<job> j) {

@@ -78,6 +78,13 @@ class pool {
   /// Wakes the threads waiting outside the pool (in event waits or drain).
   void notify_external() noexcept;
 
+  /// A thread outside the pool says it is about to wait (launch_and_wait, a blocking
+  /// queue): it counts as a helper of the first PU from now on, so a submit does not wake
+  /// the reserve for work this thread will run. Every call is paired with leave_helping.
+  void enter_helping() noexcept;
+  /// The last helper leaves: the reserve is woken if first-PU work is left.
+  void leave_helping() noexcept;
+
  private:
   void worker_main(int slot, int os_index, bool pin);
   std::shared_ptr<job> find(int slot, bool reserve);
@@ -86,7 +93,6 @@ class pool {
   void stop_workers() noexcept;
   void wake_slot(int slot);
   bool idle() const noexcept;
-  void leave_helping() noexcept;
 
   std::mutex mutex_;
   std::vector<std::shared_ptr<job>> active_;
