@@ -164,6 +164,39 @@ TEST(Pool, UnwaitedFirstProcessorWorkRunsWhileAnotherThreadLaunchesAndWaits) {
   last.wait();
 }
 
+// A kernel that runs inside the call (serial backend) and waits for another thread's
+// unwaited first-PU work: the caller must not count as that PU's helper while it runs,
+// or nobody wakes the reserve and the kernel waits for ever (here: 5 s, then fails).
+TEST(Pool, AnInlineKernelOfLaunchAndWaitDoesNotHoldTheFirstProcessorsReserve) {
+  runtime rt;
+  auto const first = on(rt.machine().slice(isa::host).processors().front(), backend_id::threads);
+  auto const inline_host = on(rt.machine(), backend_id::serial);
+  queue blocking(inline_host, queue_mode::blocking);
+  launch(first, grid(1), [](auto const&) {}).wait();  // the pool is up
+  for (int how = 0; how < 2; ++how) {
+    std::atomic<bool> inside{false}, released{false}, seen{false};
+    auto body = [&](auto const&) {
+      inside = true;
+      auto const give_up = std::chrono::steady_clock::now() + 5s;
+      while (!released.load() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::yield();
+      seen = released.load();
+    };
+    std::thread caller([&] {
+      if (how == 0)
+        launch_and_wait(inline_host, grid(1), body);
+      else
+        blocking.launch(grid(1), body);
+    });
+    while (!inside.load()) std::this_thread::yield();
+    auto e = launch(first, grid(1), [&released](auto const&) { released = true; });
+    caller.join();
+    EXPECT_TRUE(seen.load()) << (how == 0 ? "launch_and_wait" : "a blocking queue")
+                             << ": the first PU's work did not run while the kernel waited";
+    e.wait();
+  }
+}
+
 TEST(Pool, NestedLaunchAndWaitOnTheFirstProcessorFromAWorker) {
   runtime rt;
   auto pus = rt.machine().slice(isa::host).processors();

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <exception>
 #include <functional>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -214,7 +215,11 @@ event launch(target const& where, S const& s, Kernel&& kernel, Args&&... args) {
 /// whole small kernel).
 template <shape_type S, class Kernel, class... Args>
 void launch_and_wait(target const& where, S const& s, Kernel&& kernel, Args&&... args) {
-  detail::caller_waits helping;
+  // Not around a kernel that runs inside launch (serial, OpenMP): while it runs, the
+  // caller helps nobody, and a kernel waiting for another thread's first-PU work would
+  // then wait for a reserve that is never woken.
+  std::optional<detail::caller_waits> helping;
+  if (!detail::runs_inline(where)) helping.emplace();
   launch(where, s, std::forward<Kernel>(kernel), std::forward<Args>(args)...).wait();
 }
 

@@ -84,9 +84,10 @@ class queue {
     }
     try {
       // A blocking queue's caller waits next: it runs the first PU's share itself
-      // (launch_and_wait).
+      // (launch_and_wait; not while an inline backend runs the kernel in the call).
       std::optional<detail::caller_waits> helping;
-      if (state_->mode == queue_mode::blocking) helping.emplace();
+      if (state_->mode == queue_mode::blocking && !detail::runs_inline(state_->where))
+        helping.emplace();
       detail::complete_with(start(previous), mine);
       if (state_->mode == queue_mode::blocking) mine.wait();
     } catch (...) {
