@@ -210,6 +210,42 @@ TEST_P(Hybrid, FrontiersThatStopChangingStayRightInBothBuffers) {
   }
 }
 
+// The largest change decides convergence: a NaN must never be lost on the way (per cell,
+// per thread, per strip and between strips), an infinite change is a change, and infinity
+// staying infinity is none.
+TEST_P(Hybrid, NaNAndInfiniteChangesAreNeverTakenForConvergence) {
+  rt();
+  index_t const rows = 13, cols = 11;
+  auto devices = mix(GetParam());
+  double const inf = std::numeric_limits<double>::infinity();
+  auto solve = [&](std::vector<double> init, double edge, double tol, long limit) {
+    hybrid_stencil<double> h(
+        {rows, cols},
+        {.devices = devices, .boundary = edge, .tolerance = tol, .max_iterations = limit});
+    h.set(view<double, 2>(ptr<double, host_space>(init.data(), 0), vec<2>{rows, cols}));
+    return h.solve(jacobi{});
+  };
+  std::vector<double> zeros(static_cast<std::size_t>(rows * cols), 0.0);
+  for (index_t row :
+       {index_t{0}, index_t{6}, rows - 1}) {  // in the first, a middle, the last strip
+    auto nan = zeros;
+    nan[static_cast<std::size_t>(row * cols + 5)] = std::numeric_limits<double>::quiet_NaN();
+    auto r = solve(nan, 0.0, 1e-3, 5);
+    EXPECT_FALSE(r.converged) << GetParam() << " NaN in row " << row;
+    EXPECT_TRUE(std::isnan(r.max_change)) << GetParam() << " row " << row << ": " << r.max_change;
+    EXPECT_EQ(r.iterations, 5);
+    auto big = zeros;
+    big[static_cast<std::size_t>(row * cols + 5)] = inf;
+    r = solve(big, 0.0, 1e-3, 1);
+    EXPECT_FALSE(r.converged) << GetParam() << " infinity in row " << row;
+    EXPECT_EQ(r.max_change, inf) << GetParam() << " row " << row;
+  }
+  auto r = solve(std::vector<double>(zeros.size(), inf), inf, 0.0, 10);
+  EXPECT_TRUE(r.converged) << GetParam();
+  EXPECT_EQ(r.iterations, 1);
+  EXPECT_EQ(r.max_change, 0.0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Mixes, Hybrid,
                          ::testing::Values("cpu", "cpu+sim", "sim+cpu+sim", "2sim", "4strips"));
 
