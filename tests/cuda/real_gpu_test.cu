@@ -1,7 +1,8 @@
 // Issue 13's CUDA paths that only a real GPU exercises: foreign device memory as kernel
 // arguments (item 1), grids of more than 65535 rows (2), cudaMemset (3), the caller's
 // current device kept (5), pageable host copies staged without blocking the caller (6),
-// grid-stride elements (10) and the default architectures (8).
+// grid-stride elements (10) and the default architectures (8); and the hybrid stencil's
+// strip kernel on a GPU.
 // Without a GPU every test but the architecture check reports skipped with the
 // runtime's reason.
 #include <strata/strata.hpp>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -206,6 +208,40 @@ TEST_F(CudaReal, ElementsAreGridStrided) {
   copy(ptr<index_t>(h.data(), 0), d, h.size()).wait();
   for (index_t i = 0; i < n; ++i) ASSERT_EQ(h[static_cast<std::size_t>(i)], i % 64) << i;
   deallocate(d);
+}
+
+// The hybrid stencil's strip kernel (tensor/hybrid.hpp: the change reduced over bit
+// patterns, atomic flags) compiled for CUDA: Jacobi on the GPU alone and on GPU + host
+// equals the host alone bit for bit; a NaN change is kept to max_change.
+struct jacobi_k {
+  template <class It>
+  STRATA_FN double operator()(It& in) const {
+    return 0.25 * (*in.offset(0, -1) + *in.offset(0, 1) + *in.offset(1, -1) + *in.offset(1, 1));
+  }
+};
+
+TEST_F(CudaReal, HybridJacobiOnTheGpuEqualsTheHost) {
+  index_t const rows = 37, cols = 29;
+  std::vector<double> init(static_cast<std::size_t>(rows * cols));
+  for (std::size_t i = 0; i < init.size(); ++i) init[i] = static_cast<double>((i * 37) % 11);
+  auto solve = [&](std::vector<place> devices, std::vector<double> start, hybrid_result& r) {
+    hybrid_stencil<double> h(
+        {rows, cols}, {.devices = std::move(devices), .boundary = 1.5, .max_iterations = 20});
+    h.set(view<double, 2>(ptr<double, host_space>(start.data(), 0), vec<2>{rows, cols}));
+    r = h.solve(jacobi_k{});
+    std::vector<double> out(start.size());
+    h.get(view<double, 2>(ptr<double, host_space>(out.data(), 0), vec<2>{rows, cols}));
+    return out;
+  };
+  hybrid_result rh, rg, rm;
+  auto host = solve({rt.machine()}, init, rh);
+  EXPECT_EQ(solve({gpu()}, init, rg), host);
+  EXPECT_EQ(solve({gpu(), rt.machine()}, init, rm), host);
+  EXPECT_EQ(rg.max_change, rh.max_change);
+  EXPECT_EQ(rm.max_change, rh.max_change);
+  init[static_cast<std::size_t>(5 * cols + 7)] = std::nan("");
+  solve({gpu()}, init, rg);
+  EXPECT_TRUE(std::isnan(rg.max_change));
 }
 
 // Item 8: with the default CMAKE_CUDA_ARCHITECTURES (75-real 80-real 90), nvcc compiled

@@ -165,15 +165,15 @@ struct strip_kernel {
         (next_in_row(it), ...);
       }
       add_change(top, changed, delta);
-      return;
-    }
-    for (index_t k = 0; k < len; ++k) {  // cells with no order: changed or not
-      T const old = *in;
-      T const v = call_value(in, it...);
-      out[k] = v;
-      if (v != old) changed = true;
-      in.next_in_row();
-      (next_in_row(it), ...);
+    } else {
+      for (index_t k = 0; k < len; ++k) {  // cells with no order: changed or not
+        T const old = *in;
+        T const v = call_value(in, it...);
+        out[k] = v;
+        if (v != old) changed = true;
+        in.next_in_row();
+        (next_in_row(it), ...);
+      }
     }
   }
   /// A cell's change as an integer: the bits of |v - old|, 0 where v == old (also
