@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -244,6 +245,30 @@ TEST_P(Hybrid, NaNAndInfiniteChangesAreNeverTakenForConvergence) {
   EXPECT_TRUE(r.converged) << GetParam();
   EXPECT_EQ(r.iterations, 1);
   EXPECT_EQ(r.max_change, 0.0);
+}
+
+// Integer cells above 2^53 change by 1 while their difference in double is 0: still a
+// change (a solve to "nothing changes" must go on).
+struct step_up {
+  template <class It>
+  STRATA_FN std::int64_t operator()(It& in) const {
+    return *in + 1;
+  }
+};
+TEST_P(Hybrid, IntegerChangesThatRoundAwayInDoubleStillCount) {
+  rt();
+  index_t const rows = 9, cols = 7;
+  std::int64_t const big = (std::int64_t{1} << 60) + 1;
+  std::vector<std::int64_t> init(static_cast<std::size_t>(rows * cols), big);
+  hybrid_stencil<std::int64_t> h(
+      {rows, cols}, {.devices = mix(GetParam()), .boundary = big, .max_iterations = 4});
+  h.set(view<std::int64_t, 2>(ptr<std::int64_t, host_space>(init.data(), 0), vec<2>{rows, cols}));
+  auto r = h.solve(step_up{});
+  EXPECT_FALSE(r.converged) << GetParam();
+  EXPECT_EQ(r.iterations, 4);
+  std::vector<std::int64_t> out(init.size());
+  h.get(view<std::int64_t, 2>(ptr<std::int64_t, host_space>(out.data(), 0), vec<2>{rows, cols}));
+  for (auto v : out) ASSERT_EQ(v, big + 4) << GetParam();
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixes, Hybrid,

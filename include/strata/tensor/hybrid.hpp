@@ -179,12 +179,15 @@ struct strip_kernel {
   /// A cell's change as an integer: the bits of |v - old|, 0 where v == old (also
   /// infinity to infinity, whose difference is NaN). Non-negative doubles' bits order like
   /// their values and a NaN's lie above infinity's, so the largest change is an integer
-  /// max reduction, which vectorizes without -ffast-math (a double one does not); and any
-  /// nonzero maximum means a cell changed (x - y == 0 only for x == y, gradual underflow).
+  /// max reduction, which vectorizes without -ffast-math (a double one does not). A cell
+  /// that changed counts at least 1 (the smallest subnormal) where the difference rounds
+  /// to 0 in double (integers above 2^53, subnormals flushed to zero), so "changed" is
+  /// exactly "some v != old".
   STRATA_FN static std::uint64_t change_bits(T old, T v) {
     double const d = std::fabs(static_cast<double>(v) - static_cast<double>(old));
     std::uint64_t bits;
     std::memcpy(&bits, &d, sizeof bits);
+    bits |= static_cast<std::uint64_t>(bits == 0);
     return bits & -static_cast<std::uint64_t>(v != old);
   }
   /// Folds a row's largest change_bits into the thread's flags (a NaN change stays).
