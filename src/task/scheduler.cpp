@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <new>
+#include <string>
 #include <utility>
 
 namespace strata::task::detail {
@@ -483,10 +484,12 @@ node* scheduler::run_range(arena& a, int m, node* tagged) {
 bool scheduler::run_body(node* n) {
   graph_state& g = *n->owner;
   if (!g.is_cancelled()) {
-    trace::span traced(trace::enabled() && n->extra && !n->extra->name.empty()
-                           ? std::string_view(n->extra->name)
-                           : std::string_view("task"),
-                       "task");
+    // The span records its name when it ends, which can be after the node completed: an
+    // asynchronous body's event may complete, the run end and the graph (with the name)
+    // be destroyed before this returns (TSan, session 29). So it names a copy.
+    std::string name;
+    if (trace::enabled() && n->extra) name = n->extra->name;
+    trace::span traced(name.empty() ? std::string_view("task") : std::string_view(name), "task");
     if (trace::enabled() && n->trace_flow)  // the arrow from the node that released it
       traced.link_from(std::exchange(n->trace_flow, 0));
     auto* saved_place = my_place;
