@@ -116,6 +116,10 @@ shared_block::shared_block(team const& t, std::size_t bytes)
 shared_block::shared_block(std::size_t bytes, bool shared, char const* what) : bytes_(bytes) {
   // An empty part has its header too: its rank still reads from the peers in copies
   // from this array, and they wait for its count.
+  // The header page on top of an absurd size would wrap to a small mapping.
+  if (bytes > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()) - page_bytes())
+    throw out_of_memory(std::string(what) + ": could not allocate " + std::to_string(bytes) +
+                        " bytes; expected at most PTRDIFF_MAX bytes less a page");
   std::size_t const total = page_bytes() + bytes;
   if (shared) {
     {

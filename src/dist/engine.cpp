@@ -765,6 +765,13 @@ event engine::atomic(int rank, std::uintptr_t address, atomic_kind kind, scalar 
                      std::uint64_t operand, std::uint64_t expected, std::shared_ptr<bytes> old) {
   check_rank(rank, "dist atomic");
   auto const size = scalar_size(type);
+  // std::atomic_ref needs its type's alignment: a misaligned address is undefined (a
+  // split lock, or a torn value), on this rank, through a mapping or on the target.
+  if (address % size != 0)
+    throw invalid_argument("dist atomic: address 0x" + fmt_hex(address) + " on rank " +
+                           std::to_string(rank) + " is not aligned to " + std::to_string(size) +
+                           " bytes; expected the address of a " + std::to_string(size) +
+                           "-byte element");
   if (rank == rank_) {
     if (!segment_contains(address, size))
       return event::failed(remote(rank, "atomic on " + segment_problem(rank, address, size)));
@@ -998,6 +1005,9 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
       std::uint64_t old = 0;
       if (!segment_contains(h.a, size)) {
         problem = segment_problem(rank_, h.a, size);
+      } else if (h.a % size != 0) {  // refused by the origin too; never trust the wire
+        problem = "atomic at address 0x" + fmt_hex(h.a) + " on rank " + std::to_string(rank_) +
+                  ": not aligned to " + std::to_string(size) + " bytes";
       } else {
         try {
           old = apply_atomic(h.a, kind, type, h.b, h.c);
@@ -1219,17 +1229,25 @@ event engine::point_to_point(std::shared_ptr<team_state> const& t, bool send, in
     }
     track(r, [this, ev, send, n, peer, what](MPI_Status const& st) {
       outstanding_.fetch_sub(1, std::memory_order_acq_rel);
-      if (st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING)
+      // A message larger than the buffer is MPI_ERR_TRUNCATE: the same mistake as a
+      // smaller one (the sizes of a send and its receive differ), so the same error.
+      bool const truncated = !send && st.MPI_ERROR == MPI_ERR_TRUNCATE;
+      if (!truncated && st.MPI_ERROR != MPI_SUCCESS && st.MPI_ERROR != MPI_ERR_PENDING)
         return ev.complete(std::make_exception_ptr(
             error(std::string(what) + " with team rank " + std::to_string(peer) +
                   " failed: " + mpi_error_text(st.MPI_ERROR))));
       if (!send) {
         int got = 0;
         MPI_Get_count(&st, MPI_BYTE, &got);
-        if (static_cast<std::size_t>(got) != n)
+        // Open MPI counts the whole message of a truncated receive; an MPI that counts
+        // only what fit still says more than `n` was sent.
+        std::string const sent = truncated && static_cast<std::size_t>(got) <= n
+                                     ? "more than " + std::to_string(n)
+                                     : std::to_string(got);
+        if (truncated || static_cast<std::size_t>(got) != n)
           return ev.complete(std::make_exception_ptr(
-              invalid_argument("dist::recv: team rank " + std::to_string(peer) + " sent " +
-                               std::to_string(got) + " bytes; expected " + std::to_string(n) +
+              invalid_argument("dist::recv: team rank " + std::to_string(peer) + " sent " + sent +
+                               " bytes; expected " + std::to_string(n) +
                                " (the sizes of a send and its receive differ)")));
       }
       ev.complete();

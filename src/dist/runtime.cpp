@@ -58,6 +58,12 @@ int my_rank() {
   return runtime::current().rank();
 }
 
+[[noreturn]] void empty_future(char const* operation) {
+  throw invalid_argument(std::string("dist::future::") + operation +
+                         ": the future is empty (default-constructed); expected one from "
+                         "dist::async, dist::allocate or a dist atomic");
+}
+
 [[noreturn]] void not_local(int rank, std::uintptr_t address) {
   throw invalid_argument("global_ptr::local: address 0x" + fmt_hex(address) + " is on rank " +
                          std::to_string(rank) + ", not on this rank (" + std::to_string(my_rank()) +

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -82,6 +83,13 @@ void unregister_segment(void const* base) {
 }
 
 std::uintptr_t allocate_segment(std::size_t size, std::size_t align) {
+  // A size near SIZE_MAX would wrap when it is rounded up to the alignment below (or a
+  // memory file's header page is added), allocating a few bytes while the registry holds
+  // the whole size. No object is larger than PTRDIFF_MAX bytes, so that is the bound.
+  if (size > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()))
+    throw out_of_memory("dist::allocate: " + std::to_string(size) + " bytes on rank " +
+                        std::to_string(my_rank()) +
+                        " cannot be allocated; expected at most PTRDIFF_MAX bytes");
   current_engine().sweep_windows();
   // With peers on this node: a memory file they map, so their puts and gets are memory
   // copies (docs/dist.md "Put and get on one node"). Page-aligned, so any align up to a

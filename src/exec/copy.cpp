@@ -31,7 +31,7 @@ constexpr std::size_t min_piece = std::size_t{256} << 10;
 
 event host_copy(copy_desc const& d) {
   std::size_t const units = copy_units(d);
-  if (d.bytes() < parallel_copy_threshold) {
+  if (d.bytes() < parallel_copy_threshold || d.overlapping) {
     copy_part(d, 0, units);
     return event::completed();
   }
@@ -103,6 +103,9 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
   auto const issued = sim_device::clock::now();
   copy_desc d{to_side(dst), to_side(src), row_bytes, rows, slices};
   current_exec();  // no runtime: fail here, in the caller
+  // Both sides in the host's memory or in sim memory (the process's own, for the emulated
+  // devices) may be one range: a shift within an array copies as memmove would.
+  d.overlapping = !cuda::involved(d) && spans_intersect(d);
   // A device's copy engine takes rows that do not overlap (cudaMemcpy2D/3D reject a pitch
   // below the row): the sim device refuses what a GPU would, so such copies fail in tests.
   if (!on_host(dst.space) || !on_host(src.space))

@@ -124,6 +124,11 @@ foreach(file IN LISTS libraries programs)
       endif()
     endforeach()
   endforeach()
+  # libstrata_dist finds libstrata beside it on its own (a dist-only program linked
+  # --as-needed does not load it through its own RUNPATH).
+  if(file MATCHES "libstrata_dist" AND NOT output MATCHES "RUNPATH[^\n]*\\[\\$ORIGIN\\]")
+    message(FATAL_ERROR "${file} has no RUNPATH $ORIGIN to find libstrata beside it")
+  endif()
   if(output MATCHES "NEEDED[^\n]*\\[(lib[^]]*(tbb|kokkos|blas|fftw|scalapack|petsc)[^]]*)\\]")
     message(FATAL_ERROR "${file} links a benchmark peer: ${CMAKE_MATCH_1}")
   endif()

@@ -1035,3 +1035,172 @@ TEST(DistThreadArray, AFailureOrAMissingSyncIsAnErrorOnEveryRank) {
   EXPECT_THROW(dist::for_ranks(w, P, [](dist::rank_context const& p) { (void)p.tid(3); }),
                invalid_argument);
 }
+
+// Sizes whose bytes do not fit in size_t, or that no memory holds: refused where they are
+// given (before anything is sent), not wrapped to a few bytes that a put then overruns.
+TEST(DistMemory, ImpossibleSizesAreRefusedBeforeAllocating) {
+  dist::runtime rt;
+  int const target = (rt.rank() + 1) % rt.size();
+  auto const wraps = (std::size_t{1} << 62) + 4;  // x 4 bytes wraps to 16
+  try {
+    (void)dist::allocate<int>(rt.rank_place(target), wraps);
+    ADD_FAILURE() << "2^62 + 4 ints were accepted";
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("overflow the address space"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)dist::allocate<char>(rt.rank_place(target), SIZE_MAX - 10), out_of_memory);
+  // The target refuses such a size too (a caller that bypasses the check above).
+  EXPECT_THROW(
+      dist::async(rt.rank_place(target), dist::detail::allocate_fn<char>{SIZE_MAX - 10}).get(),
+      dist::remote_error);
+  // The collective form: every member refuses, none waits for the others.
+  EXPECT_THROW((void)dist::allocate<double>(rt.world(), rt.rank_place(rt.size() - 1),
+                                            (std::size_t{1} << 61) + 1),
+               invalid_argument);
+  auto g = dist::allocate<int>(rt.rank_place(target), 4).get();
+  std::vector<int> v(64, 9);
+  auto const past = (std::size_t{1} << 62) + 1;
+  EXPECT_THROW(dist::put(g, v.data(), past), invalid_argument);
+  EXPECT_THROW(dist::get(v.data(), g, past), invalid_argument);
+  EXPECT_THROW(dist::copy(g, g, past), invalid_argument);
+  dist::put(g, v.data(), 4).wait();  // the memory itself is fine
+  dist::deallocate(g).wait();
+  dist::barrier(rt.world()).wait();
+}
+
+// std::atomic_ref needs the type's alignment: a misaligned global pointer is refused on
+// every path (own rank, mapped peer, message).
+TEST(DistMemory, MisalignedAtomicsAreRefused) {
+  dist::runtime rt;
+  int const target = (rt.rank() + 1) % rt.size();
+  auto g = dist::allocate<long>(rt.rank_place(target), 4).get();
+  dist::global_ptr<long> const odd(g.rank(), g.address() + 4);
+  try {
+    (void)dist::atomic_fetch_add(odd, 1L);
+    ADD_FAILURE() << "a misaligned fetch-add was accepted";
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("not aligned to 8 bytes"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)dist::atomic_compare_exchange(odd, 0L, 1L), invalid_argument);
+  dist::global_ptr<int> const odd_int(g.rank(), g.address() + 2);
+  EXPECT_THROW((void)dist::atomic_fetch_add(odd_int, 1), invalid_argument);
+  dist::global_ptr<float> const odd_float(g.rank(), g.address() + 1);
+  EXPECT_THROW((void)dist::atomic_fetch_add(odd_float, 1.0f), invalid_argument);
+  // Aligned ones still work.
+  long const zero[4] = {};
+  dist::put(g, zero, 4).wait();
+  EXPECT_EQ(dist::atomic_fetch_add(g + 1, 5L).get(), 0);
+  EXPECT_EQ(dist::atomic_fetch_add(dist::global_ptr<int>(g.rank(), g.address() + 4), 1).get(), 0);
+  dist::barrier(rt.world()).wait();
+  dist::deallocate(g).wait();
+}
+
+// A default-constructed future (a slot not yet filled) refers to nothing: a clear error,
+// not a null dereference; ready() is false, since no value will come.
+TEST(DistAsync, AnEmptyFutureIsAnError) {
+  dist::runtime rt;
+  dist::future<int> empty;
+  EXPECT_FALSE(empty.valid());
+  EXPECT_FALSE(empty.ready());
+  try {
+    (void)empty.get();
+    ADD_FAILURE() << "get() on an empty future returned";
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("empty"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(empty.wait(), invalid_argument);
+  EXPECT_THROW((void)empty.wait_for(std::chrono::milliseconds(1)), invalid_argument);
+  dist::future<void> nothing;
+  EXPECT_THROW(nothing.get(), invalid_argument);
+  auto filled = dist::async(rt.rank_place(0), add{}, 2, 3);
+  EXPECT_TRUE(filled.valid());
+  EXPECT_EQ(filled.get(), 5);
+  EXPECT_TRUE(filled.ready());
+}
+
+// A receive of a larger message than its buffer is the same mistake as a smaller one:
+// invalid_argument naming both sizes (MPI reports it as a truncation).
+TEST(DistCollectives, AReceiveOfALargerMessageNamesBothSizes) {
+  dist::runtime rt;
+  if (rt.size() > 1 && rt.rank() < 2) {
+    std::vector<int> out(5, 1), in(3);
+    int const peer = 1 - rt.rank();
+    auto s = dist::send(rt.world(), peer, 6, std::span<int const>(out));
+    auto r = dist::recv(rt.world(), peer, 6, std::span<int>(in));
+    try {
+      r.wait();
+      ADD_FAILURE() << "a 20-byte message into a 12-byte buffer was accepted";
+    } catch (invalid_argument const& e) {
+      EXPECT_NE(std::string(e.what()).find("sent 20 bytes; expected 12"), std::string::npos)
+          << e.what();
+    }
+    try {
+      s.wait();
+    } catch (...) {
+    }
+  }
+  dist::barrier(rt.world()).wait();
+}
+
+// A collective allocation that fails on one member fails on every member, with the same
+// error naming it (the others do not wait for it), and the team goes on.
+TEST(DistCollectives, AFailedAllocateEachFailsEveryMember) {
+  dist::runtime rt;
+  auto const& w = rt.world();
+  int const last = rt.size() - 1;
+  // 8 PiB on the last rank: more than its address space.
+  auto huge = dist::allocate_each<double>(w, rt.rank() == last ? std::size_t{1} << 50 : 1000);
+  wait_or_fail(huge.event(), "allocate_each failing on one member");
+  try {
+    (void)huge.get();
+    ADD_FAILURE() << "expected the last member's failure on rank " << rt.rank();
+  } catch (out_of_memory const& e) {
+    EXPECT_NE(std::string(e.what()).find("team rank " + std::to_string(last) + " failed"),
+              std::string::npos)
+        << e.what();
+  }
+  // A size whose bytes overflow, on rank 0 only.
+  auto wrapped =
+      dist::allocate_each<double>(w, rt.rank() == 0 ? (std::size_t{1} << 61) + 1 : std::size_t{8});
+  wait_or_fail(wrapped.event(), "allocate_each overflowing on one member");
+  try {
+    (void)wrapped.get();
+    ADD_FAILURE() << "expected rank 0's overflow on rank " << rt.rank();
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("team rank 0 failed"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("overflow"), std::string::npos) << e.what();
+  }
+  auto parts = dist::allocate_each<int>(w, 8);
+  wait_or_fail(parts.event(), "allocate_each after failures");
+  EXPECT_EQ(parts.get().size(), static_cast<std::size_t>(rt.size()));
+  wait_or_fail(dist::deallocate_each(w, parts.get()), "deallocate_each");
+}
+
+// The sizes of an mpi thread array are compared before any body runs: a wrong size on
+// one member is invalid_argument on every member, naming it.
+TEST(DistThreadArray, AWrongSizeOnOneMemberIsAnErrorOnEveryMember) {
+  dist::runtime rt;
+  int const n = rt.size();
+  int const wrong = n - 1;
+  bool ran = false;
+  try {
+    dist::for_ranks(rt.world(), thread_array<thread_kind::mpi>{rt.rank() == wrong ? n + 1 : n},
+                    [&](dist::rank_context const& p) {
+                      ran = true;
+                      p.sync();
+                    });
+    ADD_FAILURE() << "expected an error on rank " << rt.rank();
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("team rank " + std::to_string(wrong) + " passed"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(ran);
+  int rounds = 0;
+  dist::for_ranks(rt.world(), thread_array<thread_kind::mpi>{n}, [&](dist::rank_context const& p) {
+    p.sync();
+    ++rounds;
+  });
+  EXPECT_EQ(rounds, 1);
+}

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -189,4 +190,39 @@ TEST(DistTensor, MistakesAreErrors) {
   }
   EXPECT_THROW(dist::send(rt.world(), rt.size(), 0, std::span<int const>()), invalid_argument);
   EXPECT_THROW(dist::recv(rt.world(), 0, 40000, std::span<int>()), invalid_argument);
+}
+
+// Construction is collective: a mistake only one rank can see (its own arguments, or its
+// part of an uneven split that the local tensor refuses) is invalid_argument on every
+// rank, naming that rank, instead of an error there and a hang elsewhere.
+TEST(DistTensor, AMistakeOnOneRankIsAnErrorOnEveryRank) {
+  dist::runtime rt;
+  int const size = rt.size();
+  if (size > 1) {
+    // Rank 1 passes fewer rows than ranks.
+    index_t const rows = rt.rank() == 1 ? 1 : 8;
+    try {
+      dist::tensor<double, 2> t(rt.world(), {rows, 8}, {rt.machine()},
+                                tensor_spec<2>{.padding = 1});
+      ADD_FAILURE() << "rank 1's row count was accepted on rank " << rt.rank();
+    } catch (invalid_argument const& e) {
+      EXPECT_NE(std::string(e.what()).find("team rank 1 failed: 1 rows over"), std::string::npos)
+          << e.what();
+    }
+    // The same arguments everywhere: 3 * size + 1 rows give rank 0 four rows and the
+    // others three, so two row blocks with padding 2 fit rank 0 only.
+    try {
+      dist::tensor<double, 2> t(rt.world(), {3 * index_t(size) + 1, 8}, {rt.machine()},
+                                tensor_spec<2>{.sub_partitions = {2, 1}, .padding = 2});
+      ADD_FAILURE() << "a block smaller than the padding was accepted on rank " << rt.rank();
+    } catch (invalid_argument const& e) {
+      EXPECT_NE(std::string(e.what()).find("team rank 1 failed: its 3 of"), std::string::npos)
+          << e.what();
+    }
+  }
+  // The team goes on: a good tensor and its exchange.
+  dist::tensor<double, 2> t(rt.world(), {4 * index_t(size), 8}, {rt.machine()},
+                            tensor_spec<2>{.sub_partitions = {2, 1}, .padding = 2});
+  dist::set_boundary(t, boundary::constant<double>{0.0});
+  EXPECT_TRUE(load_padding(t.local()).wait_for(std::chrono::seconds(30)));
 }

@@ -126,6 +126,53 @@ TEST_F(Copy, LargeHostCopiesRunInParallelAndArrive) {
   for (int i = 0; i < 2000; ++i) ASSERT_EQ(q(i, 2999), i);
 }
 
+// A copy whose source and destination share bytes reads every source element before it
+// writes any (memmove semantics). Above 1 MiB the host copy ran in parallel pieces with
+// memcpy and corrupted the seams between them (an outside probe, session 30).
+TEST_F(Copy, OverlappingCopiesShiftAsMemmoveWouldInEveryPath) {
+  for (std::size_t n : {std::size_t{1000}, std::size_t{2} << 20}) {
+    std::vector<double> v(n + 1);
+    std::iota(v.begin(), v.end(), 0.0);
+    copy(ptr<double>(v.data() + 1, 0), ptr<double const>(v.data(), 0), n).wait();  // forward
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(v[i + 1], double(i)) << n << " at " << i;
+    std::iota(v.begin(), v.end(), 0.0);
+    copy(ptr<double>(v.data(), 0), ptr<double const>(v.data() + 1, 0), n).wait();  // backward
+    for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(v[i], double(i + 1)) << n << " at " << i;
+  }
+  // Pitched: a window shifted one row down and one column right within one 2-D array, on
+  // the host (large enough for the parallel path) and within one sim device's memory.
+  vec<2> const ext{600, 700};
+  auto check = [&](auto& arr, auto&& to_host) {
+    auto before = to_host();
+    auto src = arr.view().window(vec<2>{0, 0}, vec<2>{ext[0] - 1, ext[1] - 1});
+    auto dst = arr.view().window(vec<2>{1, 1}, vec<2>{ext[0] - 1, ext[1] - 1});
+    copy(dst, src).wait();
+    auto after = to_host();
+    for (index_t i = 0; i < ext[0]; ++i)
+      for (index_t j = 0; j < ext[1]; ++j) {
+        auto const at = static_cast<std::size_t>(i * ext[1] + j);
+        auto const want =
+            i > 0 && j > 0 ? before[at - static_cast<std::size_t>(ext[1]) - 1] : before[at];
+        ASSERT_EQ(after[at], want) << i << "," << j;
+      }
+  };
+  buffer<int, 2> h(machine, ext);
+  for (index_t i = 0; i < ext[0]; ++i)
+    for (index_t j = 0; j < ext[1]; ++j) h(i, j) = static_cast<int>(i * 1000 + j);
+  auto host_values = [&](auto& b) {
+    buffer<int, 2> out(machine, ext);
+    copy(out, b).wait();
+    std::vector<int> v;
+    for (index_t i = 0; i < ext[0]; ++i)
+      for (index_t j = 0; j < ext[1]; ++j) v.push_back(out(i, j));
+    return v;
+  };
+  check(h, [&] { return host_values(h); });
+  buffer<int, 2, sim_space> d(sim0, ext);
+  copy(d, h).wait();
+  check(d, [&] { return host_values(d); });
+}
+
 TEST_F(Copy, FillAndMemsetOnHostAndDevice) {
   buffer<int, 2> h(machine, vec<2>{5, 7});
   fill(h, 42).wait();

@@ -78,6 +78,9 @@ R decode(bytes const& b) {
   return r.read<R>();
 }
 
+/// Throws invalid_argument: `operation` on a future that refers to no operation.
+[[noreturn]] void empty_future(char const* operation);
+
 }  // namespace detail
 
 /// A plain function as a function object, so that it can be called remotely:
@@ -90,7 +93,10 @@ struct fn {
   }
 };
 
-/// The result of a remote task: an event plus the value it carries.
+/// The result of a remote task: an event plus the value it carries. A default-constructed
+/// future (a slot not filled yet) refers to no operation: valid() is false, ready() is
+/// false (no value will ever come), and wait(), wait_for() and get() throw
+/// invalid_argument; its event() is an empty event.
 template <class R>
 class future {
  public:
@@ -98,17 +104,25 @@ class future {
   future(strata::event e, std::shared_ptr<detail::bytes> result)
       : event_(std::move(e)), result_(std::move(result)) {}
 
+  /// Whether it refers to an operation (it came from async, allocate, an atomic...).
+  bool valid() const noexcept { return result_ != nullptr; }
   /// The completion event: usable in `after(...)` with local events.
   strata::event const& event() const noexcept { return event_; }
-  bool ready() const noexcept { return event_.ready(); }
+  /// Whether the value (or the failure) is there: get() returns without waiting.
+  bool ready() const noexcept { return valid() && event_.ready(); }
   /// Waits; rethrows a remote exception as remote_error.
-  void wait() const { event_.wait(); }
+  void wait() const {
+    if (!valid()) detail::empty_future("wait");
+    event_.wait();
+  }
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
+    if (!valid()) detail::empty_future("wait_for");
     return event_.wait_for(timeout);
   }
   /// Waits and returns the value (decoded anew on every call).
   R get() const {
+    if (!valid()) detail::empty_future("get");
     event_.wait();
     if constexpr (!std::is_void_v<R>) return detail::decode<R>(*result_);
   }

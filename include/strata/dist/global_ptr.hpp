@@ -20,6 +20,7 @@
 
 #include <strata/dist/async.hpp>
 #include <strata/dist/runtime.hpp>
+#include <strata/error.hpp>
 #include <strata/exec/event.hpp>
 #include <strata/machine/place.hpp>
 #include <strata/memory/space.hpp>
@@ -28,8 +29,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <span>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -133,11 +136,35 @@ std::uint64_t to_word(T v) {
   return w;
 }
 
+/// n * sizeof(T), or invalid_argument naming `operation` when that does not fit in size_t
+/// (as strata::detail::bytes_for for local allocations): a wrapped product would allocate
+/// or move a few bytes where the caller asked for an impossible amount.
+template <class T>
+std::size_t bytes_for(std::size_t n, char const* operation) {
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max() / sizeof(T);
+  if (n > most)
+    throw invalid_argument(std::string(operation) + ": " + std::to_string(n) + " elements of " +
+                           std::to_string(sizeof(T)) +
+                           " bytes overflow the address space; expected at most " +
+                           std::to_string(most) + " elements");
+  return n * sizeof(T);
+}
+
+/// out_of_memory when `size` exceeds PTRDIFF_MAX: no rank can allocate that, and sizes
+/// near SIZE_MAX would wrap where a header or alignment is added.
+inline void check_allocation_size(std::size_t size, char const* operation) {
+  if (size > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()))
+    throw out_of_memory(std::string(operation) + ": " + std::to_string(size) +
+                        " bytes cannot be allocated on any rank; expected at most PTRDIFF_MAX (" +
+                        std::to_string(std::numeric_limits<std::ptrdiff_t>::max()) + ") bytes");
+}
+
 template <class T>
 struct allocate_fn {
   std::size_t n;
   global_ptr<T> operator()() const {
-    return {my_rank(), allocate_segment(n * sizeof(T), alignof(T) < 64 ? 64 : alignof(T))};
+    return {my_rank(),
+            allocate_segment(bytes_for<T>(n, "dist::allocate"), alignof(T) < 64 ? 64 : alignof(T))};
   }
 };
 /// A device place's position among its rank place's descendants in the cluster tree (the
@@ -155,7 +182,8 @@ struct allocate_device_fn {
   global_ptr<T> operator()() const {
     space_id space = space_id::host;
     std::uint32_t place_id = 0;
-    auto const a = allocate_device_bytes(position, n * sizeof(T), &space, &place_id);
+    auto const a =
+        allocate_device_bytes(position, bytes_for<T>(n, "dist::allocate"), &space, &place_id);
     return {my_rank(), a, space, place_id};
   }
 };
@@ -179,10 +207,13 @@ T* global_ptr<T>::local() const {
 /// `n` elements on the rank of `where` (a cluster place), 64-byte aligned, uninitialized:
 /// host memory, or the device's memory when `where` is a device (a sim or CUDA device of
 /// that rank, or its memory; Phalanx §IV-C: GPU memory in the global address space).
-/// Runs as a task on that rank (Phalanx: remote allocate).
+/// Runs as a task on that rank (Phalanx: remote allocate). A size whose bytes overflow
+/// size_t is invalid_argument, and one over PTRDIFF_MAX bytes (more than any memory
+/// holds) out_of_memory, here, before anything is sent.
 template <class T>
 future<global_ptr<T>> allocate(place const& where, std::size_t n) {
   static_assert(std::is_trivially_copyable_v<T>, "dist::allocate: T must be trivially copyable");
+  detail::check_allocation_size(detail::bytes_for<T>(n, "dist::allocate"), "dist::allocate");
   if (where.isa() != strata::isa::host)
     return async(where, detail::allocate_device_fn<T>{n, detail::position_under_rank(where)});
   return async(where, detail::allocate_fn<T>{n});
@@ -212,7 +243,8 @@ void release_global(global_ptr<T> p) {
 template <class T>
 strata::event put(after const& deps, global_ptr<T> dst, T const* src, std::size_t n) {
   static_assert(std::is_trivially_copyable_v<T>);
-  return detail::put_bytes(dst.rank(), dst.address(), src, n * sizeof(T), deps);
+  return detail::put_bytes(dst.rank(), dst.address(), src, detail::bytes_for<T>(n, "dist::put"),
+                           deps);
 }
 template <class T>
 strata::event put(global_ptr<T> dst, T const* src, std::size_t n) {
@@ -224,7 +256,8 @@ strata::event put(global_ptr<T> dst, T const* src, std::size_t n) {
 template <class T>
 strata::event get(after const& deps, T* dst, global_ptr<T> src, std::size_t n) {
   static_assert(std::is_trivially_copyable_v<T>);
-  return detail::get_bytes(dst, src.rank(), src.address(), n * sizeof(T), deps);
+  return detail::get_bytes(dst, src.rank(), src.address(), detail::bytes_for<T>(n, "dist::get"),
+                           deps);
 }
 template <class T>
 strata::event get(T* dst, global_ptr<T> src, std::size_t n) {
@@ -238,6 +271,7 @@ template <class T>
 strata::event copy(after const& deps, global_ptr<T> dst, global_ptr<T> src, std::size_t n) {
   if (src.is_local() && src.space() == space_id::host) return put(deps, dst, src.local(), n);
   if (dst.is_local() && dst.space() == space_id::host) return get(deps, dst.local(), src, n);
+  (void)detail::bytes_for<T>(n, "dist::copy");  // before the staging buffer is sized by it
   auto staging = std::make_shared<std::vector<T>>(n);
   auto fetched = get(deps, staging->data(), src, n);
   auto done = put(after(fetched), dst, staging->data(), n);

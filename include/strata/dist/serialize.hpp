@@ -147,9 +147,10 @@ struct serializer<std::vector<T, A>> {
     r.bytes(&n, sizeof n);
     std::vector<T, A> v;
     if constexpr (std::is_trivially_copyable_v<T> && !std::is_pointer_v<T>) {
-      if (n * sizeof(T) > r.left())
-        throw error("dist: a message holds a vector of " + std::to_string(n) + " elements (" +
-                    std::to_string(n * sizeof(T)) + " bytes) but only " + std::to_string(r.left()) +
+      // Divided, not multiplied: a corrupt count must not wrap into a small size.
+      if (n > r.left() / sizeof(T))
+        throw error("dist: a message holds a vector of " + std::to_string(n) + " elements of " +
+                    std::to_string(sizeof(T)) + " bytes but only " + std::to_string(r.left()) +
                     " bytes remain");
       v.resize(n);
       r.bytes(v.data(), n * sizeof(T));

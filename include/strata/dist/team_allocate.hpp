@@ -17,6 +17,7 @@
 // on the team (MPI's rule; see collectives.hpp).
 #pragma once
 
+#include <strata/dist/agreement.hpp>
 #include <strata/dist/collectives.hpp>
 #include <strata/dist/global_ptr.hpp>
 #include <strata/dist/runtime.hpp>
@@ -78,6 +79,10 @@ template <class T>
 team_future<global_ptr<T>> allocate(team const& who, place const& where, std::size_t n) {
   static_assert(std::is_trivially_copyable_v<T>, "dist::allocate: T must be trivially copyable");
   detail::check_member(who, "dist::allocate(team, ...)");
+  // Every member (all pass the same n) refuses a size that overflows, before the
+  // broadcast: not the maker alone, which would leave the others waiting in it.
+  detail::check_allocation_size(detail::bytes_for<T>(n, "dist::allocate(team, ...)"),
+                                "dist::allocate(team, ...)");
   int const root = detail::allocating_member(who, rank_of(where, "dist::allocate(team, ...)"));
   auto result = std::make_shared<detail::team_result<global_ptr<T>>>();
   // The broadcast takes its place in the team's order now (members may call other
@@ -124,14 +129,38 @@ team_future<std::vector<global_ptr<T>>> allocate_each(team const& who, std::size
   static_assert(std::is_trivially_copyable_v<T>,
                 "dist::allocate_each: T must be trivially copyable");
   detail::check_member(who, "dist::allocate_each");
-  auto mine = std::make_shared<global_ptr<T>>(detail::allocate_fn<T>{n}());
+  // A member whose allocation fails must still take part in the all-gather (the others
+  // wait in it): its outcome travels with the pointers, and then every member fails
+  // with the same error naming the first member that failed, and frees its own part.
+  struct part {
+    global_ptr<T> p;
+    detail::local_outcome outcome;
+  };
+  auto mine = std::make_shared<part>();
+  mine->outcome = detail::outcome_of([&] { mine->p = detail::allocate_fn<T>{n}(); });
+  auto parts = std::make_shared<std::vector<part>>(static_cast<std::size_t>(who.size()));
+  auto gathered = all_gather(who, std::span<part const>(mine.get(), 1), std::span<part>(*parts));
   auto result = std::make_shared<detail::team_result<std::vector<global_ptr<T>>>>();
-  result->value.resize(static_cast<std::size_t>(who.size()));
-  auto gathered = all_gather(who, std::span<global_ptr<T> const>(mine.get(), 1),
-                             std::span<global_ptr<T>>(result->value));
-  // `mine` must outlive the collective: kept by the continuation.
-  gathered.then([mine] {});
-  return {gathered, result};
+  // `mine` and `parts` must outlive the collective: kept by the continuation.
+  auto done = detail::start_after_event(gathered, [mine, parts, result] {
+    try {
+      detail::agree("dist::allocate_each", static_cast<int>(parts->size()),
+                    [&](int r) -> detail::local_outcome const& {
+                      return (*parts)[static_cast<std::size_t>(r)].outcome;
+                    });
+    } catch (...) {
+      auto const failure = std::current_exception();
+      try {
+        if (mine->p) detail::free_segment(mine->p.address());
+      } catch (...) {  // the agreed failure is the one to report
+      }
+      return strata::event::failed(failure);
+    }
+    result->value.reserve(parts->size());
+    for (auto const& x : *parts) result->value.push_back(x.p);
+    return strata::event::completed();
+  });
+  return {done, result};
 }
 
 /// Collective over `who`: frees memory from allocate(who, ...) once every member has

@@ -22,6 +22,7 @@
 // after one exchange. Plain cells (records: not yet, docs/dist.md).
 #pragma once
 
+#include <strata/dist/agreement.hpp>
 #include <strata/dist/collectives.hpp>
 #include <strata/dist/runtime.hpp>
 #include <strata/tensor.hpp>
@@ -170,42 +171,70 @@ class tensor {
           "dist::tensor: this rank is not a member of the team; expected every member (and "
           "only members) to construct it");
     int const size = members.size(), me = members.rank();
-    if (extent[0] < size * std::max<index_t>(local_spec.padding, 1))
-      throw invalid_argument("dist::tensor: " + std::to_string(extent[0]) + " rows over " +
-                             std::to_string(size) + " ranks with padding " +
-                             std::to_string(local_spec.padding) +
-                             "; expected at least max(padding, 1) rows per rank");
-    // Every rank must agree on the global shape: compare what each passed.
-    std::vector<index_t> mine;
-    for (std::size_t d = 0; d < N; ++d) mine.push_back(extent[d]);
-    mine.push_back(local_spec.padding);
+    auto& s = *s_;
+    // Construction is collective: a rank whose arguments or local tensor fail must not
+    // throw before the all-gather below, where the others would wait for it forever.
+    // So each rank records its outcome, it travels with the shape, and every rank
+    // throws the same error (docs/dist.md "Distributed tensors").
+    struct agreement {
+      // What every rank must pass alike: the extent, the padding and the partitions of
+      // dimensions 1..
+      std::array<index_t, 2 * N> shape{};
+      detail::local_outcome outcome;
+    };
+    agreement mine;
+    for (std::size_t d = 0; d < N; ++d) mine.shape[d] = extent[d];
+    mine.shape[N] = local_spec.padding;
     for (std::size_t d = 1; d < N; ++d)
-      mine.push_back(static_cast<index_t>(local_spec.partitions[d] * local_spec.sub_partitions[d]));
-    std::vector<index_t> all(mine.size() * static_cast<std::size_t>(size));
-    all_gather(members, std::span<index_t const>(mine), std::span<index_t>(all)).wait();
-    for (int r = 0; r < size; ++r)
-      for (std::size_t i = 0; i < mine.size(); ++i)
-        if (all[static_cast<std::size_t>(r) * mine.size() + i] != mine[i])
+      mine.shape[N + d] =
+          static_cast<index_t>(local_spec.partitions[d] * local_spec.sub_partitions[d]);
+    s.row_cuts.resize(static_cast<std::size_t>(size) + 1);
+    if (extent[0] < size * std::max<index_t>(local_spec.padding, 1)) {
+      mine.outcome = detail::local_outcome::failure(
+          detail::local_outcome::bad_argument,
+          std::to_string(extent[0]) + " rows over " + std::to_string(size) +
+              " ranks with padding " + std::to_string(local_spec.padding) +
+              "; expected at least max(padding, 1) rows per rank");
+    } else {
+      // The local tensor is made before the ranks compare notes: its checks (blocks of
+      // an uneven split may be too small on some ranks only) are part of the outcome.
+      for (int r = 0; r <= size; ++r)
+        s.row_cuts[static_cast<std::size_t>(r)] =
+            extent[0] / size * r + std::min<index_t>(r, extent[0] % size);
+      vec<N> local_extent = extent;
+      local_extent[0] =
+          s.row_cuts[static_cast<std::size_t>(me) + 1] - s.row_cuts[static_cast<std::size_t>(me)];
+      local_spec.extent = local_extent;
+      local_spec.weights = {};
+      mine.outcome =
+          detail::outcome_of([&] { s.local = strata::tensor<T, N>(places, local_spec); });
+      if (mine.outcome.failed()) {
+        auto const reason = "its " + std::to_string(local_extent[0]) + " of " +
+                            std::to_string(extent[0]) +
+                            " rows could not be made a local tensor: " + mine.outcome.text;
+        mine.outcome = detail::local_outcome::failure(
+            static_cast<detail::local_outcome::kind_t>(mine.outcome.kind), reason);
+      }
+    }
+    std::vector<agreement> all(static_cast<std::size_t>(size));
+    all_gather(members, std::span<agreement const>(&mine, 1), std::span<agreement>(all)).wait();
+    // Every rank reads the same records in the same order: the same error everywhere,
+    // for the first rank in team order that failed or passed another shape than rank 0.
+    for (int r = 0; r < size; ++r) {
+      auto const& there = all[static_cast<std::size_t>(r)];
+      if (there.outcome.failed()) detail::throw_agreed("dist::tensor", r, there.outcome);
+      for (std::size_t i = 0; i < there.shape.size(); ++i)
+        if (there.shape[i] != all[0].shape[i])
           throw invalid_argument(
               "dist::tensor: team rank " + std::to_string(r) +
               " passed a different global shape (extent, padding or partitions of dimensions "
               "1..; value " +
-              std::to_string(i) + ": " +
-              std::to_string(all[static_cast<std::size_t>(r) * mine.size() + i]) + " there, " +
-              std::to_string(mine[i]) + " here); expected the same on every rank");
-    auto& s = *s_;
+              std::to_string(i) + ": " + std::to_string(there.shape[i]) + " there, " +
+              std::to_string(all[0].shape[i]) +
+              " on team rank 0); expected the same on every rank");
+    }
     s.members = runtime::current().make_team(members.ranks());
     s.extent = extent;
-    s.row_cuts.resize(static_cast<std::size_t>(size) + 1);
-    for (int r = 0; r <= size; ++r)
-      s.row_cuts[static_cast<std::size_t>(r)] =
-          extent[0] / size * r + std::min<index_t>(r, extent[0] % size);
-    vec<N> local_extent = extent;
-    local_extent[0] =
-        s.row_cuts[static_cast<std::size_t>(me) + 1] - s.row_cuts[static_cast<std::size_t>(me)];
-    local_spec.extent = local_extent;
-    local_spec.weights = {};
-    s.local = strata::tensor<T, N>(places, local_spec);
     auto& st = s.local.state();
     auto const& g = st.geo;
     s.column_blocks =

@@ -27,11 +27,13 @@
 #include <array>
 #include <climits>
 #include <concepts>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace strata::dist {
 
@@ -123,10 +125,21 @@ template <class F>
 requires std::invocable<F&, rank_context const&>
 void for_ranks(team const& t, thread_array<thread_kind::mpi> const& threads, F&& body) {
   strata::dist::detail::check_member(t, "dist::for_ranks");
-  if (threads.size() != t.size())
-    throw invalid_argument("dist::for_ranks: the mpi thread array has " +
-                           std::to_string(threads.size()) + " processes and the team " +
-                           std::to_string(t.size()) + " members; expected equal sizes");
+  // The members compare the array's sizes before any body runs (a body may send): a
+  // member with a wrong size that threw alone would leave the others waiting in their
+  // first sync. One all-gather of the sizes; every member then throws the same error,
+  // naming the first member whose size is not the team's.
+  {
+    std::int64_t const mine = threads.size();
+    std::vector<std::int64_t> sizes(static_cast<std::size_t>(t.size()));
+    all_gather(t, std::span<std::int64_t const>(&mine, 1), std::span<std::int64_t>(sizes)).wait();
+    for (int r = 0; r < t.size(); ++r)
+      if (sizes[static_cast<std::size_t>(r)] != t.size())
+        throw invalid_argument(
+            "dist::for_ranks: team rank " + std::to_string(r) + " passed an mpi thread array of " +
+            std::to_string(sizes[static_cast<std::size_t>(r)]) + " processes and the team has " +
+            std::to_string(t.size()) + " members; expected equal sizes on every member");
+  }
   rank_context const ctx(t, threads.tree());
   std::exception_ptr mine;
   int state = detail::returned;

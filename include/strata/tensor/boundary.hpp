@@ -186,11 +186,8 @@ struct load_padding_fn {
   /// when periodic), then the domain edges by the tensor's boundary policy.
   template <class T, std::size_t N>
   event operator()(after const& deps, tensor<T, N> const& t, std::size_t b) const {
-    auto& s = t.state();
-    if (s.geo.padding == 0) return when_all(deps);
-    event halo = tensor_detail::load_halo(deps, t, b);
-    if (!s.edges) return halo;
-    return s.edges(after(halo), b);
+    check_block(t, b);
+    return t.state().keep(one(deps, t, b));
   }
   /// As above, with `loader` for the domain edges instead of the tensor's policy: a
   /// strata::boundary policy, a Ripple-style loader (`load_front(it, dim)` /
@@ -200,27 +197,55 @@ struct load_padding_fn {
     static_assert(!std::is_same_v<L, boundary::periodic>,
                   "load_padding: periodic edges are a property of the tensor (its halo "
                   "exchange wraps around); call set_boundary(t, boundary::periodic{})");
+    check_block(t, b);
     auto& s = t.state();
     if (s.geo.padding == 0) return when_all(deps);
     event halo = tensor_detail::load_halo(deps, t, b);
     if constexpr (std::is_same_v<L, boundary::none>) {
-      return halo;
+      return s.keep(halo);
     } else {
-      return tensor_detail::make_edge_loader<T, N, L>(&s, std::move(loader))(after(halo), b);
+      return s.keep(
+          tensor_detail::make_edge_loader<T, N, L>(&s, std::move(loader))(after(halo), b));
     }
   }
   /// Fills the padding of every block (all halos, then edges).
   template <class T, std::size_t N>
   event operator()(after const& deps, tensor<T, N> const& t) const {
     std::vector<event> done;
-    for (std::size_t b = 0; b < t.blocks(); ++b) done.push_back((*this)(deps, t, b));
-    return when_all(after(done));
+    for (std::size_t b = 0; b < t.blocks(); ++b) done.push_back(one(deps, t, b));
+    return t.state().keep(when_all(after(done)));
   }
   template <class T, std::size_t N>
   event operator()(tensor<T, N> const& t) const {
     return (*this)(after{}, t);
   }
+
+  // For graph nodes (which hold the tensor) and the whole-tensor call: block b's padding,
+  // not recorded for the release.
+  template <class T, std::size_t N>
+  static event one(after const& deps, tensor<T, N> const& t, std::size_t b);
+
+ private:
+  template <class T, std::size_t N>
+  static void check_block(tensor<T, N> const& t, std::size_t b);
 };
 inline constexpr load_padding_fn load_padding{};
+
+template <class T, std::size_t N>
+void load_padding_fn::check_block(tensor<T, N> const& t, std::size_t b) {
+  if (b >= t.blocks())
+    throw out_of_range("load_padding: block " + std::to_string(b) + " of a tensor of " +
+                       std::to_string(t.blocks()) + " blocks; expected a block below " +
+                       std::to_string(t.blocks()));
+}
+
+template <class T, std::size_t N>
+event load_padding_fn::one(after const& deps, tensor<T, N> const& t, std::size_t b) {
+  auto& s = t.state();
+  if (s.geo.padding == 0) return when_all(deps);
+  event halo = tensor_detail::load_halo(deps, t, b);
+  if (!s.edges) return halo;
+  return s.edges(after(halo), b);
+}
 
 }  // namespace strata

@@ -268,13 +268,21 @@ class hybrid_stencil {
   /// Runs `update` over the grid until it converges (or max_iterations).
   template <class F, class... A>
   hybrid_result solve(F update, A const&... extra) {
+    if (o_.max_iterations < 0)
+      throw invalid_argument("hybrid_stencil: max_iterations " + std::to_string(o_.max_iterations) +
+                             "; expected 0 or more sweeps");
     return iterate(o_.max_iterations, update, extra...);
   }
 
   /// At most `iterations` sweeps (fewer if it converges first).
   template <class F, class... A>
   hybrid_result iterate(long iterations, F update, A const&... extra) {
+    if (iterations < 0)
+      throw invalid_argument("hybrid_stencil::iterate: " + std::to_string(iterations) +
+                             " sweeps; expected 0 or more");
     (check_extra(extra), ...);
+    // No sweep at all: a pass always runs one (its convergence test follows the sweep).
+    if (iterations == 0) return {};
     auto t0 = std::chrono::steady_clock::now();
     // The extra tensors as held for this solve: the caller's, or copies cut into the
     // stencil's strips (after a re-partition, or when made with another spec).

@@ -559,6 +559,33 @@ bool exclusive_access(A const& a) {
     return false;
 }
 
+/// The blocks whose cells block b's padding loads read, over every argument whose padding
+/// is loaded: each tensor's own neighbours (a periodic tensor wraps around even when the
+/// first argument does not; taking the first's missed those dependencies, session 30).
+template <class... A>
+std::vector<std::size_t> padded_neighbours(std::size_t b, A const&... args) {
+  std::set<std::size_t> out;
+  auto add = [&](auto const& a) {
+    if constexpr (arg_traits<std::remove_cvref_t<decltype(a)>>::padded)
+      if (loads_padding(a))
+        for (auto nb : neighbours(a.t, b)) out.insert(nb);
+  };
+  (add(args), ...);
+  return {out.begin(), out.end()};
+}
+
+/// Records `e` with every tensor argument, so that dropping the last handle of one while
+/// the kernel runs waits for it (tensor_state::keep).
+template <class... A>
+event keep_tensors(event e, A const&... args) {
+  auto one = [&](auto const& a) {
+    using D = std::remove_cvref_t<decltype(a)>;
+    if constexpr (arg_traits<D>::is_tensor) e = arg_traits<D>::get(a).state().keep(std::move(e));
+  };
+  (one(args), ...);
+  return e;
+}
+
 }  // namespace tensor_detail
 
 /// Runs `kernel(args...)` for every cell of the tensor arguments now (one launch per block
@@ -578,19 +605,20 @@ requires(tensor_argument<A> || ...) event
     if (tensor_detail::exclusive_access(a)) exclusive = true;
     if constexpr (tensor_detail::arg_traits<std::remove_cvref_t<decltype(a)>>::padded)
       if (tensor_detail::loads_padding(a))
-        for (std::size_t b = 0; b < blocks; ++b) loads[b].push_back(load_padding(deps, a.t, b));
+        for (std::size_t b = 0; b < blocks; ++b)
+          loads[b].push_back(load_padding_fn::one(deps, a.t, b));
   };
   (load(args), ...);
   std::vector<event> done;
   for (std::size_t b = 0; b < blocks; ++b) {
     std::vector<event> before = loads[b];
     if (exclusive)
-      for (auto nb : tensor_detail::neighbours(t0, b))
+      for (auto nb : tensor_detail::padded_neighbours(b, args...))
         before.insert(before.end(), loads[nb].begin(), loads[nb].end());
     if (before.empty()) before.push_back(when_all(deps));
     done.push_back(tensor_detail::launch_block(after(before), kernel, b, n, args...));
   }
-  return when_all(after(done));
+  return tensor_detail::keep_tensors(when_all(after(done)), args...);
 }
 template <class F, class... A>
 requires(tensor_argument<A> || ...) event for_each_cell(F const& kernel, A const&... args) {
@@ -668,7 +696,8 @@ graph& tensor_split_kernel(graph& g, node_options o, bool then, F&& kernel_in, A
   (scan(args_in), ...);
   std::vector<std::vector<std::size_t>> nbrs(blocks);
   if (padded)
-    for (std::size_t b = 0; b < blocks; ++b) nbrs[b] = tensor_detail::neighbours(t0, b);
+    for (std::size_t b = 0; b < blocks; ++b)
+      nbrs[b] = tensor_detail::padded_neighbours(b, args_in...);
   auto with_self = [&](std::size_t b) {
     auto v = nbrs[b];
     v.push_back(b);
@@ -692,8 +721,8 @@ graph& tensor_split_kernel(graph& g, node_options o, bool then, F&& kernel_in, A
             for (std::size_t k = 0; k < blocks; ++k) everything.push_back(k);
             all = everything;
           }
-          g.add_part(std::move(lo), [t = a.t, b] { return load_padding(after{}, t, b); }, key, b,
-                     blocks, all, {});
+          g.add_part(std::move(lo), [t = a.t, b] { return load_padding_fn::one(after{}, t, b); },
+                     key, b, blocks, all, {});
         }
       }
     };

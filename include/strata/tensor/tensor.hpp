@@ -10,6 +10,7 @@
 #include <strata/tensor/geometry.hpp>
 #include <strata/tensor/iterator.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <functional>
 #include <map>
@@ -70,12 +71,41 @@ struct tensor_state {
   std::mutex staging_mutex;
   std::map<std::vector<index_t>, void*> staging;
   std::vector<std::function<void()>> release;
+  // Operations issued on the blocks by the tensor's own calls (fill, copy, load_padding,
+  // for_each_cell): the last handle's release waits for them. Host memory is freed at
+  // once otherwise, under a kernel still running on it (a use-after-free found by an
+  // outside probe, session 30); sim memory only fences work already queued on its device.
+  // Weak, as the sim device's tracking: an operation that nobody can complete any more
+  // (its dependency dropped) never runs, and must not be waited for.
+  std::mutex pending_mutex;
+  std::vector<std::weak_ptr<detail::event_state>> pending;
+  std::size_t prune_at = 64;
 
   tensor_state() = default;
   tensor_state(tensor_state const&) = delete;
   tensor_state& operator=(tensor_state const&) = delete;
   ~tensor_state() {
+    for (auto const& w : pending)
+      if (auto st = w.lock(); st && !st->ready()) try {
+          event(std::move(st)).wait();
+        } catch (...) {  // the operation's failure is its waiters' business
+        }
     for (auto it = release.rbegin(); it != release.rend(); ++it) (*it)();
+  }
+
+  /// Records `e` (an operation on the blocks) for the release, and returns it.
+  event keep(event e) {
+    if (e.ready()) return e;
+    std::lock_guard lock(pending_mutex);
+    if (pending.size() >= prune_at) {
+      std::erase_if(pending, [](std::weak_ptr<detail::event_state> const& w) {
+        auto st = w.lock();
+        return !st || st->ready();
+      });
+      prune_at = std::max<std::size_t>(64, 2 * pending.size());
+    }
+    pending.push_back(e.watch());
+    return e;
   }
 };
 
@@ -271,7 +301,7 @@ requires(!is_record_cell_v<T>) event
     done.push_back(tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
       return fill(deps, t.template padded_view<decltype(sp)>(b), value);
     }));
-  return when_all(after(done));
+  return t.state().keep(when_all(after(done)));
 }
 template <class T, std::size_t N>
 requires(!is_record_cell_v<T>) event fill(tensor<T, N> const& t, T const& value) {
@@ -300,7 +330,7 @@ requires(std::is_same_v<TD, TS> || (is_record_cell_v<TD> && is_record_cell_v<TS>
         done.push_back(tensor_detail::record_copy_box(deps, dst, db, lo - d.origin, src, sb,
                                                       lo - s.origin, ext));
     }
-  return when_all(after(done));
+  return src.state().keep(dst.state().keep(when_all(after(done))));
 }
 template <class TD, class TS, std::size_t N>
 requires(std::is_same_v<TD, TS> || (is_record_cell_v<TD> && is_record_cell_v<TS>)) event
@@ -324,7 +354,7 @@ requires(!is_record_cell_v<T>) event
                   t.template local_view<decltype(sp)>(b, vec<N>{}, blk.extent));
     }));
   }
-  return when_all(after(done));
+  return t.state().keep(when_all(after(done)));
 }
 /// Scatters `in` (a view of the tensor's extent) into the blocks of `t`.
 template <class T, std::size_t N, memory_space S>
@@ -342,7 +372,7 @@ requires(!is_record_cell_v<T>) event
                   in.window(blk.origin, blk.extent));
     }));
   }
-  return when_all(after(done));
+  return t.state().keep(when_all(after(done)));
 }
 template <class T, std::size_t N, memory_space S>
 event copy(view<T, N, S> const& out, tensor<T, N> const& t) {
