@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -76,6 +77,37 @@ TEST_P(TensorLifetime, DroppingTheLastHandleWaitsForPendingCopiesAndLoads) {
     copied.wait();
     loaded.wait();
     for (double v : out) ASSERT_EQ(v, 3.0);
+  });
+}
+
+TEST(TensorLifetimeOnePu, DroppingTheLastHandleInsideAKernelRunsTheWorkItWaitsFor) {
+  // Everything on one PU: a kernel drops the last handle of a tensor whose own kernel is
+  // still queued there. The drop's wait must run that kernel (helping the pool), not sleep
+  // while the only processor that could run it waits.
+  testing_support::finishes_within(limit, "a drop inside a kernel on one PU", [&] {
+    auto pu = tensor_test::rt().machine().descendants(place_type::pu).front();
+    std::optional<tensor<double, 1>> held(std::in_place, std::vector<place>{pu},
+                                          tensor_spec<1>{.extent = {4096}});
+    tensor<double, 1> u(std::vector<place>{pu}, {.extent = {64}});
+    std::atomic<int> written{0};
+    for (int run = 0; run < 20; ++run) {
+      if (!held) held.emplace(std::vector<place>{pu}, tensor_spec<1>{.extent = {4096}});
+      auto filled = for_each_cell(
+          [&written] STRATA_FN(auto& x) {
+            *x = 7.0;
+            if (x.global_index(0) == 4095) written.fetch_add(1);
+          },
+          *held);
+      for_each_cell(
+          [&held] STRATA_FN(auto& y) {
+            if (y.global_index(0) == 0) held.reset();
+            *y = 1.0;
+          },
+          u)
+          .wait();
+      EXPECT_EQ(written.load(), run + 1) << "the dropped tensor's kernel had not run";
+      filled.wait();
+    }
   });
 }
 

@@ -23,6 +23,7 @@
 #include <strata/error.hpp>
 #include <strata/exec/event.hpp>
 #include <strata/machine/place.hpp>
+#include <strata/memory/allocate.hpp>
 #include <strata/memory/space.hpp>
 
 #include <compare>
@@ -136,19 +137,10 @@ std::uint64_t to_word(T v) {
   return w;
 }
 
-/// n * sizeof(T), or invalid_argument naming `operation` when that does not fit in size_t
-/// (as strata::detail::bytes_for for local allocations): a wrapped product would allocate
-/// or move a few bytes where the caller asked for an impossible amount.
-template <class T>
-std::size_t bytes_for(std::size_t n, char const* operation) {
-  constexpr std::size_t most = std::numeric_limits<std::size_t>::max() / sizeof(T);
-  if (n > most)
-    throw invalid_argument(std::string(operation) + ": " + std::to_string(n) + " elements of " +
-                           std::to_string(sizeof(T)) +
-                           " bytes overflow the address space; expected at most " +
-                           std::to_string(most) + " elements");
-  return n * sizeof(T);
-}
+/// n * sizeof(T), or invalid_argument naming the dist operation when that does not fit in
+/// size_t (the local allocator's check): a wrapped product would allocate or move a few
+/// bytes where the caller asked for an impossible amount.
+using strata::detail::bytes_for;
 
 /// out_of_memory when `size` exceeds PTRDIFF_MAX: no rank can allocate that, and sizes
 /// near SIZE_MAX would wrap where a header or alignment is added.

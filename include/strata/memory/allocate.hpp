@@ -72,10 +72,13 @@ inline std::size_t round_up_checked(std::size_t x, std::size_t m, char const* wh
 }
 
 template <class T>
-std::size_t bytes_for(std::size_t n) {
-  if (n > std::numeric_limits<std::size_t>::max() / sizeof(T))
-    throw invalid_argument("allocate: " + std::to_string(n) + " elements of " +
-                           std::to_string(sizeof(T)) + " bytes overflow the address space");
+std::size_t bytes_for(std::size_t n, char const* operation = "allocate") {
+  constexpr std::size_t most = std::numeric_limits<std::size_t>::max() / sizeof(T);
+  if (n > most)
+    throw invalid_argument(std::string(operation) + ": " + std::to_string(n) + " elements of " +
+                           std::to_string(sizeof(T)) +
+                           " bytes overflow the address space; expected at most " +
+                           std::to_string(most) + " elements");
   return n * sizeof(T);
 }
 
