@@ -238,6 +238,7 @@ graph& graph::emplace(graph& sub, node_options o) {
     event operator()() const { return start(*sub, owner->where->slots, owner); }
   };
   task::detail::set_body(*n, run_sub{&sub, s_.get()});
+  s_->sub_nodes.emplace_back(n, sub.s_.get());
   add_to_level(n, nullptr);
   return *this;
 }
@@ -330,6 +331,7 @@ void graph::finalize() {
   // of creation (else no cycle is possible): what is never freed lies on or behind a
   // cycle (a condition node's weak edges may loop).
   if (s.backward) check_acyclic();
+  check_sub_graphs();
   if (roots.empty() && count > 0)
     throw invalid_argument(
         "strata::graph: no node can start (every node without predecessors is the target of "
@@ -339,6 +341,41 @@ void graph::finalize() {
   s.conditions = conditions;
   s.placed = placed;
   s.finalized = true;
+}
+
+void graph::check_sub_graphs() {
+  auto& subs = s_->sub_nodes;
+  if (subs.size() < 2) return;
+  // Whether `to` follows `from` along successor edges (far is set by finalize's pass).
+  auto reaches = [&](node* from, node* to) {
+    std::vector<node*> stack{from};
+    std::vector<bool> seen(s_->count, false);
+    while (!stack.empty()) {
+      node* n = stack.back();
+      stack.pop_back();
+      for (auto *it = n->far, *end = n->far + n->out; it != end; ++it) {
+        if (*it == to) return true;
+        if (!seen[(*it)->index]) {
+          seen[(*it)->index] = true;
+          stack.push_back(*it);
+        }
+      }
+    }
+    return false;
+  };
+  auto name = [](node* n) {
+    return (n->extra && !n->extra->name.empty() ? "\"" + n->extra->name + "\" " : std::string()) +
+           "(node " + std::to_string(n->index) + ")";
+  };
+  for (std::size_t i = 0; i < subs.size(); ++i)
+    for (std::size_t j = i + 1; j < subs.size(); ++j)
+      if (subs[i].second == subs[j].second && !reaches(subs[i].first, subs[j].first) &&
+          !reaches(subs[j].first, subs[i].first))
+        throw invalid_argument(
+            "strata::graph: one sub-graph is emplaced in nodes " + name(subs[i].first) + " and " +
+            name(subs[j].first) +
+            ", which may run at once; a graph runs once at a time, so expected the two "
+            "nodes ordered (then, precede) or two sub-graphs");
 }
 
 void graph::check_acyclic() {

@@ -56,6 +56,9 @@ struct graph_state {
   std::vector<node*> tails;
   std::function<bool()> predicate;                // conditional (§5.3.6)
   std::vector<std::function<void()>> pass_hooks;  // at the start of every pass
+  // Nodes that run a sub-graph (emplace(graph&)): finalize refuses one sub-graph in two
+  // nodes that may run at once (a graph runs once at a time).
+  std::vector<std::pair<node*, void const*>> sub_nodes;
 
   template <class Fn>
   void for_each_node(Fn&& fn) {

@@ -85,11 +85,21 @@ bool expected(policy p, vec<N> g, vec<N> const& ext, std::int64_t& out) {
   return true;
 }
 
+// `exchange_first`: one exchange before the policy is set (the halo copies are planned
+// at the first exchange; a later set_boundary must re-plan them: periodic adds copies).
 template <std::size_t N>
-void check_padding(std::string const& where, policy pol, tensor_spec<N> spec) {
+void check_padding(std::string const& where, policy pol, tensor_spec<N> spec,
+                   bool exchange_first = false) {
   SCOPED_TRACE(where + " policy " + name(pol) + " rank " + std::to_string(N) + " padding " +
                std::to_string(spec.padding));
   tensor<std::int64_t, N> t(places(where), spec);
+  if (exchange_first) {
+    if (pol == policy::periodic)
+      set_boundary(t, boundary::none{});
+    else
+      set_boundary(t, boundary::periodic{});
+    load_padding(t).wait();
+  }
   switch (pol) {
     case policy::none:
       set_boundary(t, boundary::none{});
@@ -175,6 +185,12 @@ TEST_P(Padding, WeightedSplitsLoadTheSameHalos) {
                       .partitions = {3, 1},
                       .padding = 2,
                       .weights = {std::vector<double>{1.0, 3.0, 0.5}, std::vector<double>{}}});
+}
+
+TEST_P(Padding, ChangingTheBoundaryAfterAnExchangeChangesTheHalos) {
+  for (auto pol : {policy::periodic, policy::copy, policy::none})
+    check_padding<2>(GetParam(), pol, {.extent = {13, 11}, .partitions = {2, 3}, .padding = 1},
+                     true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Places, Padding, ::testing::Values("host", "sim2", "sim4"));

@@ -93,12 +93,22 @@ concept viewable = requires {
   typename detail::view_of<V>;
 };
 
-/// Copies `src` into `dst`: two views (or buffers) of the same extents and element type,
-/// in any two memory spaces, 1-3D, each with its own pitch.
+namespace detail {
+
+/// The arguments of copy_rows for one view-to-view copy (rows == 0: nothing to copy).
+/// Planned once, a copy repeated between the same views (a tensor's halo exchange) is
+/// issued without its checks and shape arithmetic again.
+struct view_copy {
+  copy_side_desc dst{}, src{};
+  std::size_t row_bytes = 0, rows = 0, slices = 0;
+  std::size_t dst_span = 0, src_span = 0;  // the bytes each side's rows cover
+};
+
+/// Checks a copy of `src` into `dst` and says how to issue it.
 template <viewable Dst, viewable Src>
-event copy(after const& deps, Dst const& dst_in, Src const& src_in) {
-  auto dst = detail::as_view(dst_in);
-  auto src = detail::as_view(src_in);
+view_copy plan_view_copy(Dst const& dst_in, Src const& src_in) {
+  auto dst = as_view(dst_in);
+  auto src = as_view(src_in);
   using DV = decltype(dst);
   using SV = decltype(src);
   static_assert(std::is_same_v<std::remove_const_t<typename DV::element_type>,
@@ -109,25 +119,46 @@ event copy(after const& deps, Dst const& dst_in, Src const& src_in) {
   using T = std::remove_const_t<typename DV::element_type>;
   constexpr std::size_t D = DV::rank;
   if (!(dst.extent() == src.extent()))
-    throw invalid_argument("copy: destination " + detail::shape_text(dst.extent()) +
-                           " and source " + detail::shape_text(src.extent()) +
-                           " differ; expected views of equal extents");
-  if (dst.size() == 0) return when_all(deps);
+    throw invalid_argument("copy: destination " + shape_text(dst.extent()) + " and source " +
+                           shape_text(src.extent()) + " differ; expected views of equal extents");
+  view_copy p;
+  if (dst.size() == 0) return p;
   if (!dst.data() || !src.data())
     throw invalid_argument(std::string("copy: the ") + (dst.data() ? "source" : "destination") +
                            " is a null pointer");
-  std::size_t const rows = D >= 2 ? static_cast<std::size_t>(dst.extent()[D - 2]) : 1;
-  std::size_t const slices = D == 3 ? static_cast<std::size_t>(dst.extent()[0]) : 1;
-  std::size_t const row_bytes = static_cast<std::size_t>(dst.extent()[D - 1]) * sizeof(T);
-#if !defined(NDEBUG)
+  p.rows = D >= 2 ? static_cast<std::size_t>(dst.extent()[D - 2]) : 1;
+  p.slices = D == 3 ? static_cast<std::size_t>(dst.extent()[0]) : 1;
+  p.row_bytes = static_cast<std::size_t>(dst.extent()[D - 1]) * sizeof(T);
   auto span = [&](auto const& v) {
-    return (slices - 1) * v.slice_pitch() + (rows - 1) * v.pitch() + row_bytes;
+    return (p.slices - 1) * v.slice_pitch() + (p.rows - 1) * v.pitch() + p.row_bytes;
   };
-  detail::check_range(dst.data().get(), span(dst), DV::space::id, "copy destination");
-  detail::check_range(src.data().get(), span(src), SV::space::id, "copy source");
+  p.dst = side_of(dst);
+  p.src = side_of(src);
+  p.dst_span = span(dst);
+  p.src_span = span(src);
+  return p;
+}
+
+/// Issues a planned copy (after `deps`).
+inline event start_view_copy(after const& deps, view_copy const& p) {
+  if (p.rows == 0) return when_all(deps);
+  return copy_rows(deps, p.dst, p.src, p.row_bytes, p.rows, p.slices);
+}
+
+}  // namespace detail
+
+/// Copies `src` into `dst`: two views (or buffers) of the same extents and element type,
+/// in any two memory spaces, 1-3D, each with its own pitch.
+template <viewable Dst, viewable Src>
+event copy(after const& deps, Dst const& dst, Src const& src) {
+  auto const p = detail::plan_view_copy(dst, src);
+#if !defined(NDEBUG)
+  if (p.rows != 0) {
+    detail::check_range(p.dst.base, p.dst_span, p.dst.space, "copy destination");
+    detail::check_range(p.src.base, p.src_span, p.src.space, "copy source");
+  }
 #endif
-  return detail::copy_rows(deps, detail::side_of(dst), detail::side_of(src), row_bytes, rows,
-                           slices);
+  return detail::start_view_copy(deps, p);
 }
 
 template <viewable Dst, viewable Src>

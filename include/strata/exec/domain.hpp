@@ -276,7 +276,9 @@ class block_domain {
     static_assert(std::is_trivially_destructible_v<T>,
                   "scratchpad(): T must be trivially destructible (scratchpads are raw storage)");
     std::size_t offset = (ctx_.scratchpad_used + alignof(T) - 1) / alignof(T) * alignof(T);
-    std::size_t end = offset + n * sizeof(T);
+    // n * sizeof(T) may wrap (a huge n): the request is then reported as the largest size.
+    std::size_t const end =
+        n > (~std::size_t{0} - offset) / sizeof(T) ? ~std::size_t{0} : offset + n * sizeof(T);
     if (end > ctx_.scratchpad_size()) {
 #if STRATA_DEVICE_CODE
       __trap();

@@ -5,6 +5,9 @@
 #include <strata/exec/backend.hpp>
 #include <strata/exec/shape.hpp>
 
+#include <limits>
+#include <string>
+
 namespace strata {
 
 namespace detail {
@@ -29,6 +32,15 @@ shape<D, Policy> divide_work(target const& where, vec<D> const& problem) {
       throw invalid_argument("divide_work: problem extent " + std::to_string(problem[i]) +
                              " in dimension " + std::to_string(i) +
                              " is invalid; expected at least 1");
+  // Rounding to whole blocks below must not overflow: at most half the index range.
+  index_t total_points = 1;
+  for (std::size_t i = 0; i < D; ++i)
+    if (__builtin_mul_overflow(total_points, problem[i], &total_points) ||
+        total_points > std::numeric_limits<index_t>::max() / 2)
+      throw invalid_argument(
+          "divide_work: a problem extent of " + std::to_string(problem[i]) + " in dimension " +
+          std::to_string(i) + " makes the problem too large; expected at most " +
+          std::to_string(std::numeric_limits<index_t>::max() / 2) + " elements in all");
   auto traits = detail::traits_of(where);
   constexpr index_t simd = 16;  // 64 bytes of floats: one AVX-512 register, four of SSE
   auto round_up = [](index_t x, index_t m) { return (x + m - 1) / m * m; };
@@ -37,7 +49,7 @@ shape<D, Policy> divide_work(target const& where, vec<D> const& problem) {
   vec<D> grid = problem, block = vec<D>::fill(1), elements = vec<D>::fill(1);
   if (traits.host && !is_parallel_v<Policy>) {
     index_t const target_blocks = static_cast<index_t>(traits.threads) * 64;
-    index_t const total = problem.product();
+    index_t const total = total_points;
     index_t per_block = round_up(ceil_div(total, target_blocks), simd);
     if (per_block < last || D == 1) {
       // Part of a row per block.

@@ -465,6 +465,8 @@ class graph {
  private:
   /// Throws invalid_argument naming a cycle if the strong edges have one.
   void check_acyclic();
+  /// Throws invalid_argument if one sub-graph is in two nodes that are not ordered.
+  void check_sub_graphs();
   task::detail::node* make(node_options o);
   void mark_condition(task::detail::node* n);
   /// Called at the start of every pass (a reduction's result is not complete then).

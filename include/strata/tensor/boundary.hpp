@@ -114,7 +114,11 @@ edge_loader make_edge_loader(tensor_state<T, N>* s, P policy) {
 template <class T, std::size_t N, class B>
 void set_boundary(tensor<T, N>& t, B policy) {
   auto& s = t.state();
-  s.periodic = std::is_same_v<B, boundary::periodic>;
+  {
+    std::lock_guard lock(s.halo_mutex);  // the halo copies depend on whether they wrap
+    s.periodic = std::is_same_v<B, boundary::periodic>;
+    s.halo.reset();
+  }
   if constexpr (std::is_same_v<B, boundary::none> || std::is_same_v<B, boundary::periodic>)
     s.edges = nullptr;
   else
@@ -123,14 +127,14 @@ void set_boundary(tensor<T, N>& t, B policy) {
 
 namespace tensor_detail {
 
-/// Block b's halo from its neighbouring blocks (and the opposite edge when periodic).
-template <class T, std::size_t N>
-event load_halo(after const& deps, tensor<T, N> const& t, std::size_t b) {
-  auto& s = t.state();
+/// Calls fn(dlo, nb, slo, ext) for each box of block b's halo: the box at dlo (local to
+/// b) filled from the box at slo of block nb, a neighbour (or the opposite edge's block
+/// when periodic).
+template <class T, std::size_t N, class Fn>
+void for_each_halo_box(tensor_state<T, N> const& s, std::size_t b, Fn&& fn) {
   index_t const pad = s.geo.padding;
   auto const c = s.geo.coord(b);
   auto const& blk = s.blocks[b];
-  std::vector<event> copies;
   index_t const offsets = [] {
     index_t n = 1;
     for (std::size_t d = 0; d < N; ++d) n *= 3;
@@ -171,9 +175,54 @@ event load_halo(after const& deps, tensor<T, N> const& t, std::size_t b) {
         ext[d] = blk.extent[d];
       }
     }
-    copies.push_back(copy_box(deps, t, b, dlo, t, nb, slo, ext));
+    fn(dlo, nb, slo, ext);
   }
-  return copies.empty() ? when_all(deps) : when_all(after(copies));
+}
+
+/// Every block's halo copies, planned (checked, shaped) once per tensor and boundary: a
+/// halo exchange repeats the same copies every step, and planning them each time was
+/// most of its issue cost, which delays the later copies' start (tensor-halo, session 31).
+template <class T, std::size_t N>
+std::shared_ptr<halo_plans const> plan_halos(tensor<T, N> const& t) {
+  auto& s = t.state();
+  std::lock_guard lock(s.halo_mutex);
+  if (s.halo) return s.halo;
+  auto plans = std::make_shared<halo_plans>(t.blocks());
+  for (std::size_t b = 0; b < t.blocks(); ++b)
+    for_each_halo_box(
+        s, b, [&](vec<N> const& dlo, std::size_t nb, vec<N> const& slo, vec<N> const& ext) {
+          (*plans)[b].push_back(visit_space(t.space_of(b), [&](auto ds) {
+            return visit_space(t.space_of(nb), [&](auto ss) {
+              return detail::plan_view_copy(t.template local_view<decltype(ds)>(b, dlo, ext),
+                                            t.template local_view<decltype(ss)>(nb, slo, ext));
+            });
+          }));
+        });
+  s.halo = plans;
+  return plans;
+}
+
+/// Block b's halo from its neighbouring blocks (and the opposite edge when periodic).
+template <class T, std::size_t N>
+event load_halo(after const& deps, tensor<T, N> const& t, std::size_t b) {
+  if constexpr (!cell_traits<T>::is_record) {
+    // Planned copies between the tensor's own live blocks: no range checks to repeat.
+    auto const plans = plan_halos(t);
+    auto const& mine = (*plans)[b];
+    if (mine.size() == 1) return detail::start_view_copy(deps, mine.front());
+    if (mine.empty()) return when_all(deps);
+    std::vector<event> copies;
+    copies.reserve(mine.size());
+    for (auto const& p : mine) copies.push_back(detail::start_view_copy(deps, p));
+    return when_all(after(std::move(copies)));
+  } else {
+    std::vector<event> copies;
+    for_each_halo_box(t.state(), b,
+                      [&](vec<N> const& dlo, std::size_t nb, vec<N> const& slo, vec<N> const& ext) {
+                        copies.push_back(copy_box(deps, t, b, dlo, t, nb, slo, ext));
+                      });
+    return copies.empty() ? when_all(deps) : when_all(after(copies));
+  }
 }
 
 }  // namespace tensor_detail
@@ -212,8 +261,9 @@ struct load_padding_fn {
   template <class T, std::size_t N>
   event operator()(after const& deps, tensor<T, N> const& t) const {
     std::vector<event> done;
+    done.reserve(t.blocks());
     for (std::size_t b = 0; b < t.blocks(); ++b) done.push_back(one(deps, t, b));
-    return t.state().keep(when_all(after(done)));
+    return t.state().keep(when_all(after(std::move(done))));
   }
   template <class T, std::size_t N>
   event operator()(tensor<T, N> const& t) const {

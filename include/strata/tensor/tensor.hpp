@@ -56,6 +56,9 @@ struct block_home {
   void* data = nullptr;      // the padded box
 };
 
+/// Each block's halo copies (boundary.hpp's plan_halos).
+using halo_plans = std::vector<std::vector<detail::view_copy>>;
+
 /// Fills the padding of one block at the domain's edges (set by set_boundary).
 using edge_loader = std::function<event(after const&, std::size_t block)>;
 
@@ -67,6 +70,9 @@ struct tensor_state {
   std::vector<tensor_block<T, N>> blocks;
   bool periodic = false;
   edge_loader edges;  // empty: the domain edges' padding is left alone
+  // The halo copies, planned at the first exchange; dropped when `periodic` changes.
+  std::mutex halo_mutex;
+  std::shared_ptr<halo_plans const> halo;
   // Staging stores of record box copies (record_tensor.hpp), made on first use.
   std::mutex staging_mutex;
   std::map<std::vector<index_t>, void*> staging;

@@ -555,8 +555,18 @@ scratch_frame::scratch_frame(std::size_t bytes) {
   if (b.size < bytes || !b.data) {
     ::operator delete (b.data, std::align_val_t{64});
     b.data = nullptr;
-    b.size = bytes < 64 ? 64 : bytes;
-    b.data = static_cast<std::byte*>(::operator new (b.size, std::align_val_t{64}));
+    b.size = 0;
+    std::size_t const want = bytes < 64 ? 64 : bytes;
+    try {
+      b.data = static_cast<std::byte*>(::operator new (want, std::align_val_t{64}));
+    } catch (std::bad_alloc const&) {
+      // A shape's scratchpad is the user's number: a request the host cannot hold is
+      // their mistake to see named, not a bare bad_alloc.
+      throw out_of_memory("scratchpad: " + std::to_string(bytes) +
+                          " bytes per block could not be allocated on the host; expected a "
+                          "shape scratchpad the host's memory can hold");
+    }
+    b.size = want;
   }
   data_ = b.data;
   ++frames.depth;

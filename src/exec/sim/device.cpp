@@ -4,6 +4,7 @@
 #include <strata/error.hpp>
 #include <strata/exec/trace.hpp>
 
+#include "exec/threads/pool.hpp"
 #include "exec/wait_hook.hpp"
 
 #include <fmt/format.h>
@@ -177,6 +178,9 @@ event sim_device::enqueue_kernel(index_t chunks, std::function<void(index_t)> bo
     ++busy_;
   }
   kernels_ready_.notify_all();
+  // A unit parked in a wait inside the running kernel runs this one itself if it is
+  // what the wait needs (run_queued_kernel): it must look again.
+  if (unit_waits_.load(std::memory_order_acquire)) notify_hook_work();
   return done;
 }
 
@@ -267,6 +271,7 @@ void sim_device::finish(std::shared_ptr<kernel_op> const& op) {
     std::lock_guard lock(mutex_);
     kernels_.pop_front();
     if (!kernels_.empty()) kernels_.front()->start = clock::now();
+    unit_waits_.store(false, std::memory_order_relaxed);
   }
   kernels_ready_.notify_all();
   op->done.complete(op->error.take());
@@ -395,7 +400,39 @@ void sim_device::run_transfer(copy_engine& e, copy_op& op) {
   if (stop_ || !e.queue.empty()) e.ready.notify_all();
 }
 
+bool sim_device::run_queued_kernel() {
+  std::shared_ptr<kernel_op> op;
+  {
+    lock_spinning(mutex_);
+    std::lock_guard lock(mutex_, std::adopt_lock);
+    unit_waits_.store(true, std::memory_order_release);
+    // The front is the running kernel (this thread's); the next has not started (units
+    // take chunks of the front only).
+    if (kernels_.size() < 2) return false;
+    op = std::move(kernels_[1]);
+    kernels_.erase(kernels_.begin() + 1);
+  }
+  for (index_t c = 0; c < op->chunks; ++c) {
+    op->error.run([&] { op->body(c); });
+    op->remaining.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  op->done.complete(op->error.take());
+  done_one();
+  return true;
+}
+
 bool sim_device::help_engines() noexcept {
+  // A unit waiting inside a kernel of its device: a kernel queued behind it may be what
+  // it waits for (launched after a dependency that another thread completed, so queued
+  // rather than run at once as a child grid is); it runs it, as a child would run.
+  if (in_kernel_of && !helping) {
+    bool ran = false;
+    try {
+      ran = const_cast<sim_device*>(in_kernel_of)->run_queued_kernel();
+    } catch (...) {  // the hook must not throw (a body's exception is the kernel's error)
+    }
+    if (ran) return true;
+  }
   if (helping || untaken.load(std::memory_order_acquire) == 0) return false;
   sim_device* device = nullptr;
   copy_engine* engine = nullptr;

@@ -173,6 +173,9 @@ class sim_device {
   // section (one lock per issue, which a waiting engine would otherwise contend for).
   void track_locked(event const& done);
   void finish(std::shared_ptr<kernel_op> const& op);
+  // Run by a unit waiting inside a kernel of this device (the wait hook): takes the first
+  // kernel queued behind the running one and runs it on this thread, as a child grid.
+  bool run_queued_kernel();
   void done_one();
 
   sim_params params_;
@@ -186,6 +189,9 @@ class sim_device {
   std::condition_variable kernels_ready_;
   std::deque<std::shared_ptr<kernel_op>> kernels_;
   bool stop_ = false;
+  // A unit of the running kernel waits (it ran the wait hook): a kernel queued now may be
+  // what it waits for (a child launched after a dependency), so its issue wakes waiters.
+  std::atomic<bool> unit_waits_{false};
   long busy_ = 0;  // queued or running operations, until their completion has run
   std::condition_variable idle_;
   std::vector<std::thread> units_;

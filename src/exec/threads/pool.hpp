@@ -26,6 +26,10 @@ struct waiter;
 /// threads waiting in drain. A no-op when no pool is live.
 void notify_progress() noexcept;
 
+/// Work that only a wait hook runs has appeared (src/exec/wait_hook.hpp): wakes parked
+/// waiters, with or without a pool, so that they run the hook again.
+void notify_hook_work() noexcept;
+
 /// The slot of the calling thread: its PU's for a worker, 0 for any other thread (the
 /// first PU's share is done by the threads that wait).
 int current_slot() noexcept;

@@ -10,6 +10,8 @@
 #include "task/scheduler.hpp"
 
 #include <chrono>
+#include <cstdint>
+#include <mutex>
 
 namespace strata::detail {
 namespace {
@@ -39,6 +41,26 @@ bool has_wait_hook() noexcept {
 
 void notify_progress() noexcept {
   if (auto* p = pool::instance()) p->notify_external();
+}
+
+namespace {
+// Work that only a wait hook finds (a sim kernel queued behind the running one, which a
+// unit waiting inside that kernel runs): its producer bumps the epoch, and a waiter that
+// saw the epoch before its last hook round does not sleep if it changed since.
+std::atomic<std::uint64_t> hook_epoch{0};
+// Threads parked without a pool while a hook is registered: notify_hook_work wakes them.
+std::mutex hook_waiters_mutex;
+waiter* hook_waiters = nullptr;
+std::atomic<int> hook_parked{0};
+}  // namespace
+
+void notify_hook_work() noexcept {
+  hook_epoch.fetch_add(1, std::memory_order_seq_cst);
+  if (auto* p = pool::instance()) p->notify_external();
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (hook_parked.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard lock(hook_waiters_mutex);
+  notify_all(hook_waiters, &waiter::on_pool);
 }
 
 void pool::drain() {
@@ -82,6 +104,7 @@ void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
   } counted{this, !worker};
   auto& tasks = *tasks_;
   while (!s.ready() && !expired()) {
+    auto const epoch = hook_epoch.load(std::memory_order_acquire);
     // What s waits for may be a task group's joiner: its counts go back first.
     task::detail::flush_credits();
     if (help(slot, &s)) continue;
@@ -107,7 +130,11 @@ void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
     if (timed && (deadline.time_since_epoch().count() == 0 || until < deadline)) deadline = until;
     if ((timed || deadline.time_since_epoch().count() == 0) && spin_until(work, due)) continue;
     bool const claimed = park(
-        slot, &s, [&] { return s.ready() || has_job(slot) || (worker && tasks.available(slot)); },
+        slot, &s,
+        [&] {
+          return s.ready() || has_job(slot) || (worker && tasks.available(slot)) ||
+                 hook_epoch.load(std::memory_order_seq_cst) != epoch;
+        },
         deadline);
     // A task push chose this worker to wake; if it leaves now, another must look.
     if (claimed && s.ready()) tasks.pass_on(slot);
@@ -128,6 +155,7 @@ void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_poin
   auto& w = this_waiter();
   bool const timed = until.time_since_epoch().count() != 0;
   while (!state.ready() && !(timed && std::chrono::steady_clock::now() >= until)) {
+    auto const epoch = hook_epoch.load(std::memory_order_acquire);
     auto deadline = until;
     if (auto when = state.expected(); when.time_since_epoch().count() != 0) {
       auto const wake = when - spin::before_expected;
@@ -141,7 +169,20 @@ void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_poin
     }
     auto const key = w.prepare();
     if (!state.add_waiter(w)) return;
-    if (!state.ready()) w.commit(key, deadline);
+    bool const hooked = has_wait_hook();
+    if (hooked) {
+      std::lock_guard lock(hook_waiters_mutex);
+      link(hook_waiters, w, &waiter::on_pool);
+      hook_parked.fetch_add(1, std::memory_order_seq_cst);
+    }
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (!state.ready() && hook_epoch.load(std::memory_order_seq_cst) == epoch)
+      w.commit(key, deadline);
+    if (hooked) {
+      std::lock_guard lock(hook_waiters_mutex);
+      unlink(hook_waiters, w, &waiter::on_pool);
+      hook_parked.fetch_sub(1, std::memory_order_relaxed);
+    }
     state.remove_waiter(w);
   }
 }
