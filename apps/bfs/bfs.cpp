@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -38,7 +39,9 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   int scale = 16, edge_factor = 16, roots = 4;
   std::string edges_file, mtx_file;
@@ -52,9 +55,9 @@ int main(int argc, char** argv) try {
       return argv[++i];
     };
     if (arg == "--scale") {
-      scale = static_cast<int>(cli.whole(arg, value()));
+      scale = static_cast<int>(cli.whole(arg, value(), 1, 30));  // 2^scale 32-bit vertex ids
     } else if (arg == "--edge-factor") {
-      edge_factor = static_cast<int>(cli.whole(arg, value()));
+      edge_factor = static_cast<int>(cli.whole(arg, value(), 1, 1 << 16));
     } else if (arg == "--edges") {
       edges_file = value();
     } else if (arg == "--mtx") {
@@ -62,7 +65,7 @@ int main(int argc, char** argv) try {
     } else if (arg == "--places") {
       place_names.push_back(value());
     } else if (arg == "--roots") {
-      roots = static_cast<int>(cli.whole(arg, value()));
+      roots = static_cast<int>(cli.whole(arg, value(), 1, 1 << 16));
     } else if (arg == "--direction") {
       std::string d = value();
       if (d == "optimizing")
@@ -90,6 +93,8 @@ int main(int argc, char** argv) try {
   std::vector<apps::edge> edges;
   std::string what;
   if (!edges_file.empty()) {
+    if (std::error_code ec; std::filesystem::is_directory(edges_file, ec))
+      throw strata::parse_error(edges_file + ": is a directory; expected an edge list file");
     std::ifstream in(edges_file);
     if (!in) throw strata::parse_error(edges_file + ": cannot be opened for reading");
     edges = apps::read_edge_list(in, edges_file, n);
@@ -144,7 +149,10 @@ int main(int argc, char** argv) try {
     std::printf("    mean rate %.2f MTEPS\n", edges_sum / seconds / 1e6);
   }
   return all_ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "bfs: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("bfs", argc, argv, app_main);
 }

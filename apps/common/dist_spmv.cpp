@@ -48,7 +48,8 @@ double max_scaled_difference(row_block const& b, double const* x, double const* 
       magnitude += std::abs(m.val[static_cast<std::size_t>(k)] *
                             x[static_cast<std::size_t>(m.col[static_cast<std::size_t>(k)])]);
     double const d = std::abs(y[r] - want[r]) / std::max(1.0, magnitude);
-    if (!(d <= worst)) worst = d;  // a NaN is the worst
+    if (std::isnan(d)) return d;  // a NaN is the worst, whatever follows
+    worst = std::max(worst, d);
   }
   return worst;
 }

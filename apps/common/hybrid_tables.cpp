@@ -3,6 +3,7 @@
 #include "stencil_kernels.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -22,7 +23,21 @@ std::vector<hybrid_device> hybrid_devices(strata::place const& machine) {
   return out;
 }
 
+void check_strips(index_t rows, std::vector<hybrid_device> const& devices,
+                  std::string const& what) {
+  auto const n = static_cast<index_t>(devices.size());
+  if (rows >= n) return;
+  throw strata::invalid_argument(
+      what + ": " + std::to_string(rows) + " rows are fewer than the " + std::to_string(n) +
+      " devices (the host CPU and " + std::to_string(n - 1) +
+      " sim devices); expected at least one row for each device's strip");
+}
+
 std::vector<index_t> optimal_cuts(index_t rows, std::vector<double> const& speeds) {
+  if (rows < static_cast<index_t>(speeds.size()))
+    throw strata::invalid_argument("optimal_cuts: " + std::to_string(rows) + " rows for " +
+                                   std::to_string(speeds.size()) +
+                                   " devices; expected at least one row each");
   std::vector<index_t> cuts;
   double total = 0, acc = 0;
   for (double s : speeds) total += s;
@@ -161,8 +176,9 @@ slow_down parse_slow_down(std::string const& text, std::vector<hybrid_device> co
   s.device = text.substr(0, at);
   char* end = nullptr;
   std::string const it = text.substr(at + 1, eq - at - 1), sp = text.substr(eq + 1);
+  errno = 0;
   s.iteration = std::strtol(it.c_str(), &end, 10);
-  if (it.empty() || *end != '\0' || s.iteration < 0) throw bad("bad iteration");
+  if (it.empty() || *end != '\0' || s.iteration < 0 || errno == ERANGE) throw bad("bad iteration");
   s.speed = std::strtod(sp.c_str(), &end);
   if (sp.empty() || *end != '\0' || !(s.speed > 0) || !std::isfinite(s.speed))
     throw bad("bad speed");
@@ -202,8 +218,10 @@ std::pair<index_t, index_t> parse_cell(std::string const& flag, std::string cons
   char* end2 = nullptr;
   std::string const a = text.substr(0, comma);
   std::string const b = comma == std::string::npos ? "" : text.substr(comma + 1);
+  errno = 0;  // ERANGE: a number beyond 64 bits, which strtoll clamps
   long long i = std::strtoll(a.c_str(), &end1, 10), j = std::strtoll(b.c_str(), &end2, 10);
-  if (comma == std::string::npos || a.empty() || b.empty() || *end1 != '\0' || *end2 != '\0')
+  if (comma == std::string::npos || a.empty() || b.empty() || *end1 != '\0' || *end2 != '\0' ||
+      errno == ERANGE)
     throw strata::invalid_argument(flag + " '" + text + "': expected ROW,COL");
   return {static_cast<index_t>(i), static_cast<index_t>(j)};
 }

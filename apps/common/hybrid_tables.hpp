@@ -23,6 +23,11 @@ struct hybrid_device {
 /// The host CPU place, then every sim device of the machine.
 std::vector<hybrid_device> hybrid_devices(strata::place const& machine);
 
+/// Throws strata::invalid_argument unless a grid of `rows` rows gives each of `devices`
+/// its strip of at least one row; `what` names the rows in the message (e.g. "--rows 2").
+void check_strips(strata::index_t rows, std::vector<hybrid_device> const& devices,
+                  std::string const& what);
+
 /// Seconds that `sweeps` sweeps take on `devices` (top to bottom) cut at `cuts` (rows where
 /// strips 1.. start; empty for one device). What the tables time.
 using sweep_timer = std::function<double(std::vector<strata::place> const& devices,
@@ -36,7 +41,8 @@ struct table_setup {
                                  // runs are averaged: here other load is the noise)
 };
 
-/// The cut lines giving each device rows in proportion to its speed (§8 "opt. cut").
+/// The cut lines giving each device rows in proportion to its speed (§8 "opt. cut");
+/// strata::invalid_argument when there are fewer rows than speeds.
 std::vector<strata::index_t> optimal_cuts(strata::index_t rows, std::vector<double> const& speeds);
 
 /// Prints Table 1 (each device alone: cells per second, relative power), Table 2 (every

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <istream>
 #include <limits>
@@ -123,6 +124,8 @@ class mtx_parser {
       fail("value '" + std::string(s) + "' is out of the range of a double");
     if (ec != std::errc{} || p != s.data() + s.size())
       fail("'" + std::string(s) + "' is not a real number");
+    if (!std::isfinite(v))
+      fail("value '" + std::string(s) + "' is not finite; expected a real number");
     return v;
   }
 
@@ -170,7 +173,10 @@ class mtx_parser {
 
     std::size_t const values = field == "pattern" ? 0 : 1;
     std::vector<triplet> entries;
-    entries.reserve(static_cast<std::size_t>(symmetry == "general" ? nnz : 2 * nnz));
+    // The size line alone does not bound the memory (a file may claim 2e9 entries and
+    // hold 3): reserve at most 2^20 up front and let the vector grow with what is read.
+    std::int64_t const announced = symmetry == "general" ? nnz : 2 * nnz;
+    entries.reserve(static_cast<std::size_t>(std::min<std::int64_t>(announced, 1 << 20)));
     for (std::int64_t k = 0; k < nnz; ++k) {
       if (!next_data_line(f))
         fail("end of file after " + std::to_string(k) + " of the " + std::to_string(nnz) +
@@ -218,6 +224,9 @@ csr_matrix read_matrix_market(std::istream& in, std::string const& name,
 }
 
 csr_matrix read_matrix_market_file(std::string const& path, matrix_market_header* header) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw strata::parse_error(path + ": is a directory; expected a Matrix Market file");
   std::ifstream in(path);
   if (!in) throw strata::parse_error(path + ": cannot be opened for reading");
   return read_matrix_market(in, path, header);
@@ -233,6 +242,22 @@ csr_index checked_product(std::int64_t n, char const* what) {
 }
 
 }  // namespace
+
+long long generator_limit(std::string const& name) {
+  long long const most = std::numeric_limits<csr_index>::max();
+  long long n = 1;
+  if (name == "laplacian2d") {
+    while ((n + 1) * (n + 1) * 5 <= most) ++n;
+  } else if (name == "laplacian3d") {
+    while ((n + 1) * (n + 1) * (n + 1) * 7 <= most) ++n;
+  } else if (name == "power-law") {
+    n = most;
+  } else {
+    throw strata::invalid_argument("generator_limit: '" + name +
+                                   "' is not laplacian2d, laplacian3d or power-law");
+  }
+  return n;
+}
 
 csr_matrix laplacian_2d(csr_index nx, csr_index ny) {
   if (nx < 1 || ny < 1)
@@ -268,7 +293,11 @@ csr_matrix laplacian_3d(csr_index nx, csr_index ny, csr_index nz) {
     throw strata::invalid_argument("laplacian_3d: grid " + std::to_string(nx) + " x " +
                                    std::to_string(ny) + " x " + std::to_string(nz) +
                                    "; expected at least 1 x 1 x 1");
-  auto n = checked_product(std::int64_t{nx} * ny * nz, "laplacian_3d");
+  // nx ny alone fits 62 bits; over the limit it stays over it (no overflow of nx ny nz).
+  std::int64_t const plane_rows = std::int64_t{nx} * ny;
+  auto n = checked_product(
+      plane_rows > std::numeric_limits<csr_index>::max() ? plane_rows : plane_rows * nz,
+      "laplacian_3d");
   if (std::int64_t{n} * 7 > std::numeric_limits<csr_index>::max())
     throw strata::invalid_argument("laplacian_3d: too many nonzeros for 32-bit CSR indices");
   csr_matrix a;
@@ -337,7 +366,8 @@ double max_relative_difference(std::vector<double> const& a, std::vector<double>
   double worst = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     double d = std::abs(a[i] - b[i]) / std::max(1.0, std::abs(b[i]));
-    if (!(d <= worst)) worst = d;  // a NaN is the worst
+    if (std::isnan(d)) return d;  // a NaN is the worst, whatever follows
+    worst = std::max(worst, d);
   }
   return worst;
 }

@@ -67,6 +67,11 @@ csr_matrix laplacian_3d(csr_index nx, csr_index ny, csr_index nz);
 /// uniform; values uniform in [-1, 1). Deterministic in `seed` (Philox4x32-10).
 csr_matrix random_power_law(csr_index n, double average, std::uint64_t seed);
 
+/// The largest N the generator `name` ("laplacian2d", "laplacian3d", "power-law") takes
+/// for an app's --NAME N: the N^2 or N^3 rows and their nonzeros must fit the 32-bit CSR
+/// indices (5 N^2 <= 2^31-1: 20724; 7 N^3: 674; N rows: 2^31-1).
+long long generator_limit(std::string const& name);
+
 /// y = A x, one row after another in index order: the reference.
 void reference_spmv(csr_matrix const& a, double const* x, double* y);
 

@@ -261,6 +261,10 @@ summa::summa(dist::runtime const& rt, dist::team const& team, index_t m, index_t
   if (options.lookahead < 0)
     fail("lookahead " + std::to_string(options.lookahead) + "; expected 0 or more");
   if (options.panel < 0) fail("panel width " + std::to_string(options.panel) + "; expected >= 0");
+  // A block wider than every extent is the same distribution as one of the largest
+  // extent: clamping nb first keeps (k + nb - 1) / nb and the panel width from
+  // overflowing or growing with nb (nb = 10^7 asked ~1 GB of panel buffer for 6 x 6).
+  nb = std::min(nb, std::max({m, n, k}));
   s.team = team;
   s.m = m;
   s.n = n;
@@ -269,8 +273,9 @@ summa::summa(dist::runtime const& rt, dist::team const& team, index_t m, index_t
   s.grid = grid;
   s.lookahead = options.lookahead;
   s.local = options.local;
-  index_t const want = options.panel == 0 ? std::max<index_t>(nb, 256) : options.panel;
-  s.width = std::max<index_t>(1, (want + nb - 1) / nb) * nb;
+  // At most all of k (in whole blocks) per panel, whatever --panel asks.
+  index_t const want = std::min(options.panel == 0 ? std::max<index_t>(nb, 256) : options.panel, k);
+  s.width = std::min(std::max<index_t>(1, (want + nb - 1) / nb) * nb, s.blocks() * nb);
   // A 1 x 1 grid has nothing to send, so nothing to overlap: one GEMM over all of k.
   if (grid[0] == 1 && grid[1] == 1) s.width = s.blocks() * nb;
   s.a_t = block_cyclic_matrix(m, k, nb, grid);

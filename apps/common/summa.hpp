@@ -89,7 +89,8 @@ class summa {
   /// Collective over the team (every member calls it): makes the row and column teams
   /// (dist runtime::make_team) of the grid's ranks. invalid_argument, on every rank, for
   /// extents or nb below 1, a grid below 1 x 1 or with more processes than the team, a
-  /// negative lookahead or panel.
+  /// negative lookahead or panel. An nb above max(m, n, k) is taken as max(m, n, k) (the
+  /// same distribution), and a panel is at most all of k.
   summa(strata::dist::runtime const& rt, strata::dist::team const& team, index_t m, index_t n,
         index_t k, index_t nb, process_grid grid, summa_options options = {});
   ~summa();

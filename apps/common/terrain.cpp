@@ -205,6 +205,10 @@ terrain fractal_terrain(index_t rows, index_t cols, std::uint64_t seed, double r
   if (rows < 2 || cols < 2)
     fail("fractal_terrain: " + std::to_string(rows) + " x " + std::to_string(cols) +
          "; expected at least 2 x 2");
+  if (rows > fractal_limit || cols > fractal_limit)
+    fail("fractal_terrain: " + std::to_string(rows) + " x " + std::to_string(cols) +
+         "; expected at most " + std::to_string(fractal_limit) + " x " +
+         std::to_string(fractal_limit) + " (its height field is a power of two plus one square)");
   index_t n = 1;
   while (n + 1 < std::max(rows, cols)) n *= 2;
   index_t const side = n + 1;

@@ -45,8 +45,13 @@ terrain read_gdal(std::string const& path);
 /// Whether read_gdal works in this build.
 bool have_gdal() noexcept;
 
+/// The largest side fractal_terrain makes: 2^14 + 1, whose height field (the next power of
+/// two plus one, squared, in doubles) is 2.1 GB.
+inline constexpr strata::index_t fractal_limit = (strata::index_t{1} << 14) + 1;
+
 /// A synthetic fractal terrain (diamond-square midpoint displacement with roughness 0.55),
-/// rows x cols, `relief` metres from lowest to highest point, the same for the same seed.
+/// rows x cols (each 2 to fractal_limit: strata::invalid_argument otherwise), `relief`
+/// metres from lowest to highest point, the same for the same seed.
 terrain fractal_terrain(strata::index_t rows, strata::index_t cols, std::uint64_t seed,
                         double relief = 2000.0, double cell = 30.0);
 

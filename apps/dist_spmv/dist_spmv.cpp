@@ -21,9 +21,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,7 +46,9 @@ std::string join(std::vector<int> const& v) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   dist::runtime rt(argc, argv);
   std::string source = "laplacian3d", file, place_name = "host";
   long long size = 64, repeat = 10;
@@ -60,10 +64,11 @@ int main(int argc, char** argv) try {
       source = "mtx";
       file = value();
     } else if (arg == "--laplacian2d" || arg == "--laplacian3d" || arg == "--power-law") {
+      // The matrices' nonzeros (5 N^2, 7 N^3, up to N^2) must fit 32-bit CSR indices.
       source = arg.substr(2);
-      size = cli.whole(arg, value());
+      size = cli.whole(arg, value(), 1, apps::generator_limit(source));
     } else if (arg == "--average") {
-      average = std::strtod(value(), nullptr);
+      average = cli.real(arg, value());
     } else if (arg == "--places") {
       place_name = value();
     } else if (arg == "--repeat") {
@@ -135,10 +140,15 @@ int main(int argc, char** argv) try {
     best = std::min(best, slowest);
   }
   double err = apps::max_scaled_difference(block, x_all.data(), y.data(), want.data() + first);
-  double worst = 0;
-  dist::all_reduce(rt.world(), std::span<double const>(&err, 1), std::span(&worst, 1),
+  // MPI's max of a NaN and a number may be either: reduce the error with NaN as +inf,
+  // and whether any rank had a NaN, so that one rank's NaN is every rank's verdict.
+  bool const nan = std::isnan(err);
+  double const mine_err[2] = {nan ? std::numeric_limits<double>::infinity() : err, nan ? 1.0 : 0.0};
+  double reduced[2] = {0, 0};
+  dist::all_reduce(rt.world(), std::span<double const>(mine_err, 2), std::span(reduced, 2),
                    dist::reduce_op::max)
       .wait();
+  double const worst = reduced[1] > 0 ? std::numeric_limits<double>::quiet_NaN() : reduced[0];
 
   // Rank 0 reports every rank's share: rows, nonzeros, ghosts and neighbours.
   auto const info = product.info();
@@ -169,7 +179,10 @@ int main(int argc, char** argv) try {
                 2.0 * static_cast<double>(a.nnz()) / best / 1e9, worst, ok ? "ok" : "WRONG");
   }
   return ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "dist_spmv: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("dist_spmv", argc, argv, app_main);
 }

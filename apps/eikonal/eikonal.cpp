@@ -192,7 +192,9 @@ bool run_dims(std::vector<std::string> const& names, strata::place const& machin
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   long long dims = 2, size = 0;
   std::vector<double> bands;
@@ -242,7 +244,10 @@ int main(int argc, char** argv) try {
                             : run_dims<3>(names, machine, size, bands, single, dbl, refinement);
   std::printf(ok ? "every check passed\n" : "WRONG: a check failed\n");
   return ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "eikonal: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("eikonal", argc, argv, app_main);
 }

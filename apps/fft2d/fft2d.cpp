@@ -45,7 +45,9 @@ double slowest(dist::team const& team, double t) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   dist::runtime rt(argc, argv);
   long long n0 = 1024, n1 = 1024, repeat = 5;
   bool check = true;
@@ -154,7 +156,10 @@ int main(int argc, char** argv) try {
   int verdict = ok ? 0 : 2;
   dist::broadcast(world, std::span(&verdict, 1), 0).wait();
   return verdict;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "fft2d: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("fft2d", argc, argv, app_main);
 }

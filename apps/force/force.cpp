@@ -82,7 +82,9 @@ bool conserve(char const* layout, std::vector<strata::place> const& where,
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   std::vector<long long> sizes{100, 200, 400, 800};
   long long steps = 20;
@@ -134,7 +136,10 @@ int main(int argc, char** argv) try {
   ok &= conserve<double, strata::aosoa<16>>("aosoa16", where, host, s);
   std::printf(ok ? "every check passed\n" : "WRONG: a check failed\n");
   return ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "force: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("force", argc, argv, app_main);
 }

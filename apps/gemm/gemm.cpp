@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace {
 
 char const* const usage_text =
@@ -111,7 +113,9 @@ bool run(strata::place const& machine, options const& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   options o;
   for (int i = 1; i < argc; ++i) {
@@ -154,6 +158,18 @@ int main(int argc, char** argv) try {
       cli.fail("unknown argument '" + arg + "'");
     }
   }
+  // A, B, C0 and C of the larger precision live at once: refuse sizes this machine's
+  // memory cannot hold before allocating (rather than a bare std::bad_alloc, or swapping).
+  double const need = 8.0 * (static_cast<double>(o.m) * static_cast<double>(o.k) +
+                             static_cast<double>(o.k) * static_cast<double>(o.n) +
+                             2.0 * static_cast<double>(o.m) * static_cast<double>(o.n));
+  double const have =
+      static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  if (have > 0 && need > have)
+    cli.fail("the matrices of " + std::to_string(o.m) + " x " + std::to_string(o.k) + " x " +
+             std::to_string(o.n) + " need " + std::to_string(static_cast<long long>(need / 1e6)) +
+             " MB; this machine has " + std::to_string(static_cast<long long>(have / 1e6)) +
+             " MB of memory");
   strata::place machine = rt.machine();
   bool const have_sim =
       !machine.slice(strata::isa::sim).descendants(strata::place_type::device).empty();
@@ -172,7 +188,10 @@ int main(int argc, char** argv) try {
   if (o.single) ok = run<float>(machine, o) && ok;
   if (o.dbl) ok = run<double>(machine, o) && ok;
   return ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "gemm: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("gemm", argc, argv, app_main);
 }

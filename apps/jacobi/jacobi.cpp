@@ -45,7 +45,9 @@ apps::args const cli(help);
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   long long rows = 256, cols = 256, max_iterations = 100000, sweeps = 20, cut_step = 0;
   double edge = 1.0, tolerance = 1e-4;
@@ -90,6 +92,8 @@ int main(int argc, char** argv) try {
     }
   }
   auto devices = apps::hybrid_devices(rt.machine());
+  apps::check_strips(rows, devices,
+                     "the " + std::to_string(rows) + " x " + std::to_string(cols) + " grid");
   apps::slow_down slowed;
   if (!slow.empty()) slowed = apps::parse_slow_down(slow, devices);
   strata::vec<2> const extent{rows, cols};
@@ -155,7 +159,10 @@ int main(int argc, char** argv) try {
         ok ? "bitwise equal" : ("WRONG: " + std::to_string(differ) + " cells differ").c_str());
   }
   return ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "jacobi: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("jacobi", argc, argv, app_main);
 }

@@ -13,7 +13,9 @@ apps::args const cli(
     "processors, their nearest memories, distances");
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);  // takes --strata-sim-devices=... and friends
   if (cli.no_options(argc, argv)) return 0;
   strata::place machine = rt.machine();
@@ -41,7 +43,10 @@ int main(int argc, char** argv) try {
                 a.common_ancestor(b).name().c_str(), a.distance(b));
   }
   return 0;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "machine_tour: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("machine_tour", argc, argv, app_main);
 }

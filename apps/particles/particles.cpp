@@ -58,7 +58,9 @@ bool run(char const* layout, std::string const& name, std::vector<strata::place>
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   long long n = 1'000'000, steps = 10;
   std::vector<std::string> names;
@@ -116,7 +118,10 @@ int main(int argc, char** argv) try {
   std::printf(ok ? "every layout and place gives the reference positions\n"
                  : "WRONG: some positions differ from the reference\n");
   return ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "particles: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("particles", argc, argv, app_main);
 }

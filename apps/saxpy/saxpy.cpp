@@ -1,6 +1,7 @@
 // SAXPY the Phalanx way (Phalanx §V-A, Fig. 3): one kernel source, launched on the host's
 // processors with each CPU backend, then split over emulated sim devices with copies in
-// and out, each device's copies overlapping the other's kernel. Public API only.
+// and out, each device's copies overlapping the other's kernel. Every result is checked
+// element by element against a x + y; exits 2 when one differs. Public API only.
 #include <strata/strata.hpp>
 
 #include "cli.hpp"
@@ -8,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <string>
 #include <vector>
 
 struct saxpy {
@@ -31,7 +33,9 @@ apps::args const cli(
     "every CPU backend, then split over the sim devices");
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   if (cli.no_options(argc, argv)) return 0;
   strata::place machine = rt.machine();
@@ -41,16 +45,35 @@ int main(int argc, char** argv) try {
   strata::buffer<float> x(machine, n), y(machine, n);
   strata::fill(x, 1.0f).wait();
 
+  // Every element of y against a x + y0 (x = 1, y0 = 2: exactly 4 in float): the count of
+  // those that differ, and the first.
+  float const y0 = 2.0f;
+  bool all_ok = true;
+  auto verify = [&] {
+    float const* xp = x.data().get();
+    float const* yp = y.data().get();
+    strata::index_t differ = 0, first = -1;
+    for (strata::index_t i = 0; i < n; ++i)
+      if (!(yp[i] == a * xp[i] + y0)) {
+        if (differ++ == 0) first = i;
+      }
+    all_ok = all_ok && differ == 0;
+    if (differ == 0) return std::string("ok");
+    return "WRONG: " + std::to_string(differ) + " elements differ from a x + y, the first y[" +
+           std::to_string(first) + "] = " + std::to_string(yp[first]) + " (expected " +
+           std::to_string(a * xp[first] + y0) + ")";
+  };
+
   std::printf("saxpy of %lld floats\n", static_cast<long long>(n));
   for (auto backend :
        {strata::backend_id::serial, strata::backend_id::threads, strata::backend_id::openmp}) {
     auto where = strata::on(machine.slice(strata::isa::host), backend);
     auto shape = strata::divide_work(where, n);
-    strata::fill(y, 2.0f).wait();
+    strata::fill(y, y0).wait();
     double t =
         seconds([&] { strata::launch(where, shape, saxpy{}, a, n, x.data(), y.data()).wait(); });
-    std::printf("  %-8s %7.2f ms   y[n-1] = %g\n", strata::to_string(backend).data(), t * 1e3,
-                static_cast<double>(y(n - 1)));
+    std::printf("  %-8s %7.2f ms   y[n-1] = %g  %s\n", strata::to_string(backend).data(), t * 1e3,
+                static_cast<double>(y(n - 1)), verify().c_str());
   }
 
   // Split over the sim devices: each gets a contiguous part, copied in, computed, copied
@@ -58,9 +81,9 @@ int main(int argc, char** argv) try {
   auto devices = machine.slice(strata::isa::sim).descendants(strata::place_type::device);
   if (devices.empty()) {
     std::printf("no sim devices (run with --strata-sim-devices=2 to split over two)\n");
-    return 0;
+    return all_ok ? 0 : 2;
   }
-  strata::fill(y, 2.0f).wait();
+  strata::fill(y, y0).wait();
   strata::index_t const part = (n + static_cast<strata::index_t>(devices.size()) - 1) /
                                static_cast<strata::index_t>(devices.size());
   std::vector<strata::buffer<float, 1, strata::sim_space>> dx, dy;
@@ -84,11 +107,14 @@ int main(int argc, char** argv) try {
     }
     strata::wait_all(done);
   });
-  std::printf("  over %zu sim devices (%s): %.2f ms   y[n-1] = %g\n", devices.size(),
+  std::printf("  over %zu sim devices (%s): %.2f ms   y[n-1] = %g  %s\n", devices.size(),
               devices[0].info().attributes.back().second.c_str(), t * 1e3,
-              static_cast<double>(y(n - 1)));
-  return 0;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "saxpy: %s\n", e.what());
-  return 1;
+              static_cast<double>(y(n - 1)), verify().c_str());
+  return all_ok ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("saxpy", argc, argv, app_main);
 }

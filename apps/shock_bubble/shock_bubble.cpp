@@ -92,7 +92,9 @@ int solve(options const& o, std::vector<strata::place> const& where, strata::pla
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   options o;
   for (int i = 1; i < argc; ++i) {
@@ -140,7 +142,10 @@ int main(int argc, char** argv) try {
       o.single ? "float" : "double", o.closed ? "closed box" : "outflow in x", where.size(),
       o.places.c_str());
   return o.single ? solve<float>(o, where, host) : solve<double>(o, where, host);
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "shock_bubble: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("shock_bubble", argc, argv, app_main);
 }

@@ -39,14 +39,15 @@ char const* const help =
     "  cost), over the host CPU and sim devices (hybrid 2-D stencil scheme)\n"
     "  --hgt FILE           an SRTM .hgt tile; several are mosaicked (named N45E006.hgt...)\n"
     "  --gdal FILE          any raster GDAL reads (only in builds with GDAL)\n"
-    "  --fractal N          an N x N synthetic fractal terrain (the default, N = 257)\n"
+    "  --fractal N          an N x N synthetic fractal terrain (the default, N = 257;\n"
+    "                       N <= 16385, a 2 GB height field)\n"
     "  --seed S             the fractal's seed (default 1)\n"
-    "  --relief M           the fractal's height range in metres (default 2000)\n"
+    "  --relief M           the fractal's height range in metres (default 2000; 0 to 1e7)\n"
     "  --downsample K       keep every K-th point (cell size times K)\n"
     "  --target R,C         the target cell (default: the centre)\n"
     "  --from R,C           print and draw the path from this cell (default: cell 0,0)\n"
     "  --png PREFIX         write PREFIX-terrain.png and PREFIX-cost.png\n"
-    "  --contour M          iso-cost lines every M metres of cost (default: 12 lines)\n"
+    "  --contour M          iso-cost lines every M > 0 metres of cost (default: 12 lines)\n"
     "  --sweeps S           sweeps per timed run in the tables (default 20)\n"
     "  --cut-step K         rows between the tables' cut lines (default rows / 32)\n"
     "  --no-tables          skip Tables 1-3 (the cut lines then come from a short measurement)\n"
@@ -59,7 +60,9 @@ apps::args const cli(help);
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   using strata::index_t;
   strata::runtime rt(argc, argv);
   std::vector<std::string> hgt;
@@ -83,11 +86,11 @@ int main(int argc, char** argv) try {
     } else if (arg == "--gdal") {
       gdal = value();
     } else if (arg == "--fractal") {
-      fractal = cli.whole(arg, value(), 2);
+      fractal = cli.whole(arg, value(), 2, apps::fractal_limit);
     } else if (arg == "--seed") {
       seed = cli.whole(arg, value(), 0);
     } else if (arg == "--relief") {
-      relief = cli.real(arg, value());
+      relief = cli.real(arg, value(), 0, 1e7);
     } else if (arg == "--downsample") {
       downsample = cli.whole(arg, value(), 1);
     } else if (arg == "--target") {
@@ -98,7 +101,7 @@ int main(int argc, char** argv) try {
     } else if (arg == "--png") {
       png = value();
     } else if (arg == "--contour") {
-      contour = cli.real(arg, value());
+      contour = cli.real_above(arg, value(), 0);
     } else if (arg == "--sweeps") {
       sweeps = cli.whole(arg, value(), 1);
     } else if (arg == "--cut-step") {
@@ -135,6 +138,7 @@ int main(int argc, char** argv) try {
   double lo = 1e300, hi = -1e300;
   for (double z : land.z) lo = std::min(lo, z), hi = std::max(hi, z);
   auto devices = apps::hybrid_devices(rt.machine());
+  apps::check_strips(rows, devices, "the terrain (" + land.what + ")");
   apps::slow_down slowed;
   if (!slow.empty()) slowed = apps::parse_slow_down(slow, devices);
   std::printf(
@@ -210,9 +214,14 @@ int main(int argc, char** argv) try {
     auto ref = apps::dijkstra(land.z, rows, cols, land.cell, target.first, target.second);
     double worst = 0;
     for (std::size_t k = 0; k < cost.size(); ++k) {
-      double const d = std::abs(cost[k] - ref[k]);
-      double const rel = ref[k] > 0 ? d / ref[k] : d;
-      if (!(rel <= worst)) worst = rel;  // NaN counts as worst
+      // Equal costs (unreachable cells: both +inf) differ by 0, not by inf - inf.
+      double const d = cost[k] == ref[k] ? 0.0 : std::abs(cost[k] - ref[k]);
+      double const rel = ref[k] > 0 && std::isfinite(ref[k]) ? d / ref[k] : d;
+      if (std::isnan(rel)) {  // a NaN is the worst, whatever follows
+        worst = rel;
+        break;
+      }
+      worst = std::max(worst, rel);
     }
     ok = worst <= 1e-12;
     std::printf("  Dijkstra on the same 8-neighbour graph: largest relative difference %.1e %s\n",
@@ -257,7 +266,10 @@ int main(int argc, char** argv) try {
         static_cast<long long>(rows));
   }
   return ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "shortest_path: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("shortest_path", argc, argv, app_main);
 }

@@ -31,7 +31,9 @@ apps::args const cli(
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   std::string source = "laplacian3d", file;
   long long size = 64, repeat = 10;
@@ -48,10 +50,11 @@ int main(int argc, char** argv) try {
       source = "mtx";
       file = value();
     } else if (arg == "--laplacian2d" || arg == "--laplacian3d" || arg == "--power-law") {
+      // The matrices' nonzeros (5 N^2, 7 N^3, up to N^2) must fit 32-bit CSR indices.
       source = arg.substr(2);
-      size = cli.whole(arg, value());
+      size = cli.whole(arg, value(), 1, apps::generator_limit(source));
     } else if (arg == "--average") {
-      average = std::strtod(value(), nullptr);
+      average = cli.real(arg, value());
     } else if (arg == "--places") {
       place_names.push_back(value());
     } else if (arg == "--repeat") {
@@ -120,7 +123,10 @@ int main(int argc, char** argv) try {
                   apps::describe(strata::target(p.where)).c_str(), p.first_row, p.last_row);
   }
   return all_ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "spmv: %s\n", e.what());
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("spmv", argc, argv, app_main);
 }

@@ -42,7 +42,9 @@ apps::args const cli(
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+namespace {
+
+int app_main(int argc, char** argv) {
   dist::runtime rt(argc, argv);
   apps::single_threaded_blas();
   index_t n = 2048, nb = 128;
@@ -150,7 +152,10 @@ int main(int argc, char** argv) try {
         err, sample ? "64 sampled" : "all", apps::summa_tolerance(k), ok ? "ok" : "WRONG");
   }
   return ok ? 0 : 2;
-} catch (std::exception const& e) {
-  std::fprintf(stderr, "%s\n", e.what());  // apps::summa's and cli.fail() errors say "summa: "
-  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return apps::run_main("summa", argc, argv, app_main);
 }

@@ -138,6 +138,33 @@ TEST(HybridAppsErrors, CutsOutsideTheGridAndEmptyStripsAreClearErrors) {
   }
 }
 
+// Fewer rows than devices: a clear error before any table or solve (std::clamp with
+// hi < lo was undefined and gave "cut line -2 outside (0, 2)" after the tables).
+TEST(HybridAppsErrors, FewerRowsThanDevicesIsAClearError) {
+  rt();
+  auto const four = apps::hybrid_devices(rt().machine());  // cpu, sim0, sim1, sim2
+  ASSERT_EQ(four.size(), 4u);
+  EXPECT_NO_THROW(apps::check_strips(4, four, "grid"));
+  try {
+    apps::check_strips(2, four, "the 2 x 100 grid");
+    ADD_FAILURE() << "accepted 2 rows for 4 devices";
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("the 2 x 100 grid: 2 rows are fewer than the 4 devices"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)apps::optimal_cuts(2, {1, 1, 1, 1, 1}), invalid_argument);
+  EXPECT_EQ(apps::optimal_cuts(5, {1, 1, 1, 1, 1}), (std::vector<index_t>{1, 2, 3, 4}));
+}
+
+// Fractal sides beyond fractal_limit are refused (a side near 2^62 looped forever
+// doubling its power of two; 3037000500 asked for 74 EB).
+TEST(HybridAppsErrors, OversizedFractalIsAClearError) {
+  EXPECT_THROW((void)apps::fractal_terrain(apps::fractal_limit + 1, 2, 1, 100), invalid_argument);
+  EXPECT_THROW((void)apps::fractal_terrain(4611686018427387906, 4611686018427387906, 1, 100),
+               invalid_argument);
+}
+
 TEST(HybridAppsErrors, MissingAndWrongSizedHgtFilesAreClearErrors) {
   auto dir = temp_dir();
   auto missing = (dir / "N45E006.hgt").string();

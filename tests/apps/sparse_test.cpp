@@ -12,8 +12,10 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -169,6 +171,15 @@ TEST_F(mtx_files, MalformedFilesNameTheLine) {
       {"nonsquare", "%%MatrixMarket matrix coordinate real symmetric\n3 2 0\n", 2,
        "must be square"},
       {"negative", "%%MatrixMarket matrix coordinate real general\n-3 3 0\n", 2, "negative"},
+      // docs/apps.md: a value that is not a finite real is a parse error.
+      {"nan", "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 nan\n2 2 2\n3 3 1\n", 3,
+       "value 'nan' is not finite"},
+      {"inf", "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n2 2 -inf\n", 4,
+       "value '-inf' is not finite"},
+      // A size line announcing 2e9 entries for three lines: no up-front 2e9-entry reserve
+      // (std::bad_alloc), the missing entries are the error.
+      {"hugecount", "%%MatrixMarket matrix coordinate real general\n3 3 2000000000\n1 1 1\n", 3,
+       "after 1 of the 2000000000 entries"},
   };
   for (auto const& c : cases) {
     SCOPED_TRACE(c.name);
@@ -184,6 +195,39 @@ TEST_F(mtx_files, MalformedFilesNameTheLine) {
   }
   EXPECT_THROW((void)apps::read_matrix_market_file((dir_ / "missing.mtx").string()),
                strata::parse_error);
+  // A directory opens as a stream on Linux and reads as empty: it is named as a directory.
+  try {
+    (void)apps::read_matrix_market_file(dir_.string());
+    ADD_FAILURE() << "accepted a directory";
+  } catch (strata::parse_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+}
+
+// A NaN anywhere makes the difference NaN (the check fails), not only in the last element:
+// a later finite difference must not replace it.
+TEST(SparseMatrix, MaxRelativeDifferenceKeepsANaN) {
+  double const nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(apps::max_relative_difference({nan, 2, 1}, {1, 2, 1})));
+  EXPECT_TRUE(std::isnan(apps::max_relative_difference({1, 2, nan}, {1, 2, 1})));
+  EXPECT_TRUE(std::isnan(apps::max_relative_difference({1, 5, 1}, {nan, 2, 1})));
+  EXPECT_DOUBLE_EQ(apps::max_relative_difference({1, 3, 1}, {1, 2, 1}), 0.5);
+}
+
+// The generators' sizes: their limits keep the nonzeros in 32-bit indices, and a grid
+// whose rows overflow 64 bits (2^21 cubed) is refused rather than wrapped.
+TEST(SparseMatrix, GeneratorLimitsAndOverflowingGrids) {
+  EXPECT_EQ(apps::generator_limit("laplacian2d"), 20724);
+  EXPECT_EQ(apps::generator_limit("laplacian3d"), 674);
+  EXPECT_EQ(apps::generator_limit("power-law"), 2147483647);
+  EXPECT_THROW((void)apps::generator_limit("dense"), strata::invalid_argument);
+  try {
+    (void)apps::laplacian_3d(2097152, 2097152, 2097152);
+    ADD_FAILURE() << "accepted 2^63 rows";
+  } catch (strata::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("expected 1 to 2^31-1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)apps::laplacian_3d(675, 675, 675), strata::invalid_argument);
 }
 
 TEST(SparseMatrix, TripletsOutsideTheMatrixAreRejected) {
