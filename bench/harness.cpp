@@ -90,6 +90,12 @@ std::string hostname() {
   return name;
 }
 
+// One JSON line: bytes that are not UTF-8 (a host name, the machine's text) become U+FFFD
+// rather than an exception.
+std::string dumped(nlohmann::ordered_json const& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 }  // namespace
 
 spread spread::of(std::vector<double> samples) {
@@ -161,7 +167,7 @@ void context::report(result const& given) {
       j["repeats"] = r.ratio_spread->n;
     }
     if (!r.note.empty()) j["note"] = r.note;
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", dumped(j).c_str());
   } else {
     std::string extra;
     for (auto const& [k, v] : r.extra) extra += fmt::format("  {}={:.4g}", k, v);
@@ -183,7 +189,7 @@ void context::skip(std::string const& bench, std::string const& reason) {
     nlohmann::ordered_json j;
     j["bench"] = bench;
     j["skipped"] = reason;
-    std::printf("%s\n", j.dump().c_str());
+    std::printf("%s\n", dumped(j).c_str());
   } else {
     std::printf("%-10s skipped: %s\n", bench.c_str(), reason.c_str());
   }
@@ -277,7 +283,7 @@ std::string metadata_json(runtime& rt, options const& o) {
   m["machine"] = to_text(rt.machine());
   nlohmann::ordered_json line;
   line["meta"] = std::move(m);
-  return line.dump();
+  return dumped(line);
 }
 
 bool run(std::string const& name, options const& o) {

@@ -183,7 +183,8 @@ std::string to_json(place const& root, std::vector<std::string> const& notes, in
   doc["machine"] = node_to_json(root);
   doc["summary"] = summary_of(root);
   doc["notes"] = notes;
-  return doc.dump(indent);
+  // Text from the topology (a host name, an XML file's info) need not be UTF-8: replaced.
+  return doc.dump(indent, ' ', false, json::error_handler_t::replace);
 }
 
 place machine_from_json(std::string_view text) {

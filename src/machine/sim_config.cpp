@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -54,20 +55,22 @@ struct parser {
     };
     if (key == "bw") {
       auto v = detail::parse_bandwidth(value);
-      if (!v || *v <= 0) bad("a positive bandwidth with a unit (B/s, KB/s, MB/s, GB/s, GiB/s...)");
+      if (!v || !(*v >= sim_min_bandwidth))
+        bad("a bandwidth with a unit (B/s, KB/s, MB/s, GB/s, GiB/s...) of at least 1B/s");
       spec.bandwidth = *v;
     } else if (key == "lat") {
       auto v = detail::parse_duration(value);
-      if (!v || *v < 0) bad("a non-negative time with a unit (ns, us, ms, s)");
+      if (!v || *v < 0 || *v > sim_max_latency)
+        bad("a time with a unit (ns, us, ms, s) from 0 to 1e6s");
       spec.latency = *v;
     } else if (key == "speed") {
       auto v = detail::parse_number(value);
-      if (!v || *v <= 0) bad("a positive factor such as 0.5 or 2");
+      if (!v || !(*v >= sim_min_speed)) bad("a factor of at least 1e-6, such as 0.5 or 2");
       spec.speed = *v;
     } else if (key == "mem") {
       auto v = detail::parse_bytes(value);
-      if (!v || *v < 1 || *v > 1.8e19)
-        bad("a positive size with a unit (B, KiB, MiB, GiB, MB, GB...)");
+      if (!v || *v < 1 || *v > 1.8e19 || *v != std::floor(*v))
+        bad("a positive whole number of bytes with a unit (B, KiB, MiB, GiB, MB, GB...)");
       spec.memory = static_cast<std::uint64_t>(*v);
     } else if (key == "units") {
       auto v = parse_count(value);
@@ -90,11 +93,19 @@ struct parser {
       if (!count) fail(fmt::format("\"{}\" is not a device count", count_text));
       sim_device_spec spec;
       if (colon != std::string_view::npos) {
+        std::vector<std::string_view> seen;
         for (auto item : split(group.substr(colon + 1), ',')) {
           auto eq = item.find('=');
           if (item.empty() || eq == std::string_view::npos)
             fail(fmt::format("\"{}\" is not a key=value setting", item));
-          apply(spec, trim(item.substr(0, eq)), trim(item.substr(eq + 1)));
+          auto const key = trim(item.substr(0, eq));
+          if (std::find(seen.begin(), seen.end(), key) != seen.end())
+            fail(
+                fmt::format("\"{}\" is given twice in one device group; expected each key "
+                            "at most once",
+                            key));
+          seen.push_back(key);
+          apply(spec, key, trim(item.substr(eq + 1)));
         }
       }
       if (*count > max_devices - devices.size())

@@ -83,14 +83,41 @@ INSTANTIATE_TEST_SUITE_P(
         bad_case{"2:bw=12", "bandwidth with a unit"},
         bad_case{"2:bw=12GB", "bandwidth with a unit"}, bad_case{"2:bw=nanGB/s", "bw=nanGB/s"},
         bad_case{"2:bw=infGB/s", "bw=infGB/s"}, bad_case{"2:lat=5", "time with a unit"},
-        bad_case{"2:lat=-1us", "lat=-1us"}, bad_case{"2:speed=0", "positive factor"},
-        bad_case{"2:speed=fast", "speed=fast"}, bad_case{"2:mem=0GiB", "positive size"},
-        bad_case{"2:units=0", "1 to 256"}, bad_case{"2:units=1.5", "units=1.5"},
-        bad_case{"2:gpu=1", "unknown key \"gpu\""}, bad_case{"2:bw", "\"bw\" is not a key=value"},
-        bad_case{"2:", "\"\" is not a key=value"}, bad_case{"2;", "empty device group"},
-        bad_case{"-1", "\"-1\" is not a device count"},
+        bad_case{"2:lat=-1us", "lat=-1us"}, bad_case{"2:speed=0", "at least 1e-6"},
+        bad_case{"2:speed=fast", "speed=fast"},
+        bad_case{"2:mem=0GiB", "positive whole number of bytes"}, bad_case{"2:units=0", "1 to 256"},
+        bad_case{"2:units=1.5", "units=1.5"}, bad_case{"2:gpu=1", "unknown key \"gpu\""},
+        bad_case{"2:bw", "\"bw\" is not a key=value"}, bad_case{"2:", "\"\" is not a key=value"},
+        bad_case{"2;", "empty device group"}, bad_case{"-1", "\"-1\" is not a device count"},
         bad_case{"99999999999", "is not a device count"}, bad_case{"65", "more than the 64"},
-        bad_case{"2 x", "\"2 x\" is not a device count"}));
+        bad_case{"2 x", "\"2 x\" is not a device count"},
+        // Beyond the bounds the emulation's times would overflow: a huge latency or a
+        // tiny bandwidth or speed ran fast instead of slow.
+        bad_case{
+            "1:lat=1e10s",
+            "lat=1e10s is not valid, expected a time with a unit (ns, us, ms, s) from 0 to 1e6s"},
+        bad_case{"1:lat=1000001s", "from 0 to 1e6s"},
+        bad_case{"1:bw=1e-30B/s", "bw=1e-30B/s is not valid, expected a bandwidth with a unit"},
+        bad_case{"1:bw=0.5B/s", "GiB/s...) of at least 1B/s"},
+        bad_case{"1:speed=1e-30", "speed=1e-30 is not valid, expected a factor of at least 1e-6"},
+        bad_case{"1:speed=9e-7", "at least 1e-6"},
+        // Fractional bytes are not rounded away.
+        bad_case{"1:mem=1.5B", "mem=1.5B is not valid, expected a positive whole number of bytes"},
+        bad_case{"1:mem=0.3KiB", "whole number of bytes"},
+        // A key given twice is not silently overridden.
+        bad_case{"1:bw=12GB/s,bw=1GB/s", "\"bw\" is given twice in one device group"},
+        bad_case{"2:units=2;1:lat=1us, lat = 2us", "\"lat\" is given twice"}));
+
+TEST(SimConfig, BoundsAreAccepted) {
+  auto d = parse_sim_devices("1:lat=1e6s,bw=1B/s,speed=1e-6,mem=1.5KiB;1:bw=12GB/s");
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_DOUBLE_EQ(d[0].latency, sim_max_latency);
+  EXPECT_DOUBLE_EQ(d[0].bandwidth, sim_min_bandwidth);
+  EXPECT_DOUBLE_EQ(d[0].speed, sim_min_speed);
+  EXPECT_EQ(d[0].memory, 1536u);
+  // The same key in another group is not a repeat.
+  EXPECT_DOUBLE_EQ(d[1].bandwidth, 12e9);
+}
 
 TEST(SimConfig, SourceIsNamed) {
   try {

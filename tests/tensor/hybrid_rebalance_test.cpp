@@ -6,6 +6,8 @@
 #include "stencil_kernels.hpp"
 #include "support.hpp"
 
+#include <strata/machine/sim_config.hpp>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -62,6 +64,11 @@ TEST(HybridRebalance, SimSpeedIsSetAtRunTimeAndCheckedForBadInput) {
   EXPECT_THROW(sim::set_speed(sims[0], 0.0), invalid_argument);
   EXPECT_THROW(sim::set_speed(sims[0], -1.0), invalid_argument);
   EXPECT_THROW(sim::set_speed(sims[0], std::numeric_limits<double>::infinity()), invalid_argument);
+  // Below the `speed` key's minimum a kernel's stretched time would overflow the clock.
+  EXPECT_THROW(sim::set_speed(sims[0], 1e-30), invalid_argument);
+  EXPECT_THROW(sim::set_speed(sims[0], std::numeric_limits<double>::quiet_NaN()), invalid_argument);
+  sim::set_speed(sims[0], sim_min_speed);
+  EXPECT_EQ(sim::speed(sims[0]), sim_min_speed);
   EXPECT_THROW(sim::set_speed(tensor_test::host()[0], 0.5), invalid_argument);
   EXPECT_THROW(sim::speed(tensor_test::host()[0]), invalid_argument);
 }

@@ -2,6 +2,8 @@
 
 #include <strata/error.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -145,8 +147,9 @@ void configure_bench(CLI::App& cmd_app) {
   };
   auto o = std::make_shared<opts>();
   auto* cmd = &cmd_app;
-  cmd->add_option("name", o->name, "Benchmark to run, or 'all'");
-  cmd->add_flag("--list", o->list, "List the benchmarks");
+  auto* name = cmd->add_option("name", o->name, "Benchmark to run, or 'all'");
+  cmd->add_flag("--list", o->list,
+                "List the benchmarks (with --json: one {\"name\",\"description\"} line each)");
   cmd->add_flag("--json", o->run.json, "One JSON object per comparison");
   cmd->add_option("--repeats", o->run.repeats,
                   "Timed runs per side (the minimum is the figure; the JSON has the spread too)")
@@ -161,7 +164,11 @@ void configure_bench(CLI::App& cmd_app) {
                           "a comma list (1,2,4) runs each count in turn into one output")
               ->type_name("N[,N...]");
 #endif
-  cmd->callback([o, ranks] {
+  cmd->callback([o, name, ranks] {
+    if (name->count() > 0 && o->name.empty())
+      throw invalid_argument(
+          "bench: the benchmark name is empty; expected a name from `strata bench --list` or "
+          "'all'");
 #if STRATA_HAVE_DIST
     if (ranks->count() > 0) {
       auto const counts = parse_rank_counts(o->ranks);
@@ -171,9 +178,19 @@ void configure_bench(CLI::App& cmd_app) {
 #else
     (void)ranks;
 #endif
+    // No name lists the benchmarks; under --json as JSON lines, so that a program asking
+    // for JSON gets JSON (and a list is never taken for results: no "bench" key).
     if (o->list || o->name.empty()) {
-      for (auto const& b : bench::registry())
-        std::printf("%-10s %s\n", b.name.c_str(), b.description.c_str());
+      for (auto const& b : bench::registry()) {
+        if (o->run.json) {
+          nlohmann::ordered_json line{{"name", b.name}, {"description", b.description}};
+          std::printf(
+              "%s\n",
+              line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+        } else {
+          std::printf("%-10s %s\n", b.name.c_str(), b.description.c_str());
+        }
+      }
       return;
     }
     // What the metadata line says ran: enough to run it again.

@@ -82,10 +82,19 @@ int main(int argc, char** argv) {
                  expected.c_str());
     return static_cast<int>(CLI::ExitCodes::RequiredError);
   }
+  auto const known = [&](std::string_view name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  auto const unknown_subcommand = [&](char const* name) {
+    std::fprintf(stderr, "strata: unknown subcommand '%s'; expected %s (see strata --help)\n", name,
+                 expected.c_str());
+    return static_cast<int>(CLI::ExitCodes::ExtrasError);
+  };
   if (argc > 1) {
     std::string_view const first = argv[1];
-    bool const known = std::find(names.begin(), names.end(), first) != names.end();
     if (first == "help") {
+      // `strata help X` names X as `strata X` would: a wrong one is not the top-level help.
+      if (argc > 2 && !known(argv[2])) return unknown_subcommand(argv[2]);
       args.erase(args.begin() + 1);
       args.insert(args.begin() + (argc > 2 ? 2 : 1), help_flag.data());
     } else if (first.starts_with("-") && first != "-h" && first != "--help" &&
@@ -95,10 +104,8 @@ int main(int argc, char** argv) {
                    "--version\n",
                    argv[1], expected.c_str());
       return static_cast<int>(CLI::ExitCodes::ExtrasError);
-    } else if (!first.starts_with("-") && !known) {
-      std::fprintf(stderr, "strata: unknown subcommand '%s'; expected %s (see strata --help)\n",
-                   argv[1], expected.c_str());
-      return static_cast<int>(CLI::ExitCodes::ExtrasError);
+    } else if (!first.starts_with("-") && !known(first)) {
+      return unknown_subcommand(argv[1]);
     }
   }
   return strata::cli::run(app, static_cast<int>(args.size()), args.data());

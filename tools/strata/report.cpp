@@ -79,6 +79,15 @@ std::string json_reason(std::string const& what) {
   return close == std::string::npos ? what : what.substr(close + 2);
 }
 
+// A value as a message shows it: compact, what is not UTF-8 replaced, at most 60 characters.
+std::string shown(json const& v) {
+  auto text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() <= 60) return text;
+  std::size_t cut = 57;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;  // whole chars
+  return text.substr(0, cut) + "...";
+}
+
 void need_string(json const& j, char const* key, std::string const& where) {
   if (!j.contains(key) || !j[key].is_string())
     throw parse_error(
@@ -88,8 +97,11 @@ void need_string(json const& j, char const* key, std::string const& where) {
 }
 
 void need_number(json const& j, char const* key, std::string const& where, bool positive) {
-  if (!j.contains(key) || !j[key].is_number())
+  if (!j.contains(key))
     throw parse_error(fmt::format("{}: \"{}\" is missing or not a number", where, key));
+  if (!j[key].is_number())
+    throw parse_error(fmt::format("{}: \"{}\" is {} (a JSON {}); expected a number", where, key,
+                                  shown(j[key]), j[key].type_name()));
   double const v = j[key].get<double>();
   if (!std::isfinite(v) || (positive && v <= 0))
     throw parse_error(fmt::format("{}: \"{}\" is {}; expected a {} number", where, key, v,
@@ -120,6 +132,12 @@ std::vector<json> read_runs(std::string const& path) {
       j = json::parse(line);
     } catch (json::parse_error const& e) {
       throw parse_error(fmt::format("{}: not valid JSON at {}", where, json_reason(e.what())));
+    } catch (json::exception const& e) {
+      // Valid JSON that cannot be read, such as a number beyond a double (1e400).
+      throw parse_error(
+          fmt::format("{}: cannot read the JSON: {}; expected a line of "
+                      "`strata bench --json`",
+                      where, json_reason(e.what())));
     }
     if (!j.is_object())
       throw parse_error(
@@ -127,6 +145,17 @@ std::vector<json> read_runs(std::string const& path) {
     if (j.contains("meta")) {
       if (!j["meta"].is_object())
         throw parse_error(fmt::format("{}: \"meta\" is not an object", where));
+      // The page lists the libraries as name and version.
+      if (auto const& libs = j["meta"].value("libraries", json()); !libs.is_null()) {
+        bool const ok =
+            libs.is_object() &&
+            std::all_of(libs.begin(), libs.end(), [](json const& v) { return v.is_string(); });
+        if (!ok)
+          throw parse_error(
+              fmt::format("{}: \"meta\".\"libraries\" is {}; expected an object of library "
+                          "names and version strings, such as {{\"fmt\":\"9.1.0\"}}",
+                          where, shown(libs)));
+      }
       if (!run["records"].empty() || !run["skipped"].empty())
         runs.push_back(std::exchange(run, fresh()));
       run["meta"] = j["meta"];
@@ -152,6 +181,15 @@ std::vector<json> read_runs(std::string const& path) {
     }
     for (char const* key : {"strata_gflops", "peer_gflops"})
       if (j.contains(key)) need_number(j, key, where, true);
+    // The counts a scaling curve is drawn against (null: not given), and the rates and
+    // spreads the plots read: numbers where present.
+    for (char const* key : {"threads", "devices", "sim_devices"})
+      if (j.contains(key) && !j[key].is_null()) need_number(j, key, where, false);
+    for (char const* key :
+         {"strata_gbps", "peer_gbps", "ratio_min", "ratio_q1", "ratio_median", "ratio_q3",
+          "ratio_max", "strata_q1_s", "strata_median_s", "strata_q3_s", "strata_max_s", "peer_q1_s",
+          "peer_median_s", "peer_q3_s", "peer_max_s"})
+      if (j.contains(key)) need_number(j, key, where, false);
     if (!j.contains("ratio")) j["ratio"] = j["peer_s"].get<double>() / j["strata_s"].get<double>();
     need_number(j, "ratio", where, true);
     j["line"] = n;
@@ -304,6 +342,10 @@ void run_report(report_options const& o) {
     throw invalid_argument(
         "report: give either --run or FILE.jsonl... (the output of `strata "
         "bench all --json`)");
+  if (o.run && o.bench.empty())
+    throw invalid_argument(
+        "report: --bench is empty; expected a benchmark name from `strata bench --list` or "
+        "'all'");
   fs::path const out = o.out;
   std::error_code ec;
   fs::create_directories(out, ec);
@@ -352,7 +394,8 @@ void run_report(report_options const& o) {
   auto const data_path = out / "report-data.json";
   {
     std::ofstream f(data_path);
-    f << data.dump(1) << '\n';
+    // Replacing what is not UTF-8 (a host or file name) rather than failing on it.
+    f << data.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
     if (!f) throw error("report: cannot write " + data_path.string());
   }
 

@@ -13,7 +13,8 @@ namespace strata {
 /// The tree rooted at `root` as a JSON document:
 /// {"format": "strata-machine", "version": 1, "machine": {...}, "summary": {...},
 ///  "notes": [...]}. Every node has its type, kind, isa, name and children; the rest
-/// (os_index, capacity, cache_level, link, speed, rank, attributes) only when set.
+/// (os_index, capacity, cache_level, link, speed, rank, attributes) only when set. Bytes
+/// that are not UTF-8 (a host name from the topology) become U+FFFD.
 std::string to_json(place const& root, std::vector<std::string> const& notes = {}, int indent = 2);
 
 /// Rebuilds a machine from `to_json`'s document (or from the bare "machine" node). The

@@ -23,11 +23,20 @@ struct sim_device_spec {
   bool operator==(sim_device_spec const&) const = default;
 };
 
+/// The bounds of the settings: beyond them the emulation's times would overflow (or take
+/// longer than any run), so the parser rejects them. sim::set_speed keeps to the same
+/// minimum speed.
+inline constexpr double sim_min_bandwidth = 1.0;  // bytes per second
+inline constexpr double sim_max_latency = 1e6;    // seconds (about 11.6 days)
+inline constexpr double sim_min_speed = 1e-6;
+
 /// The accepted form, for messages and docs.
 inline constexpr char const* sim_devices_syntax =
-    "N[:key=value,...][;N[:key=value,...]...] with keys bw=<bandwidth, e.g. 12GB/s>, "
-    "lat=<time, e.g. 8us>, speed=<factor > 0, e.g. 0.5>, mem=<size, e.g. 4GiB>, "
-    "units=<compute units, 1-256>; for example \"2\" or \"2:bw=12GB/s,lat=8us,speed=0.5\"";
+    "N[:key=value,...][;N[:key=value,...]...] with keys, each at most once per group, "
+    "bw=<bandwidth of at least 1B/s, e.g. 12GB/s>, lat=<time from 0 to 1e6s, e.g. 8us>, "
+    "speed=<factor of at least 1e-6, e.g. 0.5>, mem=<whole number of bytes with a unit, "
+    "e.g. 4GiB>, units=<compute units, 1-256>; for example \"2\" or "
+    "\"2:bw=12GB/s,lat=8us,speed=0.5\"";
 
 /// Parses a device list such as "2" or "2:bw=12GB/s,lat=8us,speed=0.5;1:speed=2". Groups
 /// separated by ';' give N devices each with the listed settings (defaults otherwise).

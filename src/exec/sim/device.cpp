@@ -291,7 +291,13 @@ bool sim_device::wait_idle() {
 }
 
 namespace {
+// A modeled time as a clock duration, saturated at 1e9 s (about 31 years: a time point of
+// the clock plus it cannot overflow) and 0 for NaN. Past the range of the clock's int64
+// ticks the cast would be undefined (in practice a huge latency came out short).
 sim_device::clock::duration seconds(double s) {
+  constexpr double limit = 1e9;
+  if (s != s) return {};  // NaN
+  s = std::clamp(s, -limit, limit);
   return std::chrono::duration_cast<sim_device::clock::duration>(std::chrono::duration<double>(s));
 }
 }  // namespace

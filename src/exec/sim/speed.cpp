@@ -1,6 +1,9 @@
 #include <strata/exec/sim/speed.hpp>
 
 #include <strata/error.hpp>
+#include <strata/machine/sim_config.hpp>
+
+#include <fmt/format.h>
 
 #include "exec/exec_state.hpp"
 #include "exec/sim/device.hpp"
@@ -26,9 +29,9 @@ double speed(place const& device) {
 }
 
 void set_speed(place const& device, double speed) {
-  if (!(speed > 0) || !std::isfinite(speed))
-    throw invalid_argument("sim::set_speed: speed " + std::to_string(speed) +
-                           "; expected a positive finite factor");
+  if (!(speed >= sim_min_speed) || !std::isfinite(speed))
+    throw invalid_argument("sim::set_speed: speed " + fmt::format("{:g}", speed) +
+                           "; expected a finite factor of at least 1e-6");
   device_of(device, "sim::set_speed").set_speed(speed);
 }
 

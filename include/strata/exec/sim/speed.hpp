@@ -13,10 +13,11 @@ namespace strata::sim {
 /// not in a sim device; strata::error without a live runtime.
 double speed(place const& device);
 
-/// Sets the speed factor of the sim device at or above `device` (> 0, finite; as the
-/// `speed` key: below 1 a kernel's host time is stretched by 1 / speed, above 1 takes real
-/// time). Thread-safe, callable while kernels run: each kernel is timed with the speed
-/// read when it finishes. place::info().speed keeps the configured value.
+/// Sets the speed factor of the sim device at or above `device` (finite, at least
+/// sim_min_speed = 1e-6; as the `speed` key: below 1 a kernel's host time is stretched by
+/// 1 / speed, above 1 takes real time); invalid_argument otherwise. Thread-safe, callable
+/// while kernels run: each kernel is timed with the speed read when it finishes.
+/// place::info().speed keeps the configured value.
 void set_speed(place const& device, double speed);
 
 }  // namespace strata::sim
