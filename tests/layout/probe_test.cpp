@@ -44,6 +44,62 @@ TEST(LayoutProbe, CopyOfATypeWhoseSpanOverflowsIsRefused) {
   deallocate(b);
 }
 
+struct alignas(128) wide {
+  unsigned char x[128];
+};
+struct overaligned {
+  struct a : field<std::uint8_t> {};
+  struct b : field<wide> {};
+  using fields = strata::fields<a, b>;
+};
+
+template <class L>
+void expect_aligned_fields(place const& where) {
+  std::vector<record_array<overaligned, L>> keep;  // live together: other addresses
+  for (index_t n = 1; n <= 40; ++n) {
+    keep.emplace_back(where, n);
+    auto const& arr = keep.back();
+    for (index_t i = 0; i < n; ++i) {
+      auto addr = reinterpret_cast<std::uintptr_t>(arr[i].template component<1>(0));
+      ASSERT_EQ(addr % alignof(wide), 0U) << "n " << n << ", record " << i;
+    }
+  }
+}
+
+// Record memory was aligned to 64 bytes only: a field declared alignas(128) was misaligned.
+TEST(LayoutProbe, RecordArraysAlignOveralignedFields) {
+  runtime rt;
+  expect_aligned_fields<aos>(rt.machine());
+  expect_aligned_fields<soa>(rt.machine());
+  expect_aligned_fields<aosoa<4>>(rt.machine());
+  static_assert(record_array<overaligned, aos>::alignment == 128);
+}
+
+struct counter {
+  struct x : field<std::uint64_t> {};
+  using fields = strata::fields<x>;
+};
+
+// A negative count was taken as is, and 2^61 records of 8 bytes spanned 0 bytes: a copy
+// of the same layout moved nothing, one of another layout read past the memory.
+TEST(LayoutProbe, RecordViewRejectsBadSizes) {
+  runtime rt;
+  auto raw = allocate<std::byte>(rt.machine(), 4096);
+  EXPECT_THROW((record_view<counter, aos>(raw, -5)), invalid_argument);
+  EXPECT_THROW((record_view<counter, aos>(raw, index_t{1} << 61)), invalid_argument);
+  EXPECT_THROW((record_view<counter, soa>(raw, index_t{1} << 61)), invalid_argument);
+  EXPECT_THROW((record_view<counter, aosoa<8>>(raw, std::numeric_limits<index_t>::max())),
+               invalid_argument);
+  EXPECT_THROW((record_array<counter, soa>(rt.machine(), index_t{1} << 61)), invalid_argument);
+  // In range: a view of the memory's 512 records copies.
+  record_view<counter, aos> const v(raw, 512);
+  record_array<counter, soa> dst(rt.machine(), 512);
+  for (index_t i = 0; i < 512; ++i) v[i].get<counter::x>() = static_cast<std::uint64_t>(i);
+  copy(dst, v).wait();
+  EXPECT_EQ(dst[511].get<counter::x>(), 511U);
+  deallocate(raw);
+}
+
 index_t spread(index_t i, void const*) {
   return i * (index_t{1} << 40);
 }

@@ -311,9 +311,11 @@ event copy(after const& deps, Dst const& dst_in, Src const& src_in) {
             std::to_string(dbytes) + " and " + std::to_string(sbytes) +
             " bytes); expected disjoint memory (copy through a separate array)");
       } else {
-        auto staged = std::shared_ptr<std::byte>(
-            static_cast<std::byte*>(::operator new (sbytes, std::align_val_t{64})),
-            [](std::byte* p) { ::operator delete (p, std::align_val_t{64}); });
+        // Aligned as the source's own memory (a field may be over-aligned).
+        constexpr std::align_val_t align{record_array<D, SL, host_space>::alignment};
+        auto staged =
+            std::shared_ptr<std::byte>(static_cast<std::byte*>(::operator new(sbytes, align)),
+                                       [](std::byte* p) { ::operator delete(p, align); });
         detail::copy_side_desc to{staged.get(), sbytes, sbytes, space_id::host, 0};
         detail::copy_side_desc from{src.data().get(), sbytes, sbytes, SS::id,
                                     src.data().place_id()};
