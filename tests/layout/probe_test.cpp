@@ -126,5 +126,36 @@ TEST(LayoutProbe, IsUniqueOfSparseOffsetsSorts) {
   EXPECT_TRUE(dense.is_exhaustive());
 }
 
+struct quad {
+  struct x : field<float, 4> {};
+  using fields = strata::fields<x>;
+};
+
+// A host AoS -> device SoA copy staged a second copy of the records on the device: with
+// room for the destination only, it failed ("allocate: ... do not fit"). It now copies
+// per component when the staging does not fit; the reverse direction likewise.
+TEST(LayoutProbe, RecordCopyWithoutRoomForStagingStillCopies) {
+  runtime rt{runtime_options{.sim_devices = "1:bw=50GB/s,lat=1us,mem=1MiB"}};
+  place m = rt.machine();
+  place s0 = m.slice(isa::sim).descendants(place_type::device)[0];
+  index_t const n = 40000;  // 640 KB: one array fits the 1 MiB device, two do not
+  record_array<quad, aos> h(m, n);
+  for (index_t i = 0; i < n; ++i)
+    for (int d = 0; d < 4; ++d) h[i].get<quad::x>(d) = static_cast<float>(i * 4 + d);
+  record_array<quad, soa, sim_space> dev(s0, n);
+  ASSERT_NO_THROW(copy(dev, h).wait());
+  record_array<quad, soa> back(m, n);  // device SoA -> host SoA: one layout
+  copy(back, dev).wait();
+  record_array<quad, aos> back2(m, n);  // device SoA -> host AoS: staging on the device
+  ASSERT_NO_THROW(copy(back2, dev).wait());
+  index_t bad = 0;
+  for (index_t i = 0; i < n; ++i)
+    for (int d = 0; d < 4; ++d) {
+      bad += back[i].get<quad::x>(d) != static_cast<float>(i * 4 + d);
+      bad += back2[i].get<quad::x>(d) != static_cast<float>(i * 4 + d);
+    }
+  EXPECT_EQ(bad, 0);
+}
+
 }  // namespace
 }  // namespace strata
