@@ -100,6 +100,29 @@ TEST(LayoutProbe, RecordViewRejectsBadSizes) {
   deallocate(raw);
 }
 
+// private_array kept a reference to a temporary type, which dangled: a temporary is now a
+// compile error (tests/compile_fail/private_array_of_temporary_type.cpp), a named type works.
+TEST(LayoutProbe, PrivateArrayTakesNamedTypesOnly) {
+  static_assert(!std::is_constructible_v<private_array<float, 32>, array_type<float, rmem_space>>);
+  static_assert(
+      std::is_constructible_v<private_array<float, 32>, array_type<float, rmem_space> const&>);
+  array_type<float, rmem_space> const type{16, 2};
+  private_array<float, 32> r(type);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 2; ++j) r(i, j) = static_cast<float>(10 * i + j);
+  EXPECT_EQ(r.data()[2 * 7 + 1], 71.0f);
+}
+
+// 2^32 x 2^32 threads wrapped to 0 before the "more than 2^31 threads" check.
+TEST(LayoutProbe, ThreadArraySizeOverflowIsRefused) {
+  EXPECT_THROW((thread_array<thread_kind::pthd>{index_t{1} << 32, index_t{1} << 32}),
+               invalid_argument);
+  EXPECT_THROW((thread_array<thread_kind::cuda>{index_t{1} << 40, index_t{1} << 40, 3}),
+               invalid_argument);
+  EXPECT_THROW((thread_array<thread_kind::pthd>{index_t{1} << 31, 2}), invalid_argument);
+  EXPECT_EQ((thread_array<thread_kind::pthd>{4, 8}).size(), 32);
+}
+
 index_t spread(index_t i, void const*) {
   return i * (index_t{1} << 40);
 }
