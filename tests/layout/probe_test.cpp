@@ -149,6 +149,21 @@ TEST(LayoutProbe, IsUniqueOfSparseOffsetsSorts) {
   EXPECT_TRUE(dense.is_exhaustive());
 }
 
+// origin + extent wrapped for an origin near INT64_MAX, and the load read far outside.
+TEST(LayoutProbe, TileOriginNearTheIndexLimitIsRefused) {
+  array_type<float> const outer{8, 8};
+  array_type<float> const inner{2, 2};
+  std::vector<float> data(64, 1.f), tile(4, 0.f);
+  index_t const big = std::numeric_limits<index_t>::max() - 1;
+  EXPECT_THROW(load_tile(tile.data(), inner, data.data(), outer, vec<2>{big, 0}, vec<2>{2, 2}),
+               invalid_argument);
+  EXPECT_THROW(store_tile(tile.data(), inner, data.data(), outer, vec<2>{0, big}, vec<2>{2, 2}),
+               invalid_argument);
+  EXPECT_THROW(load_tile(tile.data(), inner, data.data(), outer, vec<2>{-1, 0}, vec<2>{2, 2}),
+               invalid_argument);
+  EXPECT_NO_THROW(load_tile(tile.data(), inner, data.data(), outer, vec<2>{6, 6}, vec<2>{2, 2}));
+}
+
 struct quad {
   struct x : field<float, 4> {};
   using fields = strata::fields<x>;
