@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace strata::detail {
@@ -68,20 +69,7 @@ side_map map_of(dimension const& d) {
 /// Whether every k of the side has its own offset.
 bool unique_map(side_map const& m, index_t n) {
   if (m.form.ok && unique_by_strides(m.form)) return true;
-  auto const span = static_cast<std::size_t>(m.hi - m.lo + 1);
-  if (span <= 8 * static_cast<std::size_t>(n)) {
-    std::vector<unsigned char> seen(span, 0);
-    for (index_t k = 0; k < n; ++k) {
-      auto& s = seen[static_cast<std::size_t>(m.at(k) - m.lo)];
-      if (s) return false;
-      s = 1;
-    }
-    return true;
-  }
-  std::vector<index_t> offs(static_cast<std::size_t>(n));
-  for (index_t k = 0; k < n; ++k) offs[static_cast<std::size_t>(k)] = m.at(k);
-  std::sort(offs.begin(), offs.end());
-  return std::adjacent_find(offs.begin(), offs.end()) == offs.end();
+  return distinct_offsets(m.lo, m.hi, n, [&](index_t k) { return m.at(k); });
 }
 
 /// What a launched element copy reads: both sides' maps (kept alive until it is done).
@@ -131,7 +119,8 @@ index_t pieces_for(target const& where, index_t items) {
 /// offset 0 of the maps.
 event host_permute(after const& deps, target const& where, side_map dm, bool dunique, side_map sm,
                    std::size_t elem, std::byte* dst, std::byte const* src, index_t n) {
-  bool const small = static_cast<std::size_t>(n) * elem < inline_bytes;
+  // Divided rather than multiplied: n * elem may wrap (and a huge copy look small).
+  bool const small = static_cast<std::size_t>(n) < inline_bytes / std::max<std::size_t>(elem, 1);
   if (dunique && dm.form.ok && sm.form.ok) {
     copy_plan const plan = plan_copy(dm.form, sm.form);
     if (plan.ok) {
@@ -371,6 +360,22 @@ device_scatter scatter_by_table(side_map const& dm, index_t n) {
   return s;
 }
 
+/// The bytes from element `lo` to element `hi` of one side, and element lo's byte offset;
+/// invalid_argument when either overflows: a wrapped span passed the range check (2^61
+/// doubles span 2^64 bytes, 0 after wrapping) and the copy ran past the memory.
+std::pair<std::size_t, index_t> side_bytes(side_map const& m, std::size_t elem, char const* side,
+                                           dimension const& type) {
+  auto const e = static_cast<index_t>(elem);
+  index_t count = 0, bytes = 0, first = 0;
+  if (__builtin_sub_overflow(m.hi, m.lo, &count) || __builtin_add_overflow(count, 1, &count) ||
+      __builtin_mul_overflow(count, e, &bytes) || __builtin_mul_overflow(m.lo, e, &first))
+    throw invalid_argument(fmt::format(
+        "copy: the {} {} spans offsets {} to {} of {}-byte elements, more bytes than an "
+        "address space holds; expected a type whose span fits in memory",
+        side, to_string(type), m.lo, m.hi, elem));
+  return {static_cast<std::size_t>(bytes), first};
+}
+
 }  // namespace
 
 event copy_layout(after const& deps, std::optional<target> const& where_in, layout_side dst,
@@ -390,10 +395,10 @@ event copy_layout(after const& deps, std::optional<target> const& where_in, layo
   side_map dm = map_of(dt);
   side_map sm = map_of(st);
   auto const e = static_cast<index_t>(elem);
-  auto const dspan = static_cast<std::size_t>((dm.hi - dm.lo + 1) * e);
-  auto const sspan = static_cast<std::size_t>((sm.hi - sm.lo + 1) * e);
-  std::byte* const dfirst = dst.base + dm.lo * e;
-  std::byte* const sfirst = src.base + sm.lo * e;
+  auto const [dspan, doff] = side_bytes(dm, elem, "destination", dt);
+  auto const [sspan, soff] = side_bytes(sm, elem, "source", st);
+  std::byte* const dfirst = dst.base + doff;
+  std::byte* const sfirst = src.base + soff;
   if (check_ranges) {
     check_range(dfirst, dspan, dst.space, "copy destination");
     check_range(sfirst, sspan, src.space, "copy source");

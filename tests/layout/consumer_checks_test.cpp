@@ -62,5 +62,22 @@ TEST(ConsumerDebugBuild, RecordComponentIndicesAreChecked) {
   component_checks<grouped<aosoa<8>, fields<body::mass>>>();
 }
 
+// strided_type, the compact form of an array type, checks its indices as array_type does
+// (it returned offsets outside the array: 28 for (7, 0) and -4 for (-1, 0) on a 4 x 4).
+TEST(ConsumerDebugBuild, StridedTypeIndicesAreChecked) {
+  array_type<int> const t{4, 4};
+  strided_type<int, host_space, 2> const s(t);
+  EXPECT_THROW((void)s(7, 0), invalid_argument);
+  EXPECT_THROW((void)s(index_t{-1}, index_t{0}), invalid_argument);
+  EXPECT_THROW((void)s(0, 4), invalid_argument);
+  EXPECT_THROW((void)s(index_t{16}), invalid_argument);
+  EXPECT_THROW((void)s(index_t{-1}), invalid_argument);
+  EXPECT_EQ(s(3, 2), 14);
+  EXPECT_EQ(s(index_t{15}), 15);
+  strided_type<int, host_space, 1> const one(array_type<int>{5});
+  EXPECT_THROW((void)one(index_t{5}), invalid_argument);
+  EXPECT_EQ(one(index_t{4}), 4);
+}
+
 }  // namespace
 }  // namespace strata

@@ -36,18 +36,34 @@ inline bool unique_by_strides(linear_form f) {
   return true;
 }
 
-/// Whether every index of d has its own offset (by strides, else by marking offsets).
+/// Whether the n offsets at(0) .. at(n - 1), all in [lo, hi], are distinct: marked in a
+/// bitmap over [lo, hi] when that span is dense (under 8 slots per offset), else sorted. A
+/// sparse type (4 offsets 2^40 apart) would otherwise need a bitmap of its whole span.
+template <class At>
+bool distinct_offsets(index_t lo, index_t hi, index_t n, At const& at) {
+  // Unsigned: hi - lo may not fit index_t (offsets of a func can be anywhere).
+  auto const last = static_cast<std::size_t>(hi) - static_cast<std::size_t>(lo);
+  if (last / 8 < static_cast<std::size_t>(n)) {
+    std::vector<unsigned char> seen(last + 1, 0);
+    for (index_t k = 0; k < n; ++k) {
+      auto& s = seen[static_cast<std::size_t>(at(k)) - static_cast<std::size_t>(lo)];
+      if (s) return false;
+      s = 1;
+    }
+    return true;
+  }
+  std::vector<index_t> offs(static_cast<std::size_t>(n));
+  for (index_t k = 0; k < n; ++k) offs[static_cast<std::size_t>(k)] = at(k);
+  std::sort(offs.begin(), offs.end());
+  return std::adjacent_find(offs.begin(), offs.end()) == offs.end();
+}
+
+/// Whether every index of d has its own offset (by strides, else by its offsets).
 inline bool unique_offsets(dimension const& d) {
   auto f = linear(d);
   if (f.ok && unique_by_strides(f)) return true;
   auto [lo, hi] = offset_range(d);
-  std::vector<bool> seen(static_cast<std::size_t>(hi - lo + 1), false);
-  for (index_t i = 0; i < d.size(); ++i) {
-    auto o = static_cast<std::size_t>(d(i) - lo);
-    if (seen[o]) return false;
-    seen[o] = true;
-  }
-  return true;
+  return distinct_offsets(lo, hi, d.size(), [&](index_t i) { return d(i); });
 }
 
 }  // namespace detail

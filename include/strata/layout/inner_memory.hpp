@@ -72,6 +72,10 @@ class private_array {
                          "private array type's last offset (expected below the storage's N)",
                          span.second, static_cast<index_t>(N));
   }
+  /// A temporary type is refused: the array keeps a reference to its type (a copy would put
+  /// the type's whole tree, kilobytes, in every thread's private storage), which would
+  /// dangle after the full-expression. Name the type first, as PARRAY's `create R r` does.
+  explicit private_array(array_type<T, Space> const&& type) = delete;
   template <class... I>
   STRATA_FN T& operator()(I... i) {
     return data_[type_(static_cast<index_t>(i)...)];

@@ -114,6 +114,11 @@ struct fields_of<fields<F...>> {
   }();
   template <std::size_t K>
   using field_at = std::tuple_element_t<K, std::tuple<F...>>;
+  // Each field listed once: get<F> reaches a field's first listing only.
+  template <class G>
+  static constexpr std::size_t listings = (std::size_t{0} + ... +
+                                           std::size_t{std::is_same_v<G, F>});
+  static constexpr bool distinct = ((listings<F> == 1) && ...);
   template <class G>
   static constexpr std::size_t index_of() {
     constexpr bool hit[] = {std::is_same_v<G, F>...};
@@ -130,6 +135,12 @@ struct fields_of<fields<F...>> {
 template <record_desc D>
 struct record_traits {
   using info = detail::fields_of<typename D::fields>;
+  // Checked here, where every layout and array of D starts: an empty record has no bytes
+  // (its layouts divide by the record size), a field listed twice is storage get<F> never
+  // reaches.
+  static_assert(info::count >= 1, "strata::record_traits: a record needs at least one field");
+  static_assert(info::distinct,
+                "strata::record_traits: a field is listed twice; list each field once");
   static constexpr std::size_t field_count = info::count;
   template <std::size_t K>
   using field_at = typename info::template field_at<K>;

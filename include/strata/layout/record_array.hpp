@@ -9,6 +9,7 @@
 #include <strata/layout/record.hpp>
 #include <strata/memory/allocate.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -29,8 +30,25 @@ class record_view {
 
   constexpr record_view() = default;
   /// n records in layout L from `base` (which spans at least required_span_bytes()).
-  constexpr record_view(ptr<std::byte, Space> base, index_t size) noexcept
-      : base_(base), size_(size), pitch_(map::pitch_for(size)) {}
+  /// Throws invalid_argument for a negative n or one whose span overflows: a wrapped span
+  /// (0 bytes for 2^61 records of 8) made copies move nothing or read past the memory.
+  record_view(ptr<std::byte, Space> base, index_t size)
+      : base_(base), size_(size), pitch_(checked_pitch(size, "record_view")) {}
+
+  /// pitch_for(n), after checking that n >= 0 and that the array's bytes fit in size_t
+  /// (with a cache line per record to spare, as record_array allocates).
+  static index_t checked_pitch(index_t n, char const* what) {
+    if (n < 0)
+      throw invalid_argument(std::string(what) + ": size " + std::to_string(n) +
+                             " is invalid; expected at least 0");
+    // pitch_for rounds n up (to 64 for SoA): below 2^62 that cannot wrap index_t.
+    if (n > (index_t{1} << 62))
+      throw invalid_argument(std::string(what) + ": size " + std::to_string(n) +
+                             " is too large; expected at most 2^62 records");
+    index_t const pitch = map::pitch_for(n);
+    detail::mul_checked(static_cast<std::size_t>(pitch), record_traits<D>::record_bytes + 64, what);
+    return pitch;
+  }
 
   /// The array's base (element 0 of the array, not of a sub-view: see first()).
   ptr<std::byte, Space> data() const noexcept { return base_; }
@@ -89,17 +107,19 @@ class record_array {
   using view_type = record_view<D, L, Space>;
   using value_type = record_value<D>;
 
+  /// The alignment of record memory: the space's rows, a cache line, and the description's
+  /// most-aligned field (the layouts place fields at multiples of their alignment from the
+  /// base, so a field declared alignas(128) needs a 128-aligned base).
+  static constexpr std::size_t alignment =
+      std::max({Space::row_alignment, std::size_t{64}, record_traits<D>::info::max_align});
+
   record_array() = default;
-  record_array(place const& where, index_t n) : size_(n), pitch_(map::pitch_for(n)) {
-    if (n < 0)
-      throw invalid_argument("record_array: size " + std::to_string(n) +
-                             " is invalid; expected at least 0");
+  // Overflow: the largest pitch in bytes must fit, checked before it is computed.
+  record_array(place const& where, index_t n)
+      : size_(n), pitch_(view_type::checked_pitch(n, "record_array")) {
     if (n == 0) return;
-    // Overflow: the largest pitch in bytes must fit, checked before it is computed.
-    detail::mul_checked(static_cast<std::size_t>(pitch_), record_traits<D>::record_bytes + 64,
-                        "record_array size");
     bytes_ = map::bytes_for(n);
-    std::size_t align = Space::row_alignment > 64 ? Space::row_alignment : 64;
+    std::size_t const align = alignment;
     auto raw = detail::allocate_bytes(where, bytes_, align, Space::id);
     data_ = ptr<std::byte, Space>(static_cast<std::byte*>(raw.address), raw.place_id);
   }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -208,8 +209,11 @@ inline constexpr bool converts_here_v = S::host_accessible || S::id == space_id:
 /// once (one contiguous copy into a staging array in the converting device's memory) and a
 /// kernel there converts them, instead of per-component pitched copies whose rows are one
 /// component wide (4 bytes for AoS <-> SoA: what a copy engine moves worst).
+/// No event when the staging array does not fit the device: the destination may fit
+/// where a second copy of the records does not, and the caller then copies per component
+/// (slower, but needing no memory of its own).
 template <class DV, class SV>
-event convert_on_device(after const& deps, DV const& dst, SV const& src) {
+std::optional<event> convert_on_device(after const& deps, DV const& dst, SV const& src) {
   using D = typename DV::desc;
   using DL = typename DV::layout;
   using SL = typename SV::layout;
@@ -223,8 +227,16 @@ event convert_on_device(after const& deps, DV const& dst, SV const& src) {
     std::shared_ptr<std::byte> bytes;
     std::uint32_t place_id;
   };
-  auto stage = [](place const& where, space_id space, std::size_t bytes) {
-    auto raw = allocate_bytes(where, bytes, 64, space);
+  auto stage = [](place const& where, space_id space,
+                  std::size_t bytes) -> std::optional<staging_memory> {
+    // A cache line, or the description's most-aligned field (as record_array aligns).
+    constexpr std::size_t align = std::max(std::size_t{64}, record_traits<D>::info::max_align);
+    raw_allocation raw{};
+    try {
+      raw = allocate_bytes(where, bytes, align, space);
+    } catch (out_of_memory const&) {
+      return std::nullopt;
+    }
     return staging_memory{
         std::shared_ptr<std::byte>(static_cast<std::byte*>(raw.address),
                                    [space](std::byte* p) {
@@ -237,7 +249,9 @@ event convert_on_device(after const& deps, DV const& dst, SV const& src) {
   };
   if constexpr (!DS::host_accessible) {  // convert where the destination lives
     auto where = fill_target(dst.data().get(), dst.data().place_id());
-    auto staging = stage(dst.data().place(), DS::id, src.required_span_bytes());
+    auto staged = stage(dst.data().place(), DS::id, src.required_span_bytes());
+    if (!staged) return std::nullopt;
+    auto& staging = *staged;
     record_view<D, SL, DS> const copy_of_src(
         ptr<std::byte, DS>(staging.bytes.get(), staging.place_id), n);
     event moved = copy(deps, copy_of_src, src);  // one layout, whole arrays: one byte copy
@@ -247,7 +261,9 @@ event convert_on_device(after const& deps, DV const& dst, SV const& src) {
     return done;
   } else {  // the source is on the device: convert there, then move the bytes once
     auto where = fill_target(src.data().get(), src.data().place_id());
-    auto staging = stage(src.data().place(), SS::id, dst.required_span_bytes());
+    auto staged = stage(src.data().place(), SS::id, dst.required_span_bytes());
+    if (!staged) return std::nullopt;
+    auto& staging = *staged;
     record_view<D, DL, SS> const converted_src(
         ptr<std::byte, SS>(staging.bytes.get(), staging.place_id), n);
     event converted = launch(deps, where, divide_work(where, n), record_convert_kernel<D, DL, SL>{},
@@ -311,9 +327,11 @@ event copy(after const& deps, Dst const& dst_in, Src const& src_in) {
             std::to_string(dbytes) + " and " + std::to_string(sbytes) +
             " bytes); expected disjoint memory (copy through a separate array)");
       } else {
-        auto staged = std::shared_ptr<std::byte>(
-            static_cast<std::byte*>(::operator new (sbytes, std::align_val_t{64})),
-            [](std::byte* p) { ::operator delete (p, std::align_val_t{64}); });
+        // Aligned as the source's own memory (a field may be over-aligned).
+        constexpr std::align_val_t align{record_array<D, SL, host_space>::alignment};
+        auto staged =
+            std::shared_ptr<std::byte>(static_cast<std::byte*>(::operator new(sbytes, align)),
+                                       [](std::byte* p) { ::operator delete(p, align); });
         detail::copy_side_desc to{staged.get(), sbytes, sbytes, space_id::host, 0};
         detail::copy_side_desc from{src.data().get(), sbytes, sbytes, SS::id,
                                     src.data().place_id()};
@@ -344,7 +362,8 @@ event copy(after const& deps, Dst const& dst_in, Src const& src_in) {
         !std::is_same_v<DL, SL> &&
         (DS::host_accessible ? detail::converts_here_v<SS> : detail::converts_here_v<DS>);
     if constexpr (convert)
-      if (dst.whole() && src.whole()) return detail::convert_on_device(deps, dst, src);
+      if (dst.whole() && src.whole())
+        if (auto done = detail::convert_on_device(deps, dst, src)) return *std::move(done);
     std::vector<event> events;
     detail::record_copy_plan plan{dside, sside, &events, &deps};
     auto const n = static_cast<std::size_t>(dst.size());

@@ -319,6 +319,11 @@ constexpr dimension static_dims(N... n) {
   index_t sizes[] = {static_cast<index_t>(n)...};
   constexpr int k = static_cast<int>(sizeof...(N));
   if (k == 1) {
+    // The one-size form skips the loop below, so it needs its own check: a size-0 type
+    // reached the copies' `% e` (SIGFPE).
+    if (sizes[0] < 1)
+      detail::layout_error("static_dims: size " + std::to_string(sizes[0]) +
+                           "; expected a size of at least 1");
     t.count = 1;
     t.nodes[0].size = sizes[0];
     return dimension(t, 0);
@@ -328,7 +333,12 @@ constexpr dimension static_dims(N... n) {
   t.nodes[0].children = static_cast<std::int16_t>(k);
   index_t stride = 1;
   for (int c = k - 1; c >= 0; --c) {
-    if (sizes[c] < 1) detail::layout_error("static_dims: a size below 1");
+    if (sizes[c] < 1)
+      detail::layout_error("static_dims: size " + std::to_string(sizes[c]) +
+                           "; expected sizes of at least 1");
+    // The same bound as dim_spec(dims): a wrapped product is a size-0 (or negative) type.
+    if (stride > (index_t{1} << 62) / sizes[c])
+      detail::layout_error("static_dims: the product of the sizes overflows (over 2^62)");
     t.nodes[c + 1].size = sizes[c];
     t.nodes[c + 1].stride = stride;
     t.nodes[c + 1].parent = 0;

@@ -64,11 +64,21 @@ class strided_type {
   requires(sizeof...(I) == R && R > 1) STRATA_FN constexpr index_t operator()(I... i) const {
     index_t const idx[] = {static_cast<index_t>(i)...};
     index_t o = base_;
-    for (int r = 0; r < R; ++r) o += idx[r] * stride_[r];
+    for (int r = 0; r < R; ++r) {
+      // Checked as array_type checks its indices (docs/layout.md): without NDEBUG.
+#if !defined(NDEBUG) || defined(STRATA_DEBUG)
+      detail::layout_check(idx[r] >= 0 && idx[r] < extent_[r], "strided_type index", idx[r],
+                           extent_[r]);
+#endif
+      o += idx[r] * stride_[r];
+    }
     return o;
   }
   /// The offset of flat index k (row-major over the ranks, as array_type's A(k)).
   STRATA_FN constexpr index_t operator()(index_t k) const {
+#if !defined(NDEBUG) || defined(STRATA_DEBUG)
+    detail::layout_check(k >= 0 && k < size(), "strided_type flat index", k, size());
+#endif
     index_t o = base_;
     for (int r = R - 1; r > 0; --r) {
       o += k % extent_[r] * stride_[r];
@@ -77,11 +87,19 @@ class strided_type {
     return o + k * stride_[0];
   }
 
-  STRATA_FN static constexpr int rank() { return R; }
-  STRATA_FN constexpr index_t extent(int r) const { return extent_[r]; }
-  STRATA_FN constexpr index_t stride(int r) const { return stride_[r]; }
+  STRATA_FN static constexpr int rank() {
+    return R;
+  }
+  STRATA_FN constexpr index_t extent(int r) const {
+    return extent_[r];
+  }
+  STRATA_FN constexpr index_t stride(int r) const {
+    return stride_[r];
+  }
   /// The offset of the element at index 0 (a window's or displacement's start).
-  STRATA_FN constexpr index_t base() const { return base_; }
+  STRATA_FN constexpr index_t base() const {
+    return base_;
+  }
   STRATA_FN constexpr index_t size() const {
     index_t s = 1;
     for (int r = 0; r < R; ++r) s *= extent_[r];

@@ -113,6 +113,9 @@ inline thread_tree make_thread_tree(std::vector<dim_spec> const& specs, char con
       if (s.pure() || !s.chain().empty())
         bad("references, displacements and offset functions are not thread dimensions; "
             "expected sizes and dims{...} only");
+      // Checked before multiplying: a wrapped product (2^32 x 2^32 is 0) passed the check
+      // below as an array of no threads.
+      if (total > (index_t{1} << 31) / s.size()) bad("more than 2^31 threads");
       total *= s.size();
     }
     t.nodes[0].size = total;

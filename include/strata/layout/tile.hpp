@@ -59,8 +59,13 @@ STRATA_FN constexpr vec<D> check_tile(array_type<T, S> const& outer, index_t inn
   vec<D> const space = tile_space<D>(outer);
   for (std::size_t d = 0; d < D; ++d) {
     index_t n = space[d];
-    layout_check(extent[d] >= 1 && origin[d] >= 0 && origin[d] + extent[d] <= n,
-                 "tile end in its dimension", origin[d] + extent[d], n + 1);
+    layout_check(extent[d] >= 1 && extent[d] <= n, "tile extent in its dimension (from 1)",
+                 extent[d], n + 1);
+    // origin <= n - extent rather than origin + extent <= n: the sum wraps for an origin
+    // near INT64_MAX and passed.
+    layout_check(origin[d] >= 0 && origin[d] <= n - extent[d],
+                 "tile origin in its dimension (the tile must end inside it)", origin[d],
+                 n - extent[d] + 1);
   }
   layout_check(inner_size == extent.product(), "inner type size (expected the tile's)", inner_size,
                extent.product() + 1);
