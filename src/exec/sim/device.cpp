@@ -372,15 +372,18 @@ bool sim_device::take(copy_engine& e, copy_op& op, clock::time_point until) {
   return true;
 }
 
-void sim_device::run_transfer(copy_engine& e, copy_op& op) {
+sim_device::clock::time_point sim_device::begin_transfer(copy_engine& e, copy_op& op) {
   // The modeled transfer starts when it was issued or when its link(s) became free, not
   // when a thread got to it: the emulated link does not pay the host's wake-up time.
   // (link_free is the taker's alone while `running` is set.)
   auto const start = std::max(op.start, e.link_free);
-  auto const end = start + seconds(op.modeled);
-  auto const began = clock::now();
+  op.began = clock::now();
   copy_part(op.desc, 0, copy_units(op.desc));
-  auto const copy_end = clock::now();
+  op.copied = clock::now();
+  return start + seconds(op.modeled);
+}
+
+void sim_device::end_transfer(copy_engine& e, copy_op& op, clock::time_point end) {
   wait_until(end);
   // On the engine's lane also when a waiting thread ran it (help_engines): the trace shows
   // the device's transfers on the device.
@@ -388,7 +391,7 @@ void sim_device::run_transfer(copy_engine& e, copy_op& op) {
     trace::detail::record_on(
         "sim device " + params_.name,
         params_.name + (&e == &engine(link_dir::in) ? " copy engine (in)" : " copy engine (out)"),
-        "copy", "sim", began, clock::now(),
+        "copy", "sim", op.began, clock::now(),
         fmt::format("{} bytes, modeled {:.1f} us", op.desc.bytes(), op.modeled * 1e6), op.flow);
   op.done.complete();
   // The link is free at the modeled end, not when this thread saw it pass: the next
@@ -400,10 +403,14 @@ void sim_device::run_transfer(copy_engine& e, copy_op& op) {
   // (the device may end as soon as its engine sees the link idle).
   lock_spinning(mutex_);
   std::lock_guard lock(mutex_, std::adopt_lock);
-  e.link_free = std::max(end, copy_end);
+  e.link_free = std::max(end, op.copied);
   e.running = false;
   if (--busy_ == 0) idle_.notify_all();  // done_one, in the same critical section
   if (stop_ || !e.queue.empty()) e.ready.notify_all();
+}
+
+void sim_device::run_transfer(copy_engine& e, copy_op& op) {
+  end_transfer(e, op, begin_transfer(e, op));
 }
 
 bool sim_device::run_queued_kernel() {
@@ -427,6 +434,22 @@ bool sim_device::run_queued_kernel() {
   return true;
 }
 
+namespace {
+// When a thread last ran the device hook (help_engines): while waiters poll it, an
+// engine leaves a short transfer to them for a moment (engine_grace) instead of taking it
+// at once. The waiter then moves the bytes and completes the transfer itself at its
+// modeled end: no hand-off from an engine thread, which on a machine with fewer cores than
+// spinning threads (a waiter and two engines on 2 cores) arrived a context switch late in
+// some processes (tensor-halo's bimodal 2-device figure, sessions 27-31).
+std::atomic<sim_device::clock::rep> hook_polled{0};
+constexpr auto engine_grace = std::chrono::microseconds(4);
+constexpr std::size_t max_batch = 8;  // transfers one waiter takes at once
+// A waiter moves the bytes of its batch one transfer after the other: only transfers whose
+// memcpy is short against their model join a batch (beyond its first), and only those
+// are left to waiters; 512 KiB halos stay on their engines, which copy in parallel.
+constexpr std::size_t waiter_bytes = std::size_t{64} << 10;
+}  // namespace
+
 bool sim_device::help_engines() noexcept {
   // A unit waiting inside a kernel of its device: a kernel queued behind it may be what
   // it waits for (launched after a dependency that another thread completed, so queued
@@ -439,32 +462,65 @@ bool sim_device::help_engines() noexcept {
     }
     if (ran) return true;
   }
-  if (helping || untaken.load(std::memory_order_acquire) == 0) return false;
-  sim_device* device = nullptr;
-  copy_engine* engine = nullptr;
-  copy_op op;
+  if (helping) return false;
+  auto const now = clock::now();
+  hook_polled.store(now.time_since_epoch().count(), std::memory_order_relaxed);
+  if (untaken.load(std::memory_order_acquire) == 0) return false;
+  // Every due front transfer (each link's first, so its order holds) that ends within
+  // the horizon, on any device: their bytes move now, one after the other, and each
+  // completes at its own modeled end (the links run in parallel, as the engines would).
+  struct taken {
+    sim_device* device;
+    copy_engine* engine;
+    copy_op op;
+    clock::time_point end{};
+  };
+  std::array<taken, max_batch> batch;
+  std::size_t n = 0;
   {
     std::unique_lock registered(registry_mutex, std::try_to_lock);
     if (!registered) return false;
-    auto const until = clock::now() + help_horizon;
+    auto const until = now + help_horizon;
     for (auto* d : registry) {
       std::unique_lock lock(d->mutex_, std::try_to_lock);
       if (!lock) continue;
       for (auto& e : d->engines_)
-        if (d->take(e, op, until)) {
-          device = d;
-          engine = &e;
-          break;
+        if (n < max_batch &&
+            (n == 0 || (!e.queue.empty() && e.queue.front().desc.bytes() <= waiter_bytes)) &&
+            d->take(e, batch[n].op, until)) {
+          batch[n].device = d;
+          batch[n].engine = &e;
+          ++n;
         }
-      if (device) break;
+      if (n == max_batch) break;
     }
   }
-  if (!device) return false;
-  // The engine's `running` keeps the device alive until run_transfer is done with it.
+  if (n == 0) return false;
+  // Each engine's `running` keeps its device alive until end_transfer is done with it.
   helping = true;
-  device->run_transfer(*engine, op);
+  for (std::size_t i = 0; i < n; ++i)
+    batch[i].end = batch[i].device->begin_transfer(*batch[i].engine, batch[i].op);
+  std::sort(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n),
+            [](taken const& a, taken const& b) { return a.end < b.end; });
+  for (std::size_t i = 0; i < n; ++i)
+    batch[i].device->end_transfer(*batch[i].engine, batch[i].op, batch[i].end);
   helping = false;
   return true;
+}
+
+sim_device::clock::time_point sim_device::left_to_waiters(copy_engine& e) const {
+  if (stop_ || e.running || e.queue.empty()) return {};
+  auto const now = clock::now();
+  auto const polled =
+      clock::time_point(clock::duration(hook_polled.load(std::memory_order_relaxed)));
+  if (now - polled > engine_grace) return {};  // no waiter polls the hook
+  auto const& f = e.queue.front();
+  if (f.desc.bytes() > waiter_bytes) return {};
+  auto const end = std::max(f.start, e.link_free) + seconds(f.modeled);
+  if (end > now + help_horizon) return {};  // too long for a waiter to take
+  // A grace of at most a quarter of its model: the waiter's late take still ends on time.
+  auto const until = f.start + std::min<clock::duration>(engine_grace, seconds(f.modeled) / 4);
+  return now < until ? until : clock::time_point{};
 }
 
 void sim_device::copy_main(copy_engine& e) {
@@ -505,6 +561,12 @@ void sim_device::copy_main(copy_engine& e) {
         e.ready.wait(lock);
         // Woken for a transfer that a waiter took meanwhile, or spuriously: the same.
         if (!due()) continue;
+      }
+      if (auto const until = left_to_waiters(e); until != clock::time_point{}) {
+        lock.unlock();
+        while (clock::now() < until && e.queued.load(std::memory_order_acquire) != 0)
+          std::this_thread::yield();
+        continue;
       }
       if (!take(e, op)) return;
     }

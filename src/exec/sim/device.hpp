@@ -139,6 +139,7 @@ class sim_device {
     event done;
     clock::time_point start;  // modeled: when it was issued or its link(s) became free
     std::uint64_t flow = 0;
+    clock::time_point began{}, copied{};  // when its bytes started and ended moving
   };
   // One per direction: a queue, a thread and a link clock of its own.
   struct copy_engine {
@@ -166,7 +167,14 @@ class sim_device {
   // that is set); under mutex_.
   bool take(copy_engine& engine, copy_op& op, clock::time_point until = {});
   void run_transfer(copy_engine& engine, copy_op& op);
-  // The device wait hook: runs one due transfer that no engine has taken yet.
+  // run_transfer's halves: moves the bytes and returns the modeled end; then waits for
+  // that end, completes the transfer and frees its link.
+  clock::time_point begin_transfer(copy_engine& engine, copy_op& op);
+  void end_transfer(copy_engine& engine, copy_op& op, clock::time_point end);
+  // While waiters poll the device hook, an engine leaves its front transfer to them for
+  // a moment if one could take it: until when (under mutex_; zero: take it now).
+  clock::time_point left_to_waiters(copy_engine& engine) const;
+  // The device wait hook: runs the due transfers that no engine has taken yet.
   static bool help_engines() noexcept;
   copy_engine& engine(link_dir dir) noexcept { return engines_[static_cast<std::size_t>(dir)]; }
   // track() with mutex_ held: queueing an operation records it in the same critical
