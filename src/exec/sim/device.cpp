@@ -447,7 +447,7 @@ constexpr std::size_t max_batch = 8;  // transfers one waiter takes at once
 // A waiter moves the bytes of its batch one transfer after the other: only transfers whose
 // memcpy is short against their model join a batch (beyond its first), and only those
 // are left to waiters; 512 KiB halos stay on their engines, which copy in parallel.
-constexpr std::size_t waiter_bytes = std::size_t{64} << 10;
+constexpr std::size_t waiter_bytes = std::size_t{32} << 10;
 }  // namespace
 
 bool sim_device::help_engines() noexcept {
