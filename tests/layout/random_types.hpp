@@ -8,6 +8,7 @@
 #include <strata/layout/array_type.hpp>
 #include <strata/layout/detail/copy_kernel.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -193,15 +194,17 @@ inline std::optional<std::string> check_pair(array_type<int> const& dst,
   if (!dst.is_unique()) return std::nullopt;  // the result would depend on the order
   auto [slo, shi] = src.offset_range();
   auto [dlo, dhi] = dst.offset_range();
-  if (slo < 0 || dlo < 0) return "generator: negative offsets";
-  std::vector<int> s(static_cast<std::size_t>(shi + 1));
+  // Offsets may be negative (a derived type can start before its base's first element):
+  // each buffer then starts at the lowest offset, and the base pointer lies inside it.
+  index_t const sb = std::min<index_t>(slo, 0), db = std::min<index_t>(dlo, 0);
+  std::vector<int> s(static_cast<std::size_t>(shi - sb + 1));
   for (std::size_t i = 0; i < s.size(); ++i) s[i] = static_cast<int>(i) * 7 + 1;
-  std::vector<int> naive(static_cast<std::size_t>(dhi + 1), -1), got = naive;
+  std::vector<int> naive(static_cast<std::size_t>(dhi - db + 1), -1), got = naive;
   for (index_t k = 0; k < src.size(); ++k)
-    naive[static_cast<std::size_t>(dst(k))] = s[static_cast<std::size_t>(src(k))];
+    naive[static_cast<std::size_t>(dst(k) - db)] = s[static_cast<std::size_t>(src(k) - sb)];
   auto plan = plan_copy(linear(dst.root()), linear(src.root()));
-  auto* d = reinterpret_cast<std::byte*>(got.data());
-  auto const* sp = reinterpret_cast<std::byte const*>(s.data());
+  auto* d = reinterpret_cast<std::byte*>(got.data() - db);
+  auto const* sp = reinterpret_cast<std::byte const*>(s.data() - sb);
   if (plan.ok) {
     auto b = detail::make_byte_plan(plan, sizeof(int));
     detail::copy_items(b, d, sp, 0, b.items);
