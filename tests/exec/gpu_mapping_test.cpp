@@ -104,6 +104,19 @@ TEST(ElementOrder, GpuThreadsStrideOverTheGrid) {
   }
 }
 
+TEST(ElementOrder, StridedCountEqualsANaiveCount) {
+  // The division-free path (every element in bounds) and the dividing one, at every edge.
+  for (index_t first = 0; first < 20; ++first)
+    for (index_t stride = 1; stride < 8; ++stride)
+      for (index_t count = 0; count < 7; ++count)
+        for (index_t bound = 0; bound < 45; ++bound) {
+          index_t naive = 0;
+          for (index_t k = 0; k < count; ++k) naive += first + k * stride < bound ? 1 : 0;
+          ASSERT_EQ(detail::strided_count(first, stride, count, bound), naive)
+              << first << " " << stride << " " << count << " " << bound;
+        }
+}
+
 TEST(ElementOrder, GpuThreadsStrideIn2D) {
   using ctx = fake_context<2, true>;
   // Grid 1 x 2 blocks of 2 x 2 threads, 2 x 2 elements each: global extent 2 x 4.

@@ -26,9 +26,21 @@ inline std::vector<strata::place> host() {
   return {rt().machine().slice(strata::isa::host)};
 }
 
-/// Where a test runs: "host" (one CPU place for every partition), or "simK".
+/// The CUDA GPUs of the machine (none without a GPU or a driver).
+inline std::vector<strata::place> cuda_devices() {
+  return rt().machine().slice(strata::isa::cuda).descendants(strata::place_type::device);
+}
+
+/// Where a test runs: "host" (one CPU place for every partition), "simK", "cuda" (every
+/// GPU), or two kinds joined by '+' ("host+cuda": partitions alternate between them).
 inline std::vector<strata::place> places(std::string const& where) {
+  if (auto plus = where.find('+'); plus != std::string::npos) {
+    auto a = places(where.substr(0, plus)), b = places(where.substr(plus + 1));
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
   if (where == "host") return host();
+  if (where == "cuda") return cuda_devices();
   return sim_devices(static_cast<std::size_t>(std::stoul(where.substr(3))));
 }
 

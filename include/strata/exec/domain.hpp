@@ -40,10 +40,15 @@ inline constexpr bool grid_stride_elements_v = requires {
   requires Ctx::grid_stride_elements;
 };
 
-/// How many of `count` elements first, first + stride, ... lie below `bound`.
+/// How many of `count` elements first, first + stride, ... lie below `bound`. Every GPU
+/// thread computes this before its first element: the division (a 64-bit one is a long
+/// instruction sequence on GPUs) is needed only for the threads whose last element is
+/// past the bound. `(count - 1) * stride` cannot overflow: it is below the launch's
+/// grid x block x elements, which shape's constructor keeps below 2^63.
 STRATA_FN constexpr index_t strided_count(index_t first, index_t stride, index_t count,
                                           index_t bound) noexcept {
   if (first >= bound) return 0;
+  if (count <= 1 || (count - 1) * stride < bound - first) return count;
   index_t const fit = (bound - first + stride - 1) / stride;
   return fit < count ? fit : count;
 }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository's root (tools/gpu-run/pack.sh made .devrun):
+# the CUDA tests, the launch experiment, the CUDA benchmarks and, unless NO_MPI is set,
+# `strata bench --ranks 4,2,1 dist-fft` with Debian's Open MPI. Logs go to $OUT (or /tmp).
+# BUDGET (seconds, default 400) stops starting new steps when the time is nearly spent.
+cd "$(dirname "$0")"
+out=${OUT:-/tmp}
+t0=$SECONDS
+left() { echo $((${BUDGET:-400} - (SECONDS - t0))); }
+log() { echo "=== $* ($(date +%T), $(left) s left)"; }
+p=/tmp/strata-gpu-run
+mkdir -p $p && tar -xJf payload.tar.xz -C $p || exit 1
+export LD_LIBRARY_PATH=$p/lib:/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib
+if [ ! -e /usr/local/cuda/lib64/libcublas.so.13 ]; then
+  c=$(find / -xdev -name 'libcublas.so.13' 2>/dev/null | head -1)
+  [ -n "$c" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$c")
+fi
+export PATH=$p/bin:$PATH
+{
+  log start
+  nvidia-smi -L
+  nproc
+  timeout 30 strata info 2>&1 | head -30
+  for t in ${TESTS:-strata_tensor_cuda_tests strata_cuda_check strata_cuda_kernel_suite_test \
+    strata_cuda_real_gpu_test strata_cuda_kernel_fault_test strata_apps_cuda_tests}; do
+    log "$t"
+    timeout "${TT:-90}" "$t" --gtest_brief=1 2>&1 | tail -100
+    echo "rc=${PIPESTATUS[0]}"
+  done
+} >"$out/gpu.log" 2>&1
+grep -E "^===|PASSED|FAILED|SKIPPED  \]|rc=|Failure|rror" "$out/gpu.log" | head -70
+log launch_experiment
+timeout 60 launch_experiment 2>&1 | tee "$out/experiment.log"
+log cuda-bench
+for b in ${CUDA_BENCHES:-cuda-tensor-saxpy cuda-tensor-stencil cuda-copy cuda-triad cuda-axpy}; do
+  [ "$(left)" -lt 200 ] && { echo "skipped $b: time"; continue; }
+  timeout 60 strata bench "$b" --json --no-progress --repeats 10 2>&1 | grep '"bench"'
+done | tee "$out/cuda_bench.log"
+[ -n "${NO_MPI:-}" ] && exit 0
+log mpi
+cp -a $p/root/. / && ln -sf /usr/bin/orterun /usr/bin/mpiexec
+export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_osc=^ucx OMPI_MCA_mtl=^ofi,psm,psm2
+t=$(($(left) - 10))
+[ $t -gt 20 ] && timeout $t strata bench --ranks 4,2,1 dist-fft --json --no-progress 2>&1 |
+  grep '"bench"' | tee "$out/fft.log"
+log end
