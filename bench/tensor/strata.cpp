@@ -14,31 +14,11 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "tensor/kernels.hpp"
 #include "tensor/peer.hpp"
 
 namespace strata::bench {
 namespace {
-
-struct saxpy_cell {
-  template <class X, class Y>
-  STRATA_FN void operator()(X& x, Y& y, float a) const {
-    *y = a * *x + *y;
-  }
-};
-
-struct saxpy_raw {
-  template <class S>
-  STRATA_FN void operator()(S const& self, float a, index_t n, float const* x, float* y) const {
-    for (auto i : self.elements(n)) y[i] = a * x[i] + y[i];
-  }
-};
-
-struct jacobi_cell {
-  template <class In, class Out>
-  STRATA_FN void operator()(In& in, Out& out) const {
-    *out = 0.25 * (*in.offset(0, -1) + *in.offset(0, 1) + *in.offset(1, -1) + *in.offset(1, 1));
-  }
-};
 
 std::vector<place> sim_devices(context& ctx, std::size_t k) {
   auto devs = ctx.rt().machine().slice(isa::sim).descendants(place_type::device);

@@ -3,6 +3,7 @@
 // (`then_split(load_padding, t[, loader])`), and tensor graphs under adversarial
 // scheduling (one PU, graphs injected from several threads at once).
 #include "../support/hang_guard.hpp"
+#include "kernels.hpp"
 #include "support.hpp"
 
 #include <gtest/gtest.h>
@@ -14,38 +15,18 @@
 #include <vector>
 
 using namespace strata;
+using tensor_test::bump;
 using tensor_test::gather;
 using tensor_test::padded_box;
 using tensor_test::places;
 using tensor_test::scatter;
+using tensor_test::smooth;
+using tensor_test::smooth_ref;
+using tensor_test::start_values;
 
 namespace {
 
 constexpr auto limit = std::chrono::seconds(120);
-
-// One step of a periodic 1-D three-point stencil on integers (exact under repetition).
-struct smooth {
-  template <class In, class Out>
-  STRATA_FN void operator()(In& in, Out& out) const {
-    *out = (*in.offset(0, -1) + 2 * *in + *in.offset(0, 1)) % 1000003;
-  }
-};
-
-std::vector<std::int64_t> smooth_ref(std::vector<std::int64_t> const& in) {
-  std::vector<std::int64_t> out(in.size());
-  auto const n = in.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    auto l = in[i == 0 ? n - 1 : i - 1], r = in[i + 1 == n ? 0 : i + 1];
-    out[i] = (l + 2 * in[i] + r) % 1000003;
-  }
-  return out;
-}
-
-std::vector<std::int64_t> start_values(std::size_t n) {
-  std::vector<std::int64_t> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::int64_t>((i * 37) % 101);
-  return v;
-}
 
 class TensorAccess : public ::testing::TestWithParam<std::string> {};
 
@@ -306,18 +287,6 @@ TEST_P(TensorAccess, PaddedAccessInSharedOverManyRuns) {
   }
 }
 
-// Exclusive shared access: the kernel writes the staged tensor whose padding it reads; each
-// cell reads only itself and, at block edges, the padding (as in graph_test's bump).
-struct bump_edges {
-  template <class It>
-  STRATA_FN void operator()(It& it) const {
-    auto v = *it * 3 % 1000003;
-    if (it.index(0) == 0) v += *it.offset(0, -1);
-    if (it.index(0) == it.size(0) - 1) v += 5 * *it.offset(0, 1);
-    *it = v % 1000003;
-  }
-};
-
 TEST_P(TensorAccess, ExclusivePaddedAccessInSharedWritesBack) {
   auto p = places(GetParam());
   index_t const n = 1'000;
@@ -330,10 +299,10 @@ TEST_P(TensorAccess, ExclusivePaddedAccessInSharedWritesBack) {
   scatter(x, v);
   scatter(z, v);
   graph staged, direct;
-  staged.then_split(bump_edges{}, exclusive_padded_access_in_shared(x))
-      .then_split(bump_edges{}, exclusive_padded_access_in_shared(x));
-  direct.then_split(bump_edges{}, exclusive_padded_access(z))
-      .then_split(bump_edges{}, exclusive_padded_access(z));
+  staged.then_split(bump{}, exclusive_padded_access_in_shared(x))
+      .then_split(bump{}, exclusive_padded_access_in_shared(x));
+  direct.then_split(bump{}, exclusive_padded_access(z))
+      .then_split(bump{}, exclusive_padded_access(z));
   for (int run = 0; run < 50; ++run) {
     strata::run(staged).wait();
     strata::run(direct).wait();

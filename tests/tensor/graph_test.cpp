@@ -2,6 +2,7 @@
 // (Listing 8), concurrent padded access with double buffering (Listing 10, Figure 7) and
 // exclusive padded access (Listing 11, Figure 9), each against a sequential reference at
 // every one of 100 runs.
+#include "kernels.hpp"
 #include "support.hpp"
 
 #include <gtest/gtest.h>
@@ -10,9 +11,13 @@
 #include <vector>
 
 using namespace strata;
+using tensor_test::bump;
 using tensor_test::gather;
 using tensor_test::places;
 using tensor_test::scatter;
+using tensor_test::smooth;
+using tensor_test::smooth_ref;
+using tensor_test::start_values;
 
 namespace {
 
@@ -51,25 +56,6 @@ TEST_P(TensorGraph, SplitThenReduce) {
   }
 }
 
-// One step of a 1-D three-point stencil: out = in[-1] + 2 in + in[+1] (Listing 10's
-// difference, made symmetric so values stay bounded under repetition).
-struct smooth {
-  template <class In, class Out>
-  STRATA_FN void operator()(In& in, Out& out) const {
-    *out = (*in.offset(0, -1) + 2 * *in + *in.offset(0, 1)) % 1000003;
-  }
-};
-
-std::vector<std::int64_t> smooth_ref(std::vector<std::int64_t> const& in) {
-  std::vector<std::int64_t> out(in.size());
-  auto const n = in.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    auto l = in[i == 0 ? n - 1 : i - 1], r = in[i + 1 == n ? 0 : i + 1];
-    out[i] = (l + 2 * in[i] + r) % 1000003;
-  }
-  return out;
-}
-
 TEST_P(TensorGraph, ConcurrentPaddedAccessDoubleBufferedEqualsSequentialAtEveryRun) {
   auto p = places(GetParam());
   index_t const n = 4'099;
@@ -77,8 +63,7 @@ TEST_P(TensorGraph, ConcurrentPaddedAccessDoubleBufferedEqualsSequentialAtEveryR
   tensor<std::int64_t, 1> x(p, s), y(p, s);
   set_boundary(x, boundary::periodic{});
   set_boundary(y, boundary::periodic{});
-  std::vector<std::int64_t> ref(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<std::int64_t>((i * 37) % 101);
+  auto ref = start_values(static_cast<std::size_t>(n));
   scatter(x, ref);
   graph g;
   g.then_split(smooth{}, concurrent_padded_access(x), y)
@@ -89,19 +74,6 @@ TEST_P(TensorGraph, ConcurrentPaddedAccessDoubleBufferedEqualsSequentialAtEveryR
     ASSERT_EQ(gather(x), ref) << "run " << run;
   }
 }
-
-// Exclusive access: the kernel writes the tensor whose padding it reads. Cells next to a
-// block edge read their neighbour block's cell from the padding, which must have been
-// copied before that neighbour's kernel overwrote it (Figure 8's race).
-struct bump {
-  template <class It>
-  STRATA_FN void operator()(It& it) const {
-    auto v = *it * 3 % 1000003;
-    if (it.index(0) == 0) v += *it.offset(0, -1);
-    if (it.index(0) == it.size(0) - 1) v += 5 * *it.offset(0, 1);
-    *it = v % 1000003;
-  }
-};
 
 TEST_P(TensorGraph, ExclusivePaddedAccessReadsNeighboursBeforeTheyAreWritten) {
   auto p = places(GetParam());

@@ -6,6 +6,7 @@
 // defined in gtest's private test bodies. Without a GPU each test reports skipped with
 // the runtime's reason; the compile (every tensor path instantiated by nvcc) is the check.
 #include "halo_check.hpp"
+#include "kernels.hpp"
 #include "stencil_kernels.hpp"
 #include "support.hpp"
 
@@ -20,11 +21,16 @@
 #include <vector>
 
 using namespace strata;
+using tensor_test::bump;
 using tensor_test::check_padding;
 using tensor_test::gather;
 using tensor_test::places;
 using tensor_test::policy;
+using tensor_test::saxpy_cell;
 using tensor_test::scatter;
+using tensor_test::smooth;
+using tensor_test::smooth_ref;
+using tensor_test::start_values;
 
 namespace {
 
@@ -40,13 +46,6 @@ class TensorCuda : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (std::string why; skip_without_gpu(why)) GTEST_SKIP() << why;
-  }
-};
-
-struct saxpy_cell {
-  template <class X, class Y>
-  STRATA_FN void operator()(X& x, Y& y, float a) const {
-    *y = a * *x + *y;
   }
 };
 
@@ -177,24 +176,6 @@ TEST_P(TensorCuda, PaddingEveryPolicyInOneTwoAndThreeDimensions) {
                    {.extent = {13, 11}, .partitions = {2, 3}, .padding = 1}, true);
 }
 
-// One step of a periodic 1-D three-point stencil (graph_test.cpp's).
-struct smooth {
-  template <class In, class Out>
-  STRATA_FN void operator()(In& in, Out& out) const {
-    *out = (*in.offset(0, -1) + 2 * *in + *in.offset(0, 1)) % 1000003;
-  }
-};
-
-std::vector<std::int64_t> smooth_ref(std::vector<std::int64_t> const& in) {
-  std::vector<std::int64_t> out(in.size());
-  auto const n = in.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    auto l = in[i == 0 ? n - 1 : i - 1], r = in[i + 1 == n ? 0 : i + 1];
-    out[i] = (l + 2 * in[i] + r) % 1000003;
-  }
-  return out;
-}
-
 TEST_P(TensorCuda, GraphConcurrentPaddedAccessDoubleBufferedEqualsSequential) {
   auto p = places(GetParam());
   index_t const n = 4'099;
@@ -202,8 +183,7 @@ TEST_P(TensorCuda, GraphConcurrentPaddedAccessDoubleBufferedEqualsSequential) {
   tensor<std::int64_t, 1> x(p, s), y(p, s);
   set_boundary(x, boundary::periodic{});
   set_boundary(y, boundary::periodic{});
-  std::vector<std::int64_t> ref(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<std::int64_t>((i * 37) % 101);
+  auto ref = start_values(static_cast<std::size_t>(n));
   scatter(x, ref);
   graph g;
   g.then_split(smooth{}, concurrent_padded_access(x), y)
@@ -214,18 +194,6 @@ TEST_P(TensorCuda, GraphConcurrentPaddedAccessDoubleBufferedEqualsSequential) {
     ASSERT_EQ(gather(x), ref) << "run " << run;
   }
 }
-
-// Exclusive access: block-edge cells read their neighbour's cell from the padding, which
-// must be copied before that neighbour's kernel overwrites it (graph_test.cpp's).
-struct bump {
-  template <class It>
-  STRATA_FN void operator()(It& it) const {
-    auto v = *it * 3 % 1000003;
-    if (it.index(0) == 0) v += *it.offset(0, -1);
-    if (it.index(0) == it.size(0) - 1) v += 5 * *it.offset(0, 1);
-    *it = v % 1000003;
-  }
-};
 
 TEST_P(TensorCuda, GraphExclusivePaddedAccessReadsNeighboursBeforeTheyAreWritten) {
   auto p = places(GetParam());
@@ -309,8 +277,7 @@ TEST_P(TensorCuda, PaddedAccessInSharedOverManyRuns) {
   set_boundary(x, boundary::periodic{});
   set_boundary(y, boundary::periodic{});
   set_boundary(z, boundary::constant<std::int64_t>{11});
-  std::vector<std::int64_t> ref(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<std::int64_t>((i * 37) % 101);
+  auto ref = start_values(static_cast<std::size_t>(n));
   scatter(x, ref);
   scatter(z, ref);
   graph g;
@@ -367,8 +334,7 @@ TEST_P(TensorCuda, InSharedTwoDimensionalWithCornersAndOverlappedSteps) {
   tensor<std::int64_t, 1> x(p, s1), y(p, s1);
   set_boundary(x, boundary::periodic{});
   set_boundary(y, boundary::periodic{});
-  std::vector<std::int64_t> ref(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = static_cast<std::int64_t>((i * 37) % 101);
+  auto ref = start_values(static_cast<std::size_t>(n));
   scatter(x, ref);
   graph g;
   g.then_split(smooth{}, overlapped(x, 1), y).then_split(smooth{}, y, x);

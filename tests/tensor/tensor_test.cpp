@@ -1,5 +1,6 @@
 // Tensors (Ripple §4.1): geometry, placement, whole-tensor copies, kernels over cells
 // (Listing 7), reductions (Listing 8) and the errors of bad input.
+#include "kernels.hpp"
 #include "support.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@ using namespace strata;
 using tensor_test::gather;
 using tensor_test::places;
 using tensor_test::rt;
+using tensor_test::saxpy_cell;
 using tensor_test::scatter;
 
 namespace {
@@ -100,13 +102,6 @@ TEST_P(TensorOn, ScatterGatherAndCopyBetweenPartitioningsKeepEveryCell) {
   copy(a, b).wait();
   EXPECT_EQ(gather(a), ref);
 }
-
-struct saxpy_cell {
-  template <class X, class Y>
-  STRATA_FN void operator()(X& x, Y& y, float a) const {
-    *y = a * *x + *y;
-  }
-};
 
 TEST_P(TensorOn, SaxpyOverBlocksMatchesAPlainLoop) {
   // Ripple Listing 7, outside a graph: one launch per block, where the block lives.
