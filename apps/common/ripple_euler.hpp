@@ -58,30 +58,39 @@ struct euler_field {
     strata::copy(in, a.view()).wait();
   }
   /// Every cell's conserved variables, row-major, in double.
-  std::vector<conserved<double>> get(strata::place const& host) const {
-    auto const n = in.extent().product();
-    strata::record_array<euler<T>, strata::aos> a(host, n);
-    strata::copy(a.view(), in).wait();
-    std::vector<conserved<double>> u(static_cast<std::size_t>(n));
-    for (strata::index_t k = 0; k < n; ++k) {
-      auto const c = load_state<T>(a[k]);
-      u[static_cast<std::size_t>(k)] = {c.r, {c.m[0], c.m[1]}, c.e};
-    }
-    return u;
-  }
+  std::vector<conserved<double>> get(strata::place const& host) const;
   /// The largest signal speed over the field.
-  T max_speed() {
-    strata::for_each_cell(max_wavespeed{}, in, speeds, T(euler_gamma)).wait();
-    return strata::reduce(speeds, T(0), strata::reduce_max{});
-  }
+  T max_speed();
   /// One FORCE step of dt on cells of size h (in -> out, then the buffers swap).
-  void step(T dt, T h) {
-    strata::for_each_cell(force_step{}, strata::concurrent_padded_access(in), out, dt / h, dt / h,
-                          T(euler_gamma))
-        .wait();
-    std::swap(in, out);
-  }
+  void step(T dt, T h);
 };
+
+// Defined outside the class, so not inline: the explicit instantiation declarations at the
+// end of this file then keep every other translation unit from compiling them again.
+template <class T, class L>
+std::vector<conserved<double>> euler_field<T, L>::get(strata::place const& host) const {
+  auto const n = in.extent().product();
+  strata::record_array<euler<T>, strata::aos> a(host, n);
+  strata::copy(a.view(), in).wait();
+  std::vector<conserved<double>> u(static_cast<std::size_t>(n));
+  for (strata::index_t k = 0; k < n; ++k) {
+    auto const c = load_state<T>(a[k]);
+    u[static_cast<std::size_t>(k)] = {c.r, {c.m[0], c.m[1]}, c.e};
+  }
+  return u;
+}
+template <class T, class L>
+T euler_field<T, L>::max_speed() {
+  strata::for_each_cell(max_wavespeed{}, in, speeds, T(euler_gamma)).wait();
+  return strata::reduce(speeds, T(0), strata::reduce_max{});
+}
+template <class T, class L>
+void euler_field<T, L>::step(T dt, T h) {
+  strata::for_each_cell(force_step{}, strata::concurrent_padded_access(in), out, dt / h, dt / h,
+                        T(euler_gamma))
+      .wait();
+  std::swap(in, out);
+}
 
 /// What a shock-tube run gives: the L1 error of the density against the exact solution,
 /// the steps taken, and the total mass before and after (transmissive ends: equal while no
@@ -169,5 +178,21 @@ periodic_result run_periodic(std::vector<strata::place> const& places, strata::p
   r.after = total();
   return r;
 }
+
+// The instances the apps, their tests and benchmarks use, compiled once in
+// apps/common/euler_{aos,soa,aosoa}.cpp: each of force.cpp, tests/apps/ripple_test.cpp and
+// bench/ripple/strata.cpp took about a minute compiling them for itself.
+#define APPS_EULER_INSTANCES(KIND, T, L)                                                          \
+  KIND template struct euler_field<T, L>;                                                         \
+  KIND template sod_result run_sod<T, L>(std::vector<strata::place> const&, strata::place const&, \
+                                         strata::index_t, int, strata::index_t, double);          \
+  KIND template periodic_result run_periodic<T, L>(std::vector<strata::place> const&,             \
+                                                   strata::place const&, strata::vec<2>,          \
+                                                   strata::vec<2>, int);
+#define APPS_EULER_LAYOUTS(KIND, L) \
+  APPS_EULER_INSTANCES(KIND, float, L) APPS_EULER_INSTANCES(KIND, double, L)
+APPS_EULER_LAYOUTS(extern, strata::aos)
+APPS_EULER_LAYOUTS(extern, strata::soa)
+APPS_EULER_LAYOUTS(extern, strata::aosoa<16>)
 
 }  // namespace apps

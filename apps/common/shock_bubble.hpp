@@ -95,38 +95,12 @@ template <class T, class L>
 class shock_bubble {
  public:
   shock_bubble(std::vector<strata::place> const& places, strata::place const& host,
-               strata::index_t rows, strata::index_t parts, bool closed = false)
-      : f_(places, {rows, 2 * rows}, {parts, 1}, shock_bubble_edges<T>{closed}),
-        rows_(rows),
-        h_(1.0 / static_cast<double>(rows)) {
-    f_.set(host, [rows](strata::index_t i, strata::index_t j) {
-      return shock_bubble_setup::at(i, j, rows);
-    });
-    // Listing 12: set_wavespeeds, the max reduction, set_dt, update x with the padding of
-    // `in`, update y with the padding of `out`; the state ends in `in` again.
-    auto dt_h = strata::deferred([this] { return T(dt_ / h_); });
-    g_.split(max_wavespeed{}, f_.in, f_.speeds, T(euler_gamma))
-        .then_reduce(f_.speeds, w_, strata::reduce_max{})
-        .then([this] { dt_ = shock_bubble_setup::cfl * h_ / static_cast<double>(w_.value()); })
-        .then_split(force_sweep<0>{}, strata::concurrent_padded_access(f_.in), f_.out, dt_h,
-                    T(euler_gamma))
-        .then_split(force_sweep<1>{}, strata::concurrent_padded_access(f_.out), f_.in, dt_h,
-                    T(euler_gamma));
-  }
+               strata::index_t rows, strata::index_t parts, bool closed = false);
   shock_bubble(shock_bubble const&) = delete;  // the graph's nodes refer to this object
   shock_bubble& operator=(shock_bubble const&) = delete;
 
   /// Runs `steps` graph passes (time steps); returns the simulated time they covered.
-  double run(int steps) {
-    double t = 0;
-    for (int k = 0; k < steps; ++k) {
-      strata::run(g_).wait();
-      t += dt_;
-      time_ += dt_;
-      ++steps_;
-    }
-    return t;
-  }
+  double run(int steps);
   double time() const noexcept { return time_; }
   int steps() const noexcept { return steps_; }
   double h() const noexcept { return h_; }
@@ -144,6 +118,40 @@ class shock_bubble {
   double dt_ = 0, time_ = 0;
   int steps_ = 0;
 };
+
+// Outside the class (not inline), for the explicit instantiations at the end of this file.
+template <class T, class L>
+shock_bubble<T, L>::shock_bubble(std::vector<strata::place> const& places,
+                                 strata::place const& host, strata::index_t rows,
+                                 strata::index_t parts, bool closed)
+    : f_(places, {rows, 2 * rows}, {parts, 1}, shock_bubble_edges<T>{closed}),
+      rows_(rows),
+      h_(1.0 / static_cast<double>(rows)) {
+  f_.set(host, [rows](strata::index_t i, strata::index_t j) {
+    return shock_bubble_setup::at(i, j, rows);
+  });
+  // Listing 12: set_wavespeeds, the max reduction, set_dt, update x with the padding of
+  // `in`, update y with the padding of `out`; the state ends in `in` again.
+  auto dt_h = strata::deferred([this] { return T(dt_ / h_); });
+  g_.split(max_wavespeed{}, f_.in, f_.speeds, T(euler_gamma))
+      .then_reduce(f_.speeds, w_, strata::reduce_max{})
+      .then([this] { dt_ = shock_bubble_setup::cfl * h_ / static_cast<double>(w_.value()); })
+      .then_split(force_sweep<0>{}, strata::concurrent_padded_access(f_.in), f_.out, dt_h,
+                  T(euler_gamma))
+      .then_split(force_sweep<1>{}, strata::concurrent_padded_access(f_.out), f_.in, dt_h,
+                  T(euler_gamma));
+}
+template <class T, class L>
+double shock_bubble<T, L>::run(int steps) {
+  double t = 0;
+  for (int k = 0; k < steps; ++k) {
+    strata::run(g_).wait();
+    t += dt_;
+    time_ += dt_;
+    ++steps_;
+  }
+  return t;
+}
 
 /// The checks of a run (issue 17 item 4). Mass: in a closed box it stays what it was, to
 /// round-off; with the outflow edges the mass gained is what the left edge let in, rows x
@@ -193,5 +201,13 @@ inline shock_bubble_check check_shock_bubble(std::vector<conserved<double>> cons
 /// flipped so that y points up.
 image schlieren(std::vector<conserved<double>> const& u, strata::index_t rows,
                 strata::index_t cols);
+
+// Compiled once with the Euler drivers (apps/common/euler_*.cpp, ripple_euler.hpp).
+#define APPS_SHOCK_BUBBLE_INSTANCES(KIND, L)  \
+  KIND template class shock_bubble<float, L>; \
+  KIND template class shock_bubble<double, L>;
+APPS_SHOCK_BUBBLE_INSTANCES(extern, strata::aos)
+APPS_SHOCK_BUBBLE_INSTANCES(extern, strata::soa)
+APPS_SHOCK_BUBBLE_INSTANCES(extern, strata::aosoa<16>)
 
 }  // namespace apps

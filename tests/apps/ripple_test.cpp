@@ -105,7 +105,7 @@ TYPED_TEST(RippleForce, LayoutsAndPlacesGiveTheSameShockTube) {
   using T = TypeParam;
   auto a = apps::run_sod<T, aos>(places("host"), host(), 64, 0, 1);
   auto s = apps::run_sod<T, soa>(places("sim3"), host(), 64, 0, 3);
-  auto b = apps::run_sod<T, aosoa<8>>(places("sim1"), host(), 64, 0, 2);
+  auto b = apps::run_sod<T, aosoa<16>>(places("sim1"), host(), 64, 0, 2);
   EXPECT_EQ(a.steps, s.steps);
   EXPECT_EQ(a.l1_density, s.l1_density);
   EXPECT_EQ(a.l1_density, b.l1_density);

@@ -85,7 +85,7 @@ TEST(ShockBubble, ClosedBoxKeepsItsMassAndTheFieldStaysSymmetric) {
 TEST(ShockBubble, OutflowMassGainIsTheInflow) {
   index_t const rows = 40;
   double t = 0;
-  apps::shock_bubble<double, aosoa<8>> s(sims(2), host(), rows, 2);
+  apps::shock_bubble<double, aosoa<16>> s(sims(2), host(), rows, 2);
   double const m0 = apps::total_mass(s.state(host()));
   s.run(60);
   t = s.time();

@@ -119,7 +119,8 @@ TEST(LayoutTiles, IotileLoadsWorksAndStores) {
       },
       data.data())
       .wait();
-  for (std::size_t i = 0; i < data.size(); ++i) ASSERT_EQ(data[i], 2.0 * i + 1);
+  for (std::size_t i = 0; i < data.size(); ++i)
+    ASSERT_EQ(data[i], 2.0 * static_cast<double>(i) + 1);
 }
 
 // PARRAY `create`: memory for a type's whole span, whatever its size.
