@@ -281,6 +281,11 @@ mpi_thread::mpi_thread() {
         check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &level_),
                   "MPI_Init_thread");
         owns_ = true;
+        // Errors come back as codes (check_mpi turns them into a failed event) rather than
+        // aborting every rank: request completions (MPI_Testsome) report through the
+        // world's handler where a request has no communicator of Strata's own.
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+        MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
         if (level_ < MPI_THREAD_FUNNELED)
           throw error(
               "strata::dist: MPI provides only MPI_THREAD_SINGLE; expected at least "

@@ -235,6 +235,60 @@ TEST(DistArray, MistakesAreErrors) {
       invalid_argument);
 }
 
+// Found by an outside probe: sizes that overflow were accepted (an empty part whose at()
+// crashed; a grid of 0 processes that silently dropped every element; a block-cyclic
+// block of 2^62 that looped allocating), and holds/owner_rank answered for indices
+// outside the extent.
+TEST(DistArray, OverflowingTypesAndIndicesOutsideTheExtentAreErrors) {
+  dist::runtime rt;
+  int const p = rt.size();
+  index_t const big = index_t{1} << 21;
+  EXPECT_THROW((dist::array<double, 3>(rt.world(), {.extent = {big, big, big * 2}})),
+               invalid_argument);
+  EXPECT_THROW(
+      (dist::array<double, 2>(rt.world(), {.extent = {8, 8},
+                                           .dist = {distribution::block(), distribution::block()},
+                                           .grid = {65536, 65536}})),
+      invalid_argument);
+  // A block larger than the extent: every index on grid coordinate 0, in order.
+  for (index_t b : {index_t{9}, index_t{1} << 40, index_t{1} << 62}) {
+    dist::array_type<1> t{.extent = {8}, .dist = {distribution::block_cyclic(b)}, .grid = {p}};
+    dist::array<double, 1> a(rt.world(), t);
+    EXPECT_EQ(a.local().size(), rt.rank() == 0 ? 8u : 0u) << b;
+    EXPECT_EQ(t.owner_rank({7}), 0);
+    EXPECT_EQ(t.local_index(0, 7), 7);
+  }
+  dist::array_type<1> t{.extent = {10}, .dist = {distribution::block()}, .grid = {p}};
+  dist::array<double, 1> a(rt.world(), t);
+  EXPECT_FALSE(a.holds({-1}));
+  EXPECT_FALSE(a.holds({10}));
+  EXPECT_THROW((void)t.owner_rank({11}), invalid_argument);
+  EXPECT_THROW((void)t.owner_rank({-1}), invalid_argument);
+}
+
+// Found by an outside probe: ranks that passed arrays of different sizes to one copy
+// crashed (a bus error reading past a peer's block). On one node the first copy from an
+// array compares the members' source types and every member fails alike.
+TEST(DistArray, ACopyOfArraysOfDifferentTypesOnDifferentRanksIsAnError) {
+  dist::runtime rt;
+  if (rt.size() < 2 || !dist::detail::direct_access(rt.world()))
+    GTEST_SKIP() << "needs 2 ranks copying directly on one node";
+  index_t const n = rt.rank() == 0 ? 2000 : 8;
+  dist::array_type<2> from{.extent = {n, n},
+                           .dist = {distribution::block(), distribution::whole()},
+                           .grid = {rt.size(), 1}};
+  dist::array_type<2> to{.extent = {n, n},
+                         .dist = {distribution::whole(), distribution::block()},
+                         .grid = {1, rt.size()}};
+  dist::array<double, 2> a(rt.world(), from), b(rt.world(), to);
+  EXPECT_THROW(dist::copy(b, a).wait(), invalid_argument);
+  // A later copy from the same source fails the same way; the team still works.
+  EXPECT_THROW(dist::copy(b, a).wait(), invalid_argument);
+  dist::barrier(rt.world()).wait();
+  dist::array<double, 1> c(rt.world(), {.extent = {10}}), d(rt.world(), {.extent = {10}});
+  dist::copy(d, c).wait();
+}
+
 // Copies and a reduction in flight together, the first copy's pack (or reads) far longer
 // on some ranks than on others: the copies start their exchanges from callbacks, whose
 // order differs between ranks, while MPI needs a team's collectives started in one order

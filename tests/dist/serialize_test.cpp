@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -76,6 +79,24 @@ TEST(DistSerialize, UserTypeThroughSerializer) {
   static_assert(!serializable<int*>);  // raw pointers mean nothing on another rank
   inventory v{{{"apples", 3}, {"pears", 0}}};
   EXPECT_EQ(round_trip(v).items, v.items);
+}
+
+// Found by an outside probe: a string_view argument compiled, and the target crashed
+// reading the caller's address. Views that hold an address are refused like pointers.
+TEST(DistAsync, ViewsThatHoldAnAddressAreNotSerializable) {
+  static_assert(!serializable<std::string_view>);
+  static_assert(!serializable<std::span<int>>);
+  static_assert(!serializable<std::span<double const, 4>>);
+  static_assert(!serializable<std::reference_wrapper<int>>);
+  static_assert(!serializable<std::optional<std::string_view>>);
+  static_assert(!serializable<std::vector<std::span<int>>>);
+  static_assert(!serializable<std::array<std::string_view, 2>>);
+  static_assert(!serializable<std::pair<int, std::span<int>>>);
+  static_assert(!serializable<std::tuple<int, std::string_view>>);
+  static_assert(serializable<std::vector<std::array<int, 3>>>);
+  static_assert(serializable<std::tuple<int, std::string, std::optional<double>>>);
+  // What they point at travels by value.
+  EXPECT_EQ(round_trip(std::string(std::string_view("abc"))), "abc");
 }
 
 TEST(DistSerialize, TruncatedMessagesThrowInsteadOfReadingPastTheEnd) {

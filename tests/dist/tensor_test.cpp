@@ -190,6 +190,15 @@ TEST(DistTensor, MistakesAreErrors) {
   }
   EXPECT_THROW(dist::send(rt.world(), rt.size(), 0, std::span<int const>()), invalid_argument);
   EXPECT_THROW(dist::recv(rt.world(), 0, 40000, std::span<int>()), invalid_argument);
+  // More blocks across the rows than the halo tags can name (an outside probe: accepted,
+  // then a division by zero in the first exchange).
+  try {
+    dist::tensor<float, 2> t(rt.world(), {index_t(rt.size()) * 2, 16385}, {rt.machine()},
+                             tensor_spec<2>{.partitions = {1, 16385}, .padding = 1});
+    ADD_FAILURE() << "16385 column blocks were accepted";
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 16384"), std::string::npos) << e.what();
+  }
 }
 
 // Construction is collective: a mistake only one rank can see (its own arguments, or its

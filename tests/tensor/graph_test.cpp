@@ -107,6 +107,32 @@ TEST_P(TensorGraph, ExclusivePaddedAccessReadsNeighboursBeforeTheyAreWritten) {
   }
 }
 
+// Found by an outside probe: a graph built before set_boundary(t, periodic) kept the
+// non-periodic dependencies (no wrap-around edges) and gave wrong halos at most runs,
+// silently. Its padding-load nodes now fail with an error saying so.
+TEST_P(TensorGraph, ABoundaryMadePeriodicAfterTheGraphWasBuiltIsAnError) {
+  auto p = places(GetParam());
+  tensor_spec<1> s{.extent = {16}, .partitions = {4}, .padding = 1};
+  tensor<std::int64_t, 1> x(p, s);
+  fill(x, std::int64_t{1}).wait();
+  graph a, b;
+  a.then_split(bump{}, exclusive_padded_access(x));
+  b.then_split(load_padding, x);
+  set_boundary(x, boundary::periodic{});
+  for (auto* g : {&a, &b}) {
+    try {
+      strata::run(*g).wait();
+      ADD_FAILURE() << "no error";
+    } catch (invalid_argument const& e) {
+      EXPECT_NE(std::string(e.what()).find("periodic"), std::string::npos) << e.what();
+    }
+  }
+  // Built after set_boundary: runs.
+  graph c;
+  c.then_split(bump{}, exclusive_padded_access(x));
+  strata::run(c).wait();
+}
+
 TEST_P(TensorGraph, TwoDimensionalStencilWithCornersOverManyRuns) {
   auto p = places(GetParam());
   tensor_spec<2> s{.extent = {37, 29}, .partitions = {2, 2}, .padding = 1};

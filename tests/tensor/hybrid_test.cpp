@@ -315,6 +315,10 @@ TEST(Hybrid, MeasuredSpeedsGiveCutLinesInProportion) {
   EXPECT_EQ(cuts, std::vector<index_t>{16});
   h.recut(cuts);
   EXPECT_EQ(h.cuts(), (std::vector<index_t>{0, 16, 64}));
+  // One speed per device (an outside probe: none gave std::length_error, too many gave
+  // cut lines for devices that do not exist).
+  EXPECT_THROW((void)h.cuts_for({}), invalid_argument);
+  EXPECT_THROW((void)h.cuts_for({1.0, 2.0, 3.0}), invalid_argument);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 
 using namespace strata;
@@ -74,6 +75,28 @@ TEST(TensorGeometry, BadSpecificationsAreClearErrors) {
                invalid_argument);
   EXPECT_THROW((tensor<double, 1>(h, tensor_spec<1>{.extent = {8}}).block_of(vec<1>{8})),
                out_of_range);
+  // Found by an outside probe: counts near SIZE_MAX crashed the constructor, products
+  // that wrapped made a tensor of 0 cells, and weights near DBL_MAX summed to infinity.
+  std::size_t const huge = std::numeric_limits<std::size_t>::max();
+  expect_error({.extent = {8, 8}, .partitions = {huge, 1}}, "at most one block per cell");
+  expect_error({.extent = {8, 8}, .partitions = {std::size_t{1} << 63, 1}},
+               "at most one block per cell");
+  expect_error({.extent = {8, 8},
+                .partitions = {std::size_t{1} << 32, 1},
+                .sub_partitions = {std::size_t{1} << 32, 1}},
+               "at most one block per cell");
+  expect_error({.extent = {index_t{1} << 32, index_t{1} << 32}}, "64-bit index");
+  double const top = std::numeric_limits<double>::max();
+  tensor<double, 1> w(
+      h, tensor_spec<1>{
+             .extent = {10}, .partitions = {3}, .weights = {std::vector<double>{top, top, top}}});
+  EXPECT_EQ(w.cuts(0), (std::vector<index_t>{0, 3, 7, 10}));
+  // Accessors of blocks and dimensions: strata::out_of_range, not std::out_of_range.
+  EXPECT_THROW((void)w.block(3), out_of_range);
+  EXPECT_THROW((void)w.place_of(3), out_of_range);
+  EXPECT_THROW((void)w.space_of(99), out_of_range);
+  EXPECT_THROW((void)w.cuts(1), out_of_range);
+  EXPECT_THROW((void)w.padded_view<host_space>(3), out_of_range);
 }
 
 TEST(TensorGeometry, APlaceThatCannotHoldItsPartitionIsOutOfMemory) {
@@ -211,6 +234,14 @@ TEST(TensorErrors, AnOffsetPastThePaddingFailsTheKernelWithTheIndex) {
     ADD_FAILURE() << "no error";
   } catch (out_of_range const& err) {
     EXPECT_NE(std::string(err.what()).find("outside the padded block"), std::string::npos);
+  }
+  // A dimension past the tensor's (an outside probe: a write past the iterator's index).
+  auto d = for_each_cell([] STRATA_FN(auto& it) { *it = *it.offset(1, 0); }, x);
+  try {
+    d.wait();
+    ADD_FAILURE() << "no error";
+  } catch (out_of_range const& err) {
+    EXPECT_NE(std::string(err.what()).find("dimension 1"), std::string::npos) << err.what();
   }
 }
 #endif

@@ -97,7 +97,11 @@ class array {
   vec<N> local_extent() const { return type_.local_extent(team_.rank()); }
   /// Whether this rank holds global element i, and a reference to it (PARRAY's global
   /// view of the local part; throws invalid_argument for an element held elsewhere).
-  bool holds(vec<N> const& i) const { return type_.owner_rank(i) == team_.rank(); }
+  bool holds(vec<N> const& i) const {
+    for (std::size_t d = 0; d < N; ++d)
+      if (i[d] < 0 || i[d] >= type_.extent[d]) return false;
+    return type_.owner_rank(i) == team_.rank();
+  }
   T& at(vec<N> const& i) { return data_[offset_of(i)]; }
   T const& at(vec<N> const& i) const { return data_[offset_of(i)]; }
   /// This rank's memory (dist/direct.hpp): what dist::copy tells the peers to map.
@@ -245,16 +249,35 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
       // A later copy from this array: each peer's part is read once that peer has
       // started this copy too (its count in its block's header), as the peers get ready.
       plan->peers = known;
-      pulled = detail::start_reserved_after(
-          known->gathered, [plan, n, host] { return detail::pull_when_started(plan, n, host); });
+      pulled = detail::start_reserved_after(known->gathered, [plan, known, n, host] {
+        // The first copy found the members' source types differ: read nothing.
+        if (auto err = known->gathered.error()) return strata::event::failed(err);
+        return detail::pull_when_started(plan, n, host);
+      });
     } else {
       auto peers = std::make_shared<detail::peer_blocks>();
-      peers->handles.resize(3 * static_cast<std::size_t>(size));
+      peers->handles.resize(detail::peer_blocks::words * static_cast<std::size_t>(size));
       auto const h = block.handle();
-      auto const mine = std::make_shared<std::array<std::uint64_t, 3>>(
-          std::array<std::uint64_t, 3>{h.address, static_cast<std::uint64_t>(h.fd), h.serial});
-      peers->gathered = all_gather(tm, std::span<std::uint64_t const>(*mine),
-                                   std::span<std::uint64_t>(peers->handles));
+      // The fourth word: the source's type and element size as this member sees them. A
+      // member that passed another array (another size) would have its peers read past
+      // its block; every member compares all of them, so all fail alike.
+      auto const mine = std::make_shared<std::array<std::uint64_t, detail::peer_blocks::words>>(
+          std::array<std::uint64_t, detail::peer_blocks::words>{
+              h.address, static_cast<std::uint64_t>(h.fd), h.serial,
+              st.fingerprint() ^ (sizeof(T) * 0x9e3779b97f4a7c15ull)});
+      auto const gathered = all_gather(tm, std::span<std::uint64_t const>(*mine),
+                                       std::span<std::uint64_t>(peers->handles));
+      // Later copies from this array wait for `gathered` too: they fail the same way.
+      peers->gathered = detail::start_after_event(gathered, [peers, size] {
+        auto const& w = peers->handles;
+        for (int q = 1; q < size; ++q)
+          if (w[detail::peer_blocks::words * static_cast<std::size_t>(q) + 3] != w[3])
+            return strata::event::failed(std::make_exception_ptr(invalid_argument(
+                "dist::copy: team rank " + std::to_string(q) +
+                " passed a source array of another type (extent, distribution, grid, order "
+                "or element size) than team rank 0; expected the same arrays on every member")));
+        return strata::event::completed();
+      });
       block.keep_peers(peers);
       plan->peers = peers;
       pulled = launch(after(peers->gathered), host, grid(size),

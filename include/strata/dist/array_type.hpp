@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -55,10 +57,14 @@ struct array_type {
     return a;
   }
 
+  /// The grid's size; saturates at INT_MAX (a grid that large fails `check`: no team is).
   int processes() const {
-    int p = 1;
-    for (auto g : grid) p *= g;
-    return p;
+    long long p = 1;
+    for (auto g : grid) {
+      p *= g < 1 ? 0 : g;
+      if (p > std::numeric_limits<int>::max()) return std::numeric_limits<int>::max();
+    }
+    return static_cast<int>(p);
   }
   /// Grid coordinates of team rank r.
   std::array<int, N> coord(int r) const {
@@ -86,14 +92,21 @@ struct array_type {
         for (index_t i = c; i < n; i += p) out.push_back(i);
         break;
       case distribution::kind::block_cyclic: {
-        index_t const b = dist[d].block_size;
-        for (index_t s = c * b; s < n; s += b * p)
+        index_t const b = cyclic_block(d);
+        // Products that would overflow are past n anyway (b <= n): no wrap-around.
+        index_t first = 0, step = 0;
+        if (__builtin_mul_overflow(index_t{c}, b, &first)) first = n;
+        if (__builtin_mul_overflow(b, p, &step)) step = n;
+        for (index_t s = first; s < n; s = (n - s > step) ? s + step : n)
           for (index_t i = s; i < std::min(n, s + b); ++i) out.push_back(i);
         break;
       }
     }
     return out;
   }
+  /// A block-cyclic block, at most the extent: a larger block holds the same indices
+  /// (all on grid coordinate 0) and keeps b * p within index_t.
+  index_t cyclic_block(std::size_t d) const { return std::min(dist[d].block_size, extent[d]); }
   /// The process coordinate along d that holds index i, and i's local index there.
   int owner(std::size_t d, index_t i) const {
     index_t const p = grid[d];
@@ -105,7 +118,7 @@ struct array_type {
       case distribution::kind::cyclic:
         return static_cast<int>(i % p);
       case distribution::kind::block_cyclic:
-        return static_cast<int>((i / dist[d].block_size) % p);
+        return static_cast<int>((i / cyclic_block(d)) % p);
     }
     return 0;
   }
@@ -119,14 +132,19 @@ struct array_type {
       case distribution::kind::cyclic:
         return i / p;
       case distribution::kind::block_cyclic: {
-        index_t const b = dist[d].block_size;
-        return i / (b * p) * b + i % b;
+        index_t const b = cyclic_block(d);
+        return i / b / p * b + i % b;
       }
     }
     return i;
   }
-  /// The team rank holding global element i.
+  /// The team rank holding global element i (invalid_argument outside the extent).
   int owner_rank(vec<N> const& i) const {
+    for (std::size_t d = 0; d < N; ++d)
+      if (i[d] < 0 || i[d] >= extent[d])
+        throw invalid_argument("dist::array_type::owner_rank: index " + std::to_string(i[d]) +
+                               " in dimension " + std::to_string(d) + " is outside the extent " +
+                               std::to_string(extent[d]));
     int r = 0;
     for (std::size_t d = 0; d < N; ++d) r = r * grid[d] + owner(d, i[d]);
     return r;
@@ -159,14 +177,41 @@ struct array_type {
     return s;
   }
 
+  /// A hash of everything that places elements (extent, distributions, grid, order), for
+  /// checking that the members of a collective passed the same type.
+  std::uint64_t fingerprint() const noexcept {
+    std::uint64_t h = 1469598103934665603ull;  // FNV-1a over the fields' values
+    auto mix = [&h](std::uint64_t v) {
+      for (int k = 0; k < 8; ++k) {
+        h ^= (v >> (8 * k)) & 0xff;
+        h *= 1099511628211ull;
+      }
+    };
+    mix(N);
+    for (std::size_t d = 0; d < N; ++d) {
+      mix(static_cast<std::uint64_t>(extent[d]));
+      mix(static_cast<std::uint64_t>(dist[d].how));
+      mix(static_cast<std::uint64_t>(dist[d].block_size));
+      mix(static_cast<std::uint64_t>(grid[d]));
+      mix(order[d]);
+    }
+    return h;
+  }
+
   /// Throws invalid_argument unless the type is well formed for a team of `size` ranks.
   void check(int size, char const* operation) const {
     auto fail = [&](std::string const& what) {
       throw invalid_argument(std::string(operation) + ": " + what);
     };
+    index_t cells = 1;
+    for (std::size_t d = 0; d < N; ++d)
+      if (extent[d] >= 1 && __builtin_mul_overflow(cells, extent[d], &cells))
+        fail("the extent's product overflows a 64-bit index; expected fewer elements");
     if (processes() > size)
-      fail("the process grid has " + std::to_string(processes()) + " processes; expected at " +
-           "most the team size " + std::to_string(size));
+      fail("the process grid has " +
+           (processes() == std::numeric_limits<int>::max() ? std::string("too many")
+                                                           : std::to_string(processes())) +
+           " processes; expected at most the team size " + std::to_string(size));
     std::array<bool, N> seen{};
     for (std::size_t d = 0; d < N; ++d) {
       if (extent[d] < 1)

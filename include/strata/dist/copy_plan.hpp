@@ -60,7 +60,8 @@ struct copy_plan {
   block_handle handle_of(index_t q) const {
     auto const uq = static_cast<std::size_t>(q);
     auto const& h = peers->handles;
-    return {h[3 * uq], static_cast<std::int64_t>(h[3 * uq + 1]), h[3 * uq + 2]};
+    auto const k = peer_blocks::words * uq;
+    return {h[k], static_cast<std::int64_t>(h[k + 1]), h[k + 2]};
   }
   void move_own() const;
   void pack(index_t q) const;

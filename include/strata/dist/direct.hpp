@@ -47,8 +47,10 @@ enum class block_count { started, pulls_done };
 /// member's history of copies from the array is the same, and later copies find each
 /// peer's block here and wait for its `started` count only (no gather per copy).
 struct peer_blocks {
-  std::vector<std::uint64_t> handles;  // three words per member: block_handle's fields
-  strata::event gathered;              // completes when `handles` is filled
+  // Per member: block_handle's fields, then a fingerprint of the source type it passed.
+  static constexpr std::size_t words = 4;
+  std::vector<std::uint64_t> handles;
+  strata::event gathered;  // completes when `handles` is filled
 };
 
 /// Host memory for the local part of a distributed array, zero-filled. When every member

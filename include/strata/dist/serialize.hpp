@@ -19,8 +19,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -87,6 +90,16 @@ template <class T>
 struct is_optional<std::optional<T>> : std::true_type {};
 // Types with a serializer of their own below, even when trivially copyable (their
 // members are written one by one, so that a member that is not is refused).
+// Trivially copyable standard types that hold an address of this process: refused like
+// raw pointers (a string_view or span sent to another rank points at nothing there).
+template <class T>
+struct holds_address : std::false_type {};
+template <class C, class Tr>
+struct holds_address<std::basic_string_view<C, Tr>> : std::true_type {};
+template <class T, std::size_t E>
+struct holds_address<std::span<T, E>> : std::true_type {};
+template <class T>
+struct holds_address<std::reference_wrapper<T>> : std::true_type {};
 template <class T>
 inline constexpr bool structural =
     is_std_array<T>::value || is_tuple_like<T>::value || is_optional<T>::value;
@@ -100,10 +113,12 @@ concept serializable = requires(writer& w, reader& r, T const& v) {
 };
 
 // Pointers are trivially copyable but mean nothing on another rank: they are refused
-// here (use global_ptr, which says whose address it is).
+// here (use global_ptr, which says whose address it is), as are the standard views that
+// hold one (string_view, span, reference_wrapper). A user type or a lambda that holds a
+// pointer or captures by reference cannot be told apart from plain data: docs/dist.md.
 template <class T>
 struct serializer<T, std::enable_if_t<std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
-                                      !detail::structural<T>>> {
+                                      !detail::holds_address<T>::value && !detail::structural<T>>> {
   static void write(writer& w, T const& v) { w.bytes(&v, sizeof(T)); }
   static T read(reader& r) {
     // bit_cast: no default constructor needed (a lambda's closure has none).
@@ -132,7 +147,9 @@ struct serializer<std::string> {
   }
 };
 
+// The containers are serializable when their elements are (a vector of spans is not).
 template <class T, class A>
+requires serializable<T>
 struct serializer<std::vector<T, A>> {
   static void write(writer& w, std::vector<T, A> const& v) {
     std::uint64_t n = v.size();
@@ -163,6 +180,7 @@ struct serializer<std::vector<T, A>> {
 };
 
 template <class T>
+requires serializable<T>
 struct serializer<std::optional<T>> {
   static void write(writer& w, std::optional<T> const& v) {
     bool has = v.has_value();
@@ -176,6 +194,7 @@ struct serializer<std::optional<T>> {
 };
 
 template <class T, std::size_t N>
+requires serializable<T>
 struct serializer<std::array<T, N>> {
   static void write(writer& w, std::array<T, N> const& v) {
     for (auto const& x : v) w(x);
@@ -189,7 +208,7 @@ struct serializer<std::array<T, N>> {
 };
 
 template <class... T>
-struct serializer<std::tuple<T...>> {
+requires(serializable<T>&&...) struct serializer<std::tuple<T...>> {
   static void write(writer& w, std::tuple<T...> const& v) {
     std::apply([&](auto const&... x) { (w(x), ...); }, v);
   }
@@ -200,6 +219,7 @@ struct serializer<std::tuple<T...>> {
 };
 
 template <class A, class B>
+requires serializable<A> && serializable<B>
 struct serializer<std::pair<A, B>> {
   static void write(writer& w, std::pair<A, B> const& v) {
     w(v.first);

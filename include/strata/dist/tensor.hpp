@@ -67,8 +67,9 @@ struct dist_tensor_state {
 /// Tags: direction (rows travelling up or down), column block and exchange count, within
 /// MPI's guaranteed 32767. Messages with equal (source, tag) match in order, so counts
 /// that wrap around still pair up.
+inline constexpr index_t max_column_blocks = 16384;
 inline int face_tag(std::uint32_t count, std::size_t column, std::size_t columns, int down) {
-  auto const window = static_cast<std::uint32_t>(16384 / columns);
+  auto const window = static_cast<std::uint32_t>(max_column_blocks / static_cast<index_t>(columns));
   return static_cast<int>(((count % window) * columns + column) * 2 + down);
 }
 
@@ -189,7 +190,17 @@ class tensor {
       mine.shape[N + d] =
           static_cast<index_t>(local_spec.partitions[d] * local_spec.sub_partitions[d]);
     s.row_cuts.resize(static_cast<std::size_t>(size) + 1);
-    if (extent[0] < size * std::max<index_t>(local_spec.padding, 1)) {
+    // The halo messages' tags name the column block (face_tag): at most 16384 of them.
+    index_t columns = 1;
+    for (std::size_t d = 1; d < N; ++d) columns *= std::max<index_t>(mine.shape[N + d], 1);
+    if (columns > detail::max_column_blocks) {
+      mine.outcome = detail::local_outcome::failure(
+          detail::local_outcome::bad_argument,
+          std::to_string(columns) +
+              " blocks across the rows (partitions x sub-partitions of dimensions 1..); "
+              "expected at most " +
+              std::to_string(detail::max_column_blocks));
+    } else if (extent[0] < size * std::max<index_t>(local_spec.padding, 1)) {
       mine.outcome = detail::local_outcome::failure(
           detail::local_outcome::bad_argument,
           std::to_string(extent[0]) + " rows over " + std::to_string(size) +

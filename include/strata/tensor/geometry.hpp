@@ -135,18 +135,21 @@ inline std::vector<index_t> even_cuts(index_t first, index_t length, std::size_t
 
 inline std::vector<index_t> weighted_cuts(index_t length, std::vector<double> const& w,
                                           std::size_t dim) {
-  double total = 0;
+  double top = 0;
   for (auto x : w) {
     if (!(x > 0) || !std::isfinite(x))
       throw invalid_argument("tensor: weight " + std::to_string(x) + " in dimension " +
                              std::to_string(dim) + "; expected positive finite weights");
-    total += x;
+    top = std::max(top, x);
   }
+  // Summed relative to the largest: weights near DBL_MAX would sum to infinity.
+  double total = 0;
+  for (auto x : w) total += x / top;
   auto const parts = w.size();
   std::vector<index_t> cut(parts + 1, 0);
   double acc = 0;
   for (std::size_t k = 1; k < parts; ++k) {
-    acc += w[k - 1];
+    acc += w[k - 1] / top;
     auto c = static_cast<index_t>(std::llround(static_cast<double>(length) * acc / total));
     // Every part keeps at least one cell.
     auto lo = cut[k - 1] + 1, hi = length - static_cast<index_t>(parts - k);
@@ -167,6 +170,17 @@ geometry<N> make_geometry(tensor_spec<N> const& s) {
   if (s.padding < 0)
     throw invalid_argument("tensor: padding " + std::to_string(s.padding) +
                            "; expected 0 or more cells");
+  // The cells with their padding must be countable: a product that wrapped made a tensor
+  // of 0 cells that `fill` reported done (an outside probe).
+  index_t count = 1;
+  for (std::size_t d = 0; d < N; ++d) {
+    index_t side = 0;
+    if (s.extent[d] > 0 && (__builtin_add_overflow(s.extent[d], 2 * s.padding, &side) ||
+                            __builtin_mul_overflow(count, side, &count)))
+      throw invalid_argument(
+          "tensor: the extent with its padding has more cells than a 64-bit "
+          "index counts; expected fewer");
+  }
   for (std::size_t d = 0; d < N; ++d) {
     auto const dim = std::to_string(d);
     if (s.extent[d] <= 0)
@@ -175,7 +189,16 @@ geometry<N> make_geometry(tensor_spec<N> const& s) {
     if (s.partitions[d] == 0 || s.sub_partitions[d] == 0)
       throw invalid_argument("tensor: 0 partitions or sub-partitions in dimension " + dim +
                              "; expected at least 1");
-    auto const blocks = s.partitions[d] * s.sub_partitions[d];
+    // Compared without wrapping: counts near SIZE_MAX (an `n - 1` of 0) turned negative
+    // or multiplied to 0 and passed (an outside probe: a crash in even_cuts).
+    auto const cells = static_cast<std::size_t>(s.extent[d]);
+    std::size_t blocks = 0;
+    if (s.partitions[d] > cells || s.sub_partitions[d] > cells ||
+        __builtin_mul_overflow(s.partitions[d], s.sub_partitions[d], &blocks) || blocks > cells)
+      throw invalid_argument("tensor: " + std::to_string(s.partitions[d]) + " x " +
+                             std::to_string(s.sub_partitions[d]) + " blocks in dimension " + dim +
+                             " of " + std::to_string(s.extent[d]) +
+                             " cells; expected at most one block per cell");
     if (static_cast<index_t>(blocks) > s.extent[d])
       throw invalid_argument("tensor: " + std::to_string(blocks) + " blocks in dimension " + dim +
                              " of " + std::to_string(s.extent[d]) +

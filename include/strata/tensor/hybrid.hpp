@@ -347,6 +347,10 @@ class hybrid_stencil {
 
   /// The cut lines that give each device rows in proportion to `speeds` (§8, "opt. cut").
   std::vector<index_t> cuts_for(std::vector<double> const& speeds) const {
+    if (speeds.size() != o_.devices.size())
+      throw invalid_argument("hybrid_stencil::cuts_for: " + std::to_string(speeds.size()) +
+                             " speeds; expected one per device (" +
+                             std::to_string(o_.devices.size()) + ")");
     auto c = tensor_detail::weighted_cuts(extent_[0], speeds, 0);
     return {c.begin() + 1, c.end() - 1};
   }

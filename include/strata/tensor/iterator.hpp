@@ -83,6 +83,10 @@ STRATA_FN void for_each_point(strided_box_range<N> const& r, Fn&& fn) {
                      "); expected offsets within the padding (" + std::to_string(padding) +
                      " cells)");
 }
+[[noreturn]] inline void offset_dimension(std::size_t dim, std::size_t dims) {
+  throw out_of_range("tensor iterator: offset in dimension " + std::to_string(dim) +
+                     "; expected a dimension below " + std::to_string(dims));
+}
 }  // namespace tensor_detail
 
 /// Ripple's IndexedIterator: a cell of a block, with its block and global indices.
@@ -110,6 +114,9 @@ class tensor_iterator {
   /// The iterator `k` cells away in dimension `dim`, into the padding at most (checked in
   /// builds without NDEBUG: a step past the padding is strata::out_of_range).
   STRATA_FN tensor_iterator offset(std::size_t dim, index_t k) const {
+#if !defined(NDEBUG) && !defined(__CUDA_ARCH__)
+    if (dim >= N) tensor_detail::offset_dimension(dim, N);
+#endif
     tensor_iterator r = *this;
     r.local_[dim] += k;
 #if !defined(NDEBUG) && !defined(__CUDA_ARCH__)
@@ -205,6 +212,9 @@ class block_iterator {
   STRATA_FN pointer get() const noexcept { return p_; }
 
   STRATA_FN block_iterator offset(std::size_t dim, index_t k) const {
+#if !defined(NDEBUG) && !defined(__CUDA_ARCH__)
+    if (dim >= N) tensor_detail::offset_dimension(dim, N);
+#endif
     block_iterator r = *this;
     r.local_[dim] += k;
 #if !defined(NDEBUG) && !defined(__CUDA_ARCH__)

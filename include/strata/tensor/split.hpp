@@ -559,6 +559,19 @@ bool exclusive_access(A const& a) {
     return false;
 }
 
+/// A graph's padding-load nodes got their neighbours when the graph was built: a tensor
+/// made periodic afterwards needs the wrap-around ones too (an outside probe saw wrong
+/// halos, silently), so a node whose tensor changed since fails instead.
+template <class T, std::size_t N>
+void check_periodic_as_built(tensor<T, N> const& t, bool built) {
+  if (t.periodic() != built)
+    throw invalid_argument(std::string("graph: a padding-load node's tensor is ") +
+                           (built ? "no longer" : "now") +
+                           " periodic (set_boundary after the graph was built), so its "
+                           "dependencies do not match the halo; expected set_boundary before "
+                           "building the graph");
+}
+
 /// The blocks whose cells block b's padding loads read, over every argument whose padding
 /// is loaded: each tensor's own neighbours (a periodic tensor wraps around even when the
 /// first argument does not; taking the first's missed those dependencies, session 30).
@@ -655,8 +668,12 @@ graph& padding_split(graph& g, node_options o, bool then, tensor<T, N> const& t,
     lo.name = base + "[" + std::to_string(b) + "]";
     if (!lo.kind && t.space_of(b) != space_id::host) lo.kind = execution_kind::device;
     g.add_part(
-        std::move(lo), [t, b, loader...] { return load_padding(after{}, t, b, loader...); }, key, b,
-        blocks, after_parts, reach);
+        std::move(lo),
+        [t, b, wraps = t.periodic(), loader...] {
+          check_periodic_as_built(t, wraps);
+          return load_padding(after{}, t, b, loader...);
+        },
+        key, b, blocks, after_parts, reach);
   }
   return g;
 }
@@ -721,7 +738,11 @@ graph& tensor_split_kernel(graph& g, node_options o, bool then, F&& kernel_in, A
             for (std::size_t k = 0; k < blocks; ++k) everything.push_back(k);
             all = everything;
           }
-          g.add_part(std::move(lo), [t = a.t, b] { return load_padding_fn::one(after{}, t, b); },
+          g.add_part(std::move(lo),
+                     [t = a.t, b, wraps = a.t.periodic()] {
+                       tensor_detail::check_periodic_as_built(t, wraps);
+                       return load_padding_fn::one(after{}, t, b);
+                     },
                      key, b, blocks, all, {});
         }
       }

@@ -200,11 +200,22 @@ class tensor {
   std::size_t partitions() const { return state().geo.partition_count(); }
   /// The block holding global cell `i`, and where block `b` is.
   std::size_t block_of(vec<N> const& i) const { return state().geo.block_of(i); }
-  tensor_block<T, N> const& block(std::size_t b) const { return state().blocks.at(b); }
-  place const& place_of(std::size_t b) const { return state().homes.at(b).where; }
-  space_id space_of(std::size_t b) const { return state().homes.at(b).space; }
+  tensor_block<T, N> const& block(std::size_t b) const {
+    return state().blocks[checked_block(b, "block")];
+  }
+  place const& place_of(std::size_t b) const {
+    return state().homes[checked_block(b, "place_of")].where;
+  }
+  space_id space_of(std::size_t b) const {
+    return state().homes[checked_block(b, "space_of")].space;
+  }
   /// The block boundaries of dimension d (blocks + 1 values, from 0 to the extent).
-  std::vector<index_t> const& cuts(std::size_t d) const { return state().geo.cuts.at(d); }
+  std::vector<index_t> const& cuts(std::size_t d) const {
+    if (d >= N)
+      throw out_of_range("tensor::cuts: dimension " + std::to_string(d) + "; expected below " +
+                         std::to_string(N));
+    return state().geo.cuts[d];
+  }
   /// The graph's identity of the block grid (task/partitioned.hpp).
   partition_key partitioning() const { return state().geo.key(); }
   /// Same extent and blocks; cell types may differ (a kernel over records and a plain
@@ -222,7 +233,7 @@ class tensor {
   template <memory_space S>
   requires(!cell_traits<T>::is_record) view<T, N, S> padded_view(std::size_t b)
   const {
-    auto const& h = state().homes.at(b);
+    auto const& h = state().homes[checked_block(b, "padded_view")];
     if (h.space != S::id)
       throw invalid_argument("tensor::padded_view: block " + std::to_string(b) + " is in " +
                              std::string(to_string(h.space)) + " memory, not " +
@@ -249,6 +260,13 @@ class tensor {
   }
 
  private:
+  // strata::out_of_range, not std::out_of_range from vector::at: users catch strata::error.
+  std::size_t checked_block(std::size_t b, char const* what) const {
+    if (b >= state().blocks.size())
+      throw out_of_range("tensor::" + std::string(what) + ": block " + std::to_string(b) +
+                         "; the tensor has " + std::to_string(state().blocks.size()) + " blocks");
+    return b;
+  }
   template <class, std::size_t>
   friend class tensor;
   template <class U, std::size_t M, class B>
