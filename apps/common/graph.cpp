@@ -276,6 +276,11 @@ std::vector<vertex_id> pick_roots(csr_graph const& g, int count, std::uint64_t s
     if (g.degree(v) > 0 && std::find(roots.begin(), roots.end(), v) == roots.end())
       roots.push_back(v);
   }
+  // Few vertices with edges among many (an outside probe: one edge among 100,001
+  // vertices was "no edges to search"): take them in order, as the random probes missed.
+  for (vertex_id v = 0; v < g.n && static_cast<int>(roots.size()) < count; ++v)
+    if (g.degree(v) > 0 && std::find(roots.begin(), roots.end(), v) == roots.end())
+      roots.push_back(v);
   return roots;
 }
 

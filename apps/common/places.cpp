@@ -35,8 +35,12 @@ std::vector<strata::target> places_named(strata::place const& machine, std::stri
       auto hi = pus.size() * static_cast<std::size_t>(g + 1) / static_cast<std::size_t>(k);
       std::vector<strata::place> keep(pus.begin() + static_cast<std::ptrdiff_t>(lo),
                                       pus.begin() + static_cast<std::ptrdiff_t>(hi));
+      // With the host's memories (NUMA nodes), so that tensor blocks and arrays on the
+      // slice find memory near it (an outside probe: force --places host:2 failed with
+      // "no host memory at or near 'Machine'").
       out.push_back(with(machine.slice([keep](strata::place const& p) {
-        return std::find(keep.begin(), keep.end(), p) != keep.end();
+        return (p.kind() == strata::place_kind::memory && p.isa() == strata::isa::host) ||
+               std::find(keep.begin(), keep.end(), p) != keep.end();
       })));
     }
   };

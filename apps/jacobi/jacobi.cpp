@@ -69,7 +69,8 @@ int app_main(int argc, char** argv) {
     } else if (arg == "--cols") {
       cols = cli.whole(arg, value(), 1);
     } else if (arg == "--edge") {
-      edge = cli.real(arg, value());
+      // The 4-neighbour sum must stay finite (1e308 made every cell inf: "converged").
+      edge = cli.real(arg, value(), -1e300, 1e300);
     } else if (arg == "--tolerance") {
       tolerance = cli.real(arg, value());
       if (!(tolerance > 0)) cli.fail("--tolerance must be positive");

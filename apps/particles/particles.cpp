@@ -110,6 +110,11 @@ int app_main(int argc, char** argv) {
     } else {
       for (auto const& t : apps::places_named(machine, name)) where.push_back(t.where);
     }
+    // Two blocks per place, a particle each at least (an outside probe: --n 1 failed
+    // inside the tensor layer).
+    if (n < 2 * static_cast<strata::index_t>(where.size()))
+      cli.fail("--n " + std::to_string(n) + " for --places " + name + ": expected at least " +
+               std::to_string(2 * where.size()) + " (two blocks per place)");
     auto const s = static_cast<int>(steps);
     ok &= run<strata::aos>("aos", name, where, host, n, s, want);
     ok &= run<strata::soa>("soa", name, where, host, n, s, want);

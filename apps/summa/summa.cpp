@@ -84,9 +84,11 @@ int app_main(int argc, char** argv) {
       else
         cli.fail("--local '" + v + "': expected blas or strata");
     } else if (arg == "--alpha") {
-      alpha = cli.real(arg, value());
+      // Products of the entries (at most k * 4 in magnitude) must stay finite: 1e308
+      // overflowed to a NaN error, "WRONG" (an outside probe).
+      alpha = cli.real(arg, value(), -1e250, 1e250);
     } else if (arg == "--beta") {
-      beta = cli.real(arg, value());
+      beta = cli.real(arg, value(), -1e250, 1e250);
     } else if (arg == "--repeat") {
       repeat = cli.whole(arg, value(), 1);
     } else if (arg == "--check") {

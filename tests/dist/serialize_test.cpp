@@ -1,4 +1,5 @@
 // Serialization of remote-call arguments (no MPI needed).
+#include <strata/dist/array_type.hpp>
 #include <strata/dist/serialize.hpp>
 
 #include <gtest/gtest.h>
@@ -115,4 +116,31 @@ TEST(DistSerialize, TruncatedMessagesThrowInsteadOfReadingPastTheEnd) {
   EXPECT_THROW(r.read<std::vector<double>>(), error);
   reader r2(lie.data(), lie.size());
   EXPECT_THROW(r2.read<std::vector<std::string>>(), error);
+}
+
+// array_type's counts (dist/array_type.hpp) against its index lists, every distribution
+// and a range of extents, grids and blocks: local_extent counts arithmetically (the lists
+// of an extent of 2^31 took 16 GiB).
+TEST(DistArrayType, OwnedCountsEqualTheOwnedLists) {
+  using strata::index_t;
+  using strata::dist::distribution;
+  for (index_t n = 1; n <= 40; ++n)
+    for (int p = 1; p <= 7; ++p)
+      for (index_t b : {index_t{0}, index_t{1}, index_t{2}, index_t{3}, index_t{5}, index_t{64}}) {
+        strata::dist::array_type<1> t;
+        t.extent = {n};
+        t.grid = {p};
+        t.dist = {b == 0 ? (p == 1 ? distribution::whole() : distribution::cyclic())
+                         : distribution::block_cyclic(b)};
+        for (int pass = 0; pass < 2; ++pass) {
+          if (pass == 1) t.dist = {distribution::block()};
+          index_t total = 0;
+          for (int c = 0; c < p; ++c) {
+            auto const want = static_cast<index_t>(t.owned(0, c).size());
+            ASSERT_EQ(t.owned_count(0, c), want) << "n " << n << " p " << p << " b " << b;
+            total += want;
+          }
+          ASSERT_EQ(total, n);
+        }
+      }
 }

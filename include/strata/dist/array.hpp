@@ -56,6 +56,10 @@ class array {
     detail::check_member(members, "dist::array");
     type_.check(members.size(), "dist::array");
     auto const n = static_cast<std::size_t>(type_.local_extent(members.rank()).product());
+    if (n > static_cast<std::size_t>(PTRDIFF_MAX) / sizeof(T))
+      throw out_of_memory("dist::array: " + std::to_string(n) + " elements of " +
+                          std::to_string(sizeof(T)) +
+                          " bytes on this rank; expected at most PTRDIFF_MAX bytes");
     // Memory the peers on this node can map (dist/direct.hpp), so copies read it in place.
     block_ = detail::shared_block(members, n * sizeof(T));
     data_ = std::span<T>(static_cast<T*>(block_.data()), n);

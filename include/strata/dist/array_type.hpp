@@ -161,9 +161,33 @@ struct array_type {
     if (!holds_any(r)) return vec<N>{};
     auto const c = coord(r);
     vec<N> e{};
-    for (std::size_t d = 0; d < N; ++d)
-      e[d] = static_cast<index_t>(owned(d, c[d]).size());  // small types; a count would do
+    for (std::size_t d = 0; d < N; ++d) e[d] = owned_count(d, c[d]);
     return e;
+  }
+  /// How many indices of dimension d grid coordinate c holds: owned(d, c).size() without
+  /// the list (an outside probe: summa at n = 2^31 - 1 built 16 GiB lists to count them).
+  index_t owned_count(std::size_t d, int c) const {
+    index_t const n = extent[d], p = grid[d];
+    switch (dist[d].how) {
+      case distribution::kind::whole:
+        return n;
+      case distribution::kind::block: {
+        index_t const b = n / p + (n % p != 0);
+        index_t const lo = std::min(n, c * b);
+        return std::min(n, lo + b) - lo;
+      }
+      case distribution::kind::cyclic:
+        return c < n ? (n - c + p - 1) / p : 0;
+      case distribution::kind::block_cyclic: {
+        index_t const b = cyclic_block(d);
+        index_t const whole = n / b, rest = n % b;  // full blocks, cells of the last one
+        index_t k = whole / p + (c < whole % p);    // full blocks on c
+        index_t cells = k * b;
+        if (rest > 0 && whole % p == c) cells += rest;  // the short last block is c's
+        return cells;
+      }
+    }
+    return 0;
   }
   /// Strides of rank r's local storage per global dimension (row-major in `order`).
   vec<N> local_strides(int r) const {
