@@ -18,7 +18,8 @@ demo_packages=(
 # Only for `make test`: test frameworks and tools, and the benchmarks' peers.
 test_packages=(
   libgtest-dev libgmock-dev clang-format valgrind
-  clang-14 libclang-rt-14-dev  # the layout fuzzer (libFuzzer)
+  clang-14 libclang-rt-14-dev  # the layout fuzzer (libFuzzer); the asan and tsan presets
+  libomp-14-dev                # OpenMP for clang (the asan preset's openmp backend)
   libtbb-dev                   # `strata bench` graph peers (oneTBB flow_graph)
   libtrilinos-kokkos-dev       # `strata bench` particles/ripple peers (Kokkos Serial)
   libeigen3-dev libboost-graph-dev  # `strata bench` spmv/gemm and bfs peers

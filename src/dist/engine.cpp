@@ -149,7 +149,6 @@ std::exception_ptr remote(int rank, std::string const& message) {
   return std::make_exception_ptr(remote_error(rank, message));
 }
 
-std::atomic<engine*> live_engine{nullptr};
 mpi_thread* the_thread = nullptr;
 std::mutex the_thread_mutex;
 thread_local bool holding_token = false;

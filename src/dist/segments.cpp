@@ -220,7 +220,7 @@ namespace {
 // 64 MiB 2.5 against 3.3 ms; the kernel's copy behind MPI's shared-memory transfers is
 // the same instruction). Elsewhere, or below that size, memcpy.
 // (Not under the sanitizers, which do not see the instruction's accesses.)
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__x86_64__) && !defined(STRATA_ASAN) && !defined(STRATA_TSAN)
 #define STRATA_DIST_REP_MOVSB 1
 #else
 #define STRATA_DIST_REP_MOVSB 0
@@ -331,8 +331,8 @@ std::shared_ptr<engine::window const> engine::window_ref(int rank, std::uintptr_
         std::prev(first)->second->base + std::max<std::size_t>(std::prev(first)->second->bytes, 1) >
             info.base)
       --first;
-    auto last = seen.lower_bound(info.base + std::max<std::size_t>(info.bytes, 1));
-    seen.erase(first, last);
+    auto past = seen.lower_bound(info.base + std::max<std::size_t>(info.bytes, 1));
+    seen.erase(first, past);
     seen.emplace(info.base, w);
   }
   return w->mapped && w->holds(address, n) ? w : nullptr;

@@ -229,6 +229,10 @@ void check_kernel_pointer(placement const& p, void const* address, space_id spac
   if (!fits(info->space, info->place_id)) fail(describe(info->space, info->place_id));
 }
 
+bool names_cuda(target const& t) noexcept {
+  return t.backend == backend_id::cuda;
+}
+
 bool runs_inline(target const& t) {
   auto b = resolve(t).backend;
   return b == backend_id::serial || b == backend_id::openmp;

@@ -148,6 +148,44 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
   return result;
 }
 
+namespace {
+std::string extent_text(index_t const* e, std::size_t rank) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < rank; ++i) s += (i ? " x " : "") + std::to_string(e[i]);
+  return s + "]";
+}
+}  // namespace
+
+view_copy plan_copy(copy_plan_side dst, copy_plan_side src, std::size_t rank,
+                    std::size_t elem_bytes) {
+  bool same = true;
+  std::size_t points = 1;
+  for (std::size_t d = 0; d < rank; ++d) {
+    same = same && dst.extent[d] == src.extent[d];
+    points *= static_cast<std::size_t>(dst.extent[d]);
+  }
+  if (!same)
+    throw invalid_argument("copy: destination " + extent_text(dst.extent, rank) + " and source " +
+                           extent_text(src.extent, rank) +
+                           " differ; expected views of equal extents");
+  view_copy p;
+  if (points == 0) return p;
+  if (!dst.desc.base || !src.desc.base)
+    throw invalid_argument(std::string("copy: the ") + (dst.desc.base ? "source" : "destination") +
+                           " is a null pointer");
+  p.rows = rank >= 2 ? static_cast<std::size_t>(dst.extent[rank - 2]) : 1;
+  p.slices = rank == 3 ? static_cast<std::size_t>(dst.extent[0]) : 1;
+  p.row_bytes = static_cast<std::size_t>(dst.extent[rank - 1]) * elem_bytes;
+  auto span = [&](copy_side_desc const& v) {
+    return (p.slices - 1) * v.slice_pitch + (p.rows - 1) * v.pitch + p.row_bytes;
+  };
+  p.dst = dst.desc;
+  p.src = src.desc;
+  p.dst_span = span(dst.desc);
+  p.src_span = span(src.desc);
+  return p;
+}
+
 event memset_rows(after const& deps, copy_side_desc dst, std::size_t row_bytes, std::size_t rows,
                   std::size_t slices, unsigned char byte) {
   copy_desc d{to_side(dst), to_side(dst), row_bytes, rows, slices};

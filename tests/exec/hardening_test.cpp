@@ -21,7 +21,7 @@ namespace {
 using testing_support::finishes_within;
 constexpr auto limit = std::chrono::seconds(60);
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(STRATA_TSAN) || defined(STRATA_ASAN)
 constexpr int chain_length = 20000;
 #else
 constexpr int chain_length = 50000;
@@ -206,7 +206,7 @@ double cpu_seconds() {
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
 }
 
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(STRATA_TSAN) && !defined(STRATA_ASAN)
 // Defect 6: while somebody waits for a first-PU launch, no thread may poll: a kernel that
 // sleeps 50 ms must cost (nearly) no CPU. The bound is loose (the busy loop cost 40 ms).
 TEST(Hardening, WaitingForAFirstPuLaunchDoesNotSpin) {

@@ -197,7 +197,7 @@ TEST(Probe, AScratchpadRequestThatWrapsIsRefused) {
 
 // A shape scratchpad the host cannot hold reached wait() as a bare std::bad_alloc.
 TEST(Probe, AScratchpadTheHostCannotHoldIsNamed) {
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(STRATA_TSAN) || defined(STRATA_ASAN)
   GTEST_SKIP() << "the sanitizers' allocators end the process on a request beyond 1 TiB";
 #endif
   runtime rt;

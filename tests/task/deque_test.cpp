@@ -11,7 +11,7 @@
 namespace strata::task {
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(STRATA_TSAN)
 constexpr int scale = 20;  // TSan runs ~10x slower: fewer elements, same races
 #else
 constexpr int scale = 1;

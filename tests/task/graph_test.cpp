@@ -20,7 +20,7 @@
 namespace strata {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(STRATA_TSAN) || defined(STRATA_ASAN)
 constexpr int scale = 20;  // sanitizers are 5-20x slower: smaller graphs, same shapes
 #else
 constexpr int scale = 1;

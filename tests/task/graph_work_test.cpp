@@ -214,7 +214,7 @@ TEST(GraphWork, DeviceWorkIsLinkedToItsNodeInTheTrace) {
   EXPECT_EQ(linked["download"], 1);
 }
 
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(STRATA_TSAN) && !defined(STRATA_ASAN)
 TEST(GraphWork, WorkersGoIdleAfterAGraph) {
   runtime rt;
   graph g;

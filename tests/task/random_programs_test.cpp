@@ -20,7 +20,7 @@
 namespace strata {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(STRATA_TSAN) || defined(STRATA_ASAN)
 constexpr int programs = 600;
 #else
 constexpr int programs = 10000;

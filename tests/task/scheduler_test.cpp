@@ -27,7 +27,9 @@ thread_local bool counting = false;
 thread_local std::size_t counted_bytes = 0;
 }  // namespace
 
-#if !defined(__SANITIZE_ADDRESS__)  // ASan owns operator new (mixing them is an error)
+// ASan and clang's TSan own operator new (mixing them is an error; clang links TSan's
+// replacements statically, so a second definition does not even link).
+#if !defined(STRATA_ASAN) && !defined(STRATA_TSAN)
 // These deletes free what the news above them malloc'ed; g++ sees only the free after an
 // inlined `new` and warns.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -62,7 +64,7 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
 namespace strata {
 namespace {
 
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#if defined(STRATA_TSAN) || defined(STRATA_ASAN)
 constexpr int scale = 10;
 #else
 constexpr int scale = 1;
@@ -574,8 +576,8 @@ TEST(Places, NodesRunOnTheirOwnPus) {
 
 // A 1-node graph costs well under 1 KiB; building N nodes costs O(N).
 TEST(Lightweight, OneNodeGraphIsSmall) {
-#if defined(__SANITIZE_ADDRESS__)
-  GTEST_SKIP() << "counts bytes through a replaced operator new, which ASan owns";
+#if defined(STRATA_ASAN) || defined(STRATA_TSAN)
+  GTEST_SKIP() << "counts bytes through a replaced operator new, which the sanitizer owns";
 #endif
   runtime rt;
   counted_bytes = 0;

@@ -98,6 +98,10 @@ using cpu_backends =
 
 /// Whether launches on `t` run their kernels in the launching thread.
 bool runs_inline(target const& t);
+/// Whether `t` names the CUDA backend explicitly. Out of line: inlined, GCC at -O1 warns
+/// that the optional's payload may be read uninitialized when a place converts to a
+/// target (a false positive; the engaged flag guards it).
+bool names_cuda(target const& t) noexcept;
 /// Runs `fn` on the runtime's pool, soon, on any processor.
 void defer(std::function<void()> fn);
 
@@ -198,7 +202,7 @@ event launch(target const& where, S const& s, Kernel&& kernel, Args&&... args) {
   detail::register_cuda_launcher<S, K, tuple>();
   // Named explicitly, the CUDA backend fails here, whether or not a GPU exists, if no nvcc
   // unit compiled this kernel.
-  if (where.backend == backend_id::cuda && !detail::cuda_dispatch::compiled<S, K, tuple>())
+  if (detail::names_cuda(where) && !detail::cuda_dispatch::compiled<S, K, tuple>())
     detail::cuda_not_compiled(trace::detail::type_name(typeid(K)));
   auto p = detail::resolve(where);
   auto copied =
@@ -232,7 +236,7 @@ event launch(after const& deps, target const& where, S const& s, Kernel&& kernel
   using K = std::decay_t<Kernel>;
   using tuple = detail::kernel_tuple<Args...>;
   detail::register_cuda_launcher<S, K, tuple>();
-  if (where.backend == backend_id::cuda && !detail::cuda_dispatch::compiled<S, K, tuple>())
+  if (detail::names_cuda(where) && !detail::cuda_dispatch::compiled<S, K, tuple>())
     detail::cuda_not_compiled(trace::detail::type_name(typeid(K)));
   auto placed = detail::resolve(where);  // a bad target fails now, in the caller, not later
   // GPU after GPU: the stream waits for the events' markers on the device (Phalanx

@@ -17,14 +17,25 @@
 #include <utility>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
+// ASan however libstrata was built: the preset's STRATA_ASAN, GCC's macro, or clang's
+// __has_feature (clang 14 defines no macro; without the annotations every fiber switch
+// reads as a stack overflow).
+#if !defined(STRATA_ASAN) && defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRATA_ASAN 1
+#endif
+#endif
+#if !defined(STRATA_ASAN) && defined(__SANITIZE_ADDRESS__)
+#define STRATA_ASAN 1
+#endif
+#if defined(STRATA_ASAN)
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 // Under ThreadSanitizer this file itself is compiled uninstrumented (src/CMakeLists.txt):
 // the stack switches would otherwise unbalance TSan's shadow call stacks. The annotations
 // below still tell TSan about every switch, so the kernels stay checked.
-#if defined(__SANITIZE_THREAD__) || defined(STRATA_TSAN_FIBERS)
+#if defined(STRATA_TSAN) || defined(STRATA_TSAN_FIBERS)
 #define STRATA_TSAN_ANNOTATE 1
 #include <sanitizer/tsan_interface.h>
 #else
@@ -120,7 +131,7 @@ struct switch_marks {
 inline void start_switch([[maybe_unused]] switch_marks* from, [[maybe_unused]] bool dying,
                          [[maybe_unused]] void const* bottom, [[maybe_unused]] std::size_t size,
                          [[maybe_unused]] void* tsan_to) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(STRATA_ASAN)
   __sanitizer_start_switch_fiber(dying ? nullptr : &from->asan_fake, bottom, size);
 #endif
 #if STRATA_TSAN_ANNOTATE
@@ -131,7 +142,7 @@ inline void start_switch([[maybe_unused]] switch_marks* from, [[maybe_unused]] b
 inline void finish_switch([[maybe_unused]] switch_marks* to,
                           [[maybe_unused]] void const** old_bottom,
                           [[maybe_unused]] std::size_t* old_size) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(STRATA_ASAN)
   __sanitizer_finish_switch_fiber(to ? to->asan_fake : nullptr, old_bottom, old_size);
 #endif
 }
@@ -472,7 +483,7 @@ void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
         if (m.marks.tsan_fiber) __tsan_destroy_fiber(m.marks.tsan_fiber);
 #endif
         if (m.stack.sp && (!m.started || m.exited)) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(STRATA_ASAN)
           // A fiber ends with a switch, not a return: its last frames' redzones stay
           // poisoned and would be reported when the stack is used again.
           __asan_unpoison_memory_region(m.bottom, m.stack.size);

@@ -82,7 +82,7 @@ class device_guard {
   device_guard& operator=(device_guard const&) = delete;
 
  private:
-  int saved_ = -1;  // -1: cudaGetDevice failed, nothing to restore
+  [[maybe_unused]] int saved_ = -1;  // -1: cudaGetDevice failed (unused without CUDA)
 };
 
 /// Where a launch's grid goes on CUDA's grid axes. Strata's last dimension is x when the
