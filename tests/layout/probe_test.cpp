@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -162,6 +163,54 @@ TEST(LayoutProbe, TileOriginNearTheIndexLimitIsRefused) {
   EXPECT_THROW(load_tile(tile.data(), inner, data.data(), outer, vec<2>{-1, 0}, vec<2>{2, 2}),
                invalid_argument);
   EXPECT_NO_THROW(load_tile(tile.data(), inner, data.data(), outer, vec<2>{6, 6}, vec<2>{2, 2}));
+}
+
+std::string message_of(auto&& fn) {
+  try {
+    fn();
+  } catch (invalid_argument const& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// Session 35's outside probe: a step of 0 looped for ever (a thread's share of a tile is
+// first, first + step, ...), and equality checks said "N is outside [0, M)" of a value
+// inside it, without the value expected.
+TEST(LayoutProbe, TileStepZeroAndMismatchedCountsSayWhatWasExpected) {
+  array_type<float> const outer{8, 8};
+  array_type<float> const inner{2, 2};
+  std::vector<float> data(64, 1.f), tile(16, 0.f);
+  auto const step0 = message_of([&] {
+    load_tile(tile.data(), inner, data.data(), outer, vec<2>{0, 0}, vec<2>{2, 2}, 0, 0);
+  });
+  EXPECT_NE(step0.find("tile step: 0 given, expected 1 or more"), std::string::npos) << step0;
+  EXPECT_THROW(
+      store_tile(tile.data(), inner, data.data(), outer, vec<2>{0, 0}, vec<2>{2, 2}, -1, 1),
+      invalid_argument);
+  // Every thread's share with a step: the whole tile, once.
+  std::vector<float> src(64);
+  for (int i = 0; i < 64; ++i) src[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  for (index_t first = 0; first < 3; ++first)
+    load_tile(tile.data(), inner, src.data(), outer, vec<2>{2, 4}, vec<2>{2, 2}, first, 3);
+  EXPECT_EQ(tile[0], 20.f);
+  EXPECT_EQ(tile[3], 29.f);
+
+  auto const size = message_of([&] {
+    load_tile(tile.data(), array_type<float>{3, 4}, data.data(), outer, vec<2>{0, 0}, vec<2>{4, 4});
+  });
+  EXPECT_NE(size.find("12 given, expected 16"), std::string::npos) << size;
+  array_type<float> const a{3, 4};
+  auto const count = message_of([&] { (void)a(1, 2, 3); });
+  EXPECT_NE(count.find("3 given, expected 2"), std::string::npos) << count;
+  auto const rank = message_of([&] {
+    load_tile(tile.data(), inner, data.data(), outer, vec<3>{0, 0, 0}, vec<3>{1, 2, 2});
+  });
+  EXPECT_NE(rank.find("3 given, expected 2"), std::string::npos) << rank;
+  auto const empty = message_of([&] {
+    load_tile(tile.data(), array_type<float>{1}, data.data(), outer, vec<2>{0, 0}, vec<2>{0, 1});
+  });
+  EXPECT_NE(empty.find("0 given, expected 1 or more"), std::string::npos) << empty;
 }
 
 struct quad {

@@ -88,6 +88,40 @@ STRATA_FN constexpr void layout_check(bool ok, char const* what, index_t value =
 #endif
 }
 
+/// A check whose valid values are not a range from 0: the error says what was given and
+/// what was expected (`expected`, or `alternative` too when it is not negative).
+STRATA_FN constexpr void layout_check_equal(bool ok, char const* what, index_t value,
+                                            index_t expected, index_t alternative = -1) {
+  if (ok) return;
+#if STRATA_DEVICE_CODE
+  (void)what;
+  (void)value;
+  (void)expected;
+  (void)alternative;
+  __trap();
+#else
+  layout_error(std::string(what) + ": " + std::to_string(value) + " given, expected " +
+               std::to_string(expected) +
+               (alternative >= 0 && alternative != expected ? " or " + std::to_string(alternative)
+                                                            : std::string()));
+#endif
+}
+
+/// A check of a value that must be at least `least`.
+STRATA_FN constexpr void layout_check_least(bool ok, char const* what, index_t value,
+                                            index_t least) {
+  if (ok) return;
+#if STRATA_DEVICE_CODE
+  (void)what;
+  (void)value;
+  (void)least;
+  __trap();
+#else
+  layout_error(std::string(what) + ": " + std::to_string(value) + " given, expected " +
+               std::to_string(least) + " or more");
+#endif
+}
+
 STRATA_FN constexpr index_t positive_mod(index_t x, index_t m) {
   index_t r = x % m;
   return r < 0 ? r + m : r;
@@ -205,8 +239,8 @@ class dimension {
       for (int c = 0; c < k; ++c) parts[np++] = d().first_child + c;
     else
       collect_leaves(node_, parts, np);
-    detail::layout_check(np == k, "index count (expected one per sub-dimension or per leaf)", k,
-                         np + 1);
+    detail::layout_check_equal(np == k, "index count (one per sub-dimension or per leaf)", k,
+                               d().children, np);
     // The indices combine row-major into this dimension's flat index, so a chain above
     // them transforms their regular parts together (PARRAY §5.1).
     index_t flat = 0;

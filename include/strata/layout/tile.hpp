@@ -30,9 +30,9 @@ STRATA_FN constexpr vec<D> tile_space(array_type<T, S> const& outer) {
   int parts[max_dim_nodes] = {};
   int np = 0;
   r.collect_leaves(r.node(), parts, np);
-  layout_check(np == static_cast<int>(D),
-               "tile rank (one per top-level dimension or one per leaf dimension)",
-               static_cast<index_t>(D), np + 1);
+  layout_check_equal(np == static_cast<int>(D),
+                     "tile rank (one per top-level dimension or one per leaf dimension)",
+                     static_cast<index_t>(D), outer.rank(), np);
   for (std::size_t d = 0; d < D; ++d) n[d] = r.tree().nodes[parts[d]].size;
   return n;
 }
@@ -59,17 +59,23 @@ STRATA_FN constexpr vec<D> check_tile(array_type<T, S> const& outer, index_t inn
   vec<D> const space = tile_space<D>(outer);
   for (std::size_t d = 0; d < D; ++d) {
     index_t n = space[d];
-    layout_check(extent[d] >= 1 && extent[d] <= n, "tile extent in its dimension (from 1)",
-                 extent[d], n + 1);
+    layout_check_least(extent[d] >= 1, "tile extent in its dimension", extent[d], 1);
+    layout_check(extent[d] <= n, "tile extent in its dimension", extent[d], n + 1);
     // origin <= n - extent rather than origin + extent <= n: the sum wraps for an origin
     // near INT64_MAX and passed.
     layout_check(origin[d] >= 0 && origin[d] <= n - extent[d],
                  "tile origin in its dimension (the tile must end inside it)", origin[d],
                  n - extent[d] + 1);
   }
-  layout_check(inner_size == extent.product(), "inner type size (expected the tile's)", inner_size,
-               extent.product() + 1);
+  layout_check_equal(inner_size == extent.product(), "inner type size (the tile's element count)",
+                     inner_size, extent.product());
   return space;
+}
+
+/// A thread's share of a tile: elements first, first + step, ... (step 0 would never end).
+STRATA_FN constexpr void check_tile_stride(index_t first, index_t step) {
+  layout_check_least(first >= 0, "tile first element", first, 0);
+  layout_check_least(step >= 1, "tile step", step, 1);
 }
 
 }  // namespace detail
@@ -81,6 +87,7 @@ STRATA_FN void load_tile(T* inner, array_type<T, S1> const& inner_type, T const*
                          array_type<T, S2> const& outer, vec<D> origin, vec<D> extent,
                          index_t first = 0, index_t step = 1) {
   vec<D> const space = detail::check_tile(outer, inner_type.size(), origin, extent);
+  detail::check_tile_stride(first, step);
   for (index_t k = first; k < inner_type.size(); k += step)
     inner[inner_type(k)] = outer_data[detail::tile_offset(outer, space, origin, extent, k)];
 }
@@ -91,6 +98,7 @@ STRATA_FN void store_tile(T const* inner, array_type<T, S1> const& inner_type, T
                           array_type<T, S2> const& outer, vec<D> origin, vec<D> extent,
                           index_t first = 0, index_t step = 1) {
   vec<D> const space = detail::check_tile(outer, inner_type.size(), origin, extent);
+  detail::check_tile_stride(first, step);
   for (index_t k = first; k < inner_type.size(); k += step)
     outer_data[detail::tile_offset(outer, space, origin, extent, k)] = inner[inner_type(k)];
 }
