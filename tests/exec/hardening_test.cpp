@@ -199,7 +199,7 @@ TEST(Hardening, WaitingForALongTransferDoesNotDelayOtherWork) {
   deallocate(d);
 }
 
-double cpu_seconds() {
+[[maybe_unused]] double cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
