@@ -290,7 +290,9 @@ template <class D, std::size_t K>
 inline constexpr std::size_t soa_units_v = [] {
   using info = typename record_traits<D>::info;
   std::size_t at = 0;
-  for (std::size_t j = 0; j < K; ++j) at += info::size(j) * info::extent(j);
+  // `!=`, not `<`: at K = 0, nvcc (EDG) warns #186 "pointless comparison of unsigned
+  // integer with zero" in every user unit that touches an SoA field 0.
+  for (std::size_t j = 0; j != K; ++j) at += info::size(j) * info::extent(j);
   return at;
 }();
 
