@@ -225,14 +225,46 @@ void check_range(void const* p, std::size_t bytes, space_id space, char const* w
                     what, bytes, p, offset + bytes - info->bytes, info->bytes));
 }
 
-target fill_target(void const* address, std::uint32_t memory_place) {
-  // The registry knows where Strata's allocations live; other host memory is the host's.
+namespace {
+// The memory a fill of `address` writes: the registry knows where Strata's allocations
+// live; other memory is where its pointer says.
+place fill_memory(void const* address, std::uint32_t memory_place) {
   if (auto info = find_allocation(address); info && info->machine == current_machine_key())
     memory_place = info->place_id;
-  auto memory = place_of_id(memory_place);
+  return place_of_id(memory_place);
+}
+target next_to(place const& memory) {
   // The group the memory is attached to holds the processors next to it.
   auto parent = memory.parent();
   return parent ? target(*parent) : target(memory.root());
+}
+}  // namespace
+
+target fill_target(void const* address, std::uint32_t memory_place) {
+  return next_to(fill_memory(address, memory_place));
+}
+
+target fill_target(void const* address, std::uint32_t memory_place, space_id space,
+                   char const* what) {
+  if (!address)
+    throw invalid_argument(
+        fmt::format("{}: the destination is a null pointer; expected a pointer to {} memory", what,
+                    to_string(space)));
+  auto memory = fill_memory(address, memory_place);
+  // A view's space and the memory its pointer names must agree: the kernel runs next to
+  // that memory, so a `cuda_space` pointer naming host memory would be written by host
+  // threads (a segfault for device memory).
+  strata::isa const wanted = space == space_id::cuda || space == space_id::managed ? isa::cuda
+                             : space == space_id::sim                              ? isa::sim
+                                                                                   : isa::host;
+  if (memory.isa() != wanted && !(space == space_id::managed && memory.isa() == isa::host))
+    throw invalid_argument(fmt::format(
+        "{}: {} is used as {} memory, but its pointer names {} ({} memory) and no live {} "
+        "allocation of this runtime holds it; expected a pointer Strata allocated, or one whose "
+        "place is the {} memory it points to",
+        what, address, to_string(space), memory.path(), to_string(memory.isa()), to_string(space),
+        to_string(wanted)));
+  return next_to(memory);
 }
 
 index_t sim_chunks_per_unit(int device) {

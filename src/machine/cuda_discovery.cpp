@@ -6,6 +6,8 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <string>
+
 namespace strata::detail {
 
 void discover_cuda(machine_builder& builder, std::vector<pci_locality> const& pci,
@@ -13,7 +15,16 @@ void discover_cuda(machine_builder& builder, std::vector<pci_locality> const& pc
   int count = 0;
   if (auto err = cudaGetDeviceCount(&count); err != cudaSuccess) {
     // No driver, an old driver or no device: GPUs are simply absent (issue: one info line).
-    notes.push_back(fmt::format("no CUDA device: cudaGetDeviceCount: {}", cudaGetErrorString(err)));
+    // Without any NVIDIA driver CUDA says "driver version is insufficient", which reads as
+    // an old driver: the note says what it usually means first.
+    notes.push_back(
+        fmt::format("no CUDA device: {}cudaGetDeviceCount: {}",
+                    err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice
+                        ? "no NVIDIA GPU or driver found (or the driver is older than CUDA " +
+                              std::to_string(CUDART_VERSION / 1000) + "." +
+                              std::to_string(CUDART_VERSION % 1000 / 10) + " needs); "
+                        : std::string(),
+                    cudaGetErrorString(err)));
     (void)cudaGetLastError();  // clear the sticky error for later CUDA use
     return;
   }

@@ -2,7 +2,9 @@
 // element by element; fill and memset; bad copies.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "exec/backends.hpp"
@@ -189,6 +191,68 @@ TEST_F(Copy, FillAndMemsetOnHostAndDevice) {
   EXPECT_EQ(h(2, 2), -1);
   EXPECT_EQ(h(3, 3), 7);
   EXPECT_EQ(h(0, 0), 7);
+}
+
+// A memset of a 3-D window writes that window only, on host and sim memory (its byte view
+// once took pitch x window rows as its slice pitch and wrote into the parent's next rows);
+// a fill of the same window as the reference.
+TEST_F(Copy, MemsetOfA3DWindowWritesOnlyTheWindow) {
+  vec<3> const ext{3, 4, 5}, at{1, 1, 0}, size{2, 2, 5};
+  auto inside = [&](int i, int j, int k) {
+    return i >= at[0] && i < at[0] + size[0] && j >= at[1] && j < at[1] + size[1] && k >= at[2] &&
+           k < at[2] + size[2];
+  };
+  auto check = [&](buffer<int, 3> const& h, int in, char const* what) {
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < 5; ++k)
+          ASSERT_EQ(h(i, j, k), inside(i, j, k) ? in : 0) << what << " " << i << j << k;
+  };
+  buffer<int, 3> h(machine, ext);
+  fill(h, 0).wait();
+  memset(h.view().window(at, size), 0xff).wait();
+  check(h, -1, "host memset");
+  fill(h, 0).wait();
+  fill(h.view().window(at, size), 9).wait();
+  check(h, 9, "host fill");
+  buffer<int, 3, sim_space> d(sim0, ext);
+  fill(d, 0).wait();
+  queue q(sim0);
+  q.memset(d.view().window(at, size), 0xff);
+  q.copy(h, d);
+  q.wait();
+  check(h, -1, "sim memset");
+}
+
+// fill and memset check their destination as copy does: a null pointer with elements to
+// write, and a `cuda_space` pointer that names host memory (a host kernel would write
+// through it), are errors, not segfaults.
+TEST_F(Copy, FillAndMemsetRejectANullOrMisnamedDestination) {
+  view<int, 1> null(ptr<int>(), vec<1>{10});
+  for (auto const& call : {std::function<void()>([&] { fill(null, 1).wait(); }),
+                           std::function<void()>([&] { memset(null, 0).wait(); })}) {
+    try {
+      call();
+      ADD_FAILURE() << "no error";
+    } catch (invalid_argument const& e) {
+      EXPECT_NE(std::string(e.what()).find("null pointer"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(fill(view<int, 1>(ptr<int>(), vec<1>{0}), 1).wait());  // nothing to write
+  // Fabricated device memory: its place id names the host's memory (0).
+  view<int, 1, cuda_space> fake(ptr<int, cuda_space>(reinterpret_cast<int*>(0x10000), 0),
+                                vec<1>{100});
+  try {
+    fill(fake, 0).wait();
+    ADD_FAILURE() << "no error";
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("fill: "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("used as cuda memory"), std::string::npos) << e.what();
+  }
+  // A sim pointer dressed as host memory is the same mistake the other way round.
+  buffer<int, 1, sim_space> d(sim0, 8);
+  EXPECT_THROW(fill(view<int, 1>(ptr<int>(d.data().get(), sim0.id()), vec<1>{8}), 1).wait(),
+               invalid_argument);
 }
 
 TEST_F(Copy, ShapeMismatchShowsBoth) {

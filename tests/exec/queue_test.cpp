@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -85,6 +86,28 @@ TEST(Events, TimedWaitsReturnAtTheDeadlineOrAtCompletion) {
   EXPECT_TRUE(event::completed().wait_for(0s));
   auto failed = event::failed(std::make_exception_ptr(std::runtime_error("x")));
   EXPECT_THROW(failed.wait_for(1s), std::runtime_error);
+
+  // Timeouts beyond the clock's range wait (now + hours::max() overflowed into the past
+  // and returned false at once); zero, negative and NaN ones only look.
+  auto later = event::pending();
+  std::thread completer([later] {
+    std::this_thread::sleep_for(30ms);
+    later.complete();
+  });
+  EXPECT_TRUE(later.wait_for(std::chrono::hours::max()));
+  completer.join();
+  auto again = event::pending();
+  std::thread completer2([again] {
+    std::this_thread::sleep_for(30ms);
+    again.complete();
+  });
+  EXPECT_TRUE(again.wait_for(std::chrono::duration<double>(1e300)));
+  completer2.join();
+  auto open = event::pending();
+  EXPECT_FALSE(open.wait_for(std::chrono::hours::min()));
+  EXPECT_FALSE(open.wait_for(-1s));
+  EXPECT_FALSE(open.wait_for(std::chrono::duration<double>(std::nan(""))));
+  open.complete();
 
   // Inside a task, a timed wait helps and then gives up.
   std::atomic<int> outcome{-1};

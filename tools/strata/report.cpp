@@ -110,6 +110,10 @@ void need_number(json const& j, char const* key, std::string const& where, bool 
 
 // One file: runs separated by metadata lines (a file may hold several runs appended).
 std::vector<json> read_runs(std::string const& path) {
+  // A folder opens as a stream and then fails to read ("reading DIR failed").
+  if (std::error_code ec; std::filesystem::is_directory(path, ec))
+    throw invalid_argument(fmt::format(
+        "report: {} is a folder; expected a JSON-lines file of `strata bench --json`", path));
   std::ifstream in(path);
   if (!in)
     throw invalid_argument(fmt::format("report: cannot read {}: {}", path, std::strerror(errno)));
@@ -129,7 +133,18 @@ std::vector<json> read_runs(std::string const& path) {
     auto const where = fmt::format("{}:{}", path, n);
     json j;
     try {
-      j = json::parse(line);
+      // No line of `strata bench` nests deeper than a few levels; a deeply nested one
+      // would overflow the stack later (nlohmann copies recursively: 50,000 nested arrays
+      // crashed the report) or in the plotting script.
+      constexpr int max_depth = 32;
+      j = json::parse(line, [&](int depth, json::parse_event_t, json&) {
+        if (depth > max_depth)
+          throw parse_error(
+              fmt::format("{}: JSON nested more than {} levels deep; expected a "
+                          "line of `strata bench --json`",
+                          where, max_depth));
+        return true;
+      });
     } catch (json::parse_error const& e) {
       throw parse_error(fmt::format("{}: not valid JSON at {}", where, json_reason(e.what())));
     } catch (json::exception const& e) {
@@ -396,7 +411,9 @@ void run_report(report_options const& o) {
     std::ofstream f(data_path);
     // Replacing what is not UTF-8 (a host or file name) rather than failing on it.
     f << data.dump(1, ' ', false, json::error_handler_t::replace) << '\n';
-    if (!f) throw error("report: cannot write " + data_path.string());
+    if (!f)
+      throw error(
+          fmt::format("report: cannot write {}: {}", data_path.string(), std::strerror(errno)));
   }
 
   std::string python = STRATA_PYTHON3;

@@ -35,6 +35,20 @@ except ImportError:
 matplotlib.use("Agg")  # no display: files only
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend is chosen)
 
+# Names are text, not TeX: a `$` in a benchmark or variant name must not start math mode
+# (a lone `$\frac$` stopped the whole report; "$5 and $" was drawn in italics).
+if "text.parse_math" in plt.rcParams:
+    plt.rcParams["text.parse_math"] = False
+    PLAIN_DOLLARS = True
+else:  # matplotlib before 3.6: escape the dollars instead
+    PLAIN_DOLLARS = False
+# Labels longer than this are cut (with "…"): a 10,000-character variant overflowed the
+# rasterizer and lost every plot. The page's tables keep the full names.
+MAX_LABEL = 60
+# Rows drawn per figure: at 0.32 inch a row, 150 stay far below the 2^16-pixel limit
+# (3,000 variants stopped the report). The page's table keeps every row.
+MAX_ROWS = 150
+
 STRATA_COLOR, PEER_COLOR, BOUND_COLOR = "#1f77b4", "#ff7f0e", "#222222"
 RUN_COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 # Fields that say how many of something a variant ran on, in the order they are
@@ -43,6 +57,15 @@ SCALING_FIELDS = [("threads", "threads"), ("devices", "devices"),
                   ("sim_devices", "sim devices"), ("ranks", "ranks")]
 # Fields whose scaling curve joins the runs (the best of any run at each x).
 RUNS_JOINED = {"ranks"}
+
+
+def plain_label(name):
+    """A name as drawn: cut to MAX_LABEL characters, dollars literal."""
+    # Control characters as \xNN (no font has a glyph for them).
+    text = re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", str(name))
+    if len(text) > MAX_LABEL:
+        text = text[:MAX_LABEL - 1] + "…"
+    return text if PLAIN_DOLLARS else text.replace("$", r"\$")
 
 
 def has_spread(rec, side):
@@ -112,7 +135,7 @@ class labels_once:
         if name is None or name in self.seen:
             return None
         self.seen.add(name)
-        return name
+        return plain_label(name)
 
 
 def run_color(runs_in_bench, run, default):
@@ -139,7 +162,7 @@ def ratio_panel(ax, keys, rows, runs_in_bench, run_label):
     if hi / lo > 8:
         ax.set_xscale("log")
     ax.set_yticks(range(len(keys)))
-    ax.set_yticklabels(list(reversed(keys)), fontsize=8)
+    ax.set_yticklabels([plain_label(k) for k in reversed(keys)], fontsize=8)
     ax.set_ylim(-0.6, len(keys) - 0.4)
     ax.set_xlabel("peer time / Strata time  (> 1: Strata faster)")
     ax.set_title("ratio: ◆ of the minima, ○ median, bar IQR, line min–max", fontsize=8)
@@ -269,7 +292,7 @@ def scaling_panel(ax, rows, xs, xlabel, prefix, runs_in_bench, run_label):
         style = "o-" if side == "strata" else "s--"
         ax.plot(px, py, style, color=color, ms=4,
                 lw=1.5 if side == "strata" else 1,
-                label=name + (f" [{run_label(run)}]" if several else ""))
+                label=plain_label(name + (f" [{run_label(run)}]" if several else "")))
     if xlabel == "size":
         ax.set_xscale("log")
     else:
@@ -292,6 +315,14 @@ def scaling_panel(ax, rows, xs, xlabel, prefix, runs_in_bench, run_label):
 
 def figure_for(bench, rows, run_label):
     keys = row_keys(rows)
+    if len(keys) > MAX_ROWS:
+        title = (f"{plain_label(bench)}: the first {MAX_ROWS} of {len(keys)} comparisons "
+                 "(all in the table)")
+        shown = set(keys[:MAX_ROWS])
+        keys = keys[:MAX_ROWS]
+        rows = [(run, rec) for run, rec in rows if rec["_key"] in shown]
+    else:
+        title = plain_label(bench)
     runs_in_bench = sorted({run for run, _ in rows})
     xs, xlabel, prefix = scaling_axis(rows)
     panels = 3 if xs else 2
@@ -305,7 +336,7 @@ def figure_for(bench, rows, run_label):
     if xs:
         scaling_panel(fig.add_subplot(grid[2]), rows, xs, xlabel, prefix, runs_in_bench,
                       run_label)
-    fig.suptitle(bench, fontsize=11, fontweight="bold")
+    fig.suptitle(title, fontsize=11, fontweight="bold")
     png = io.BytesIO()
     # No software/date metadata in the PNG: the same data gives the same bytes.
     fig.savefig(png, format="png", dpi=110, metadata={"Software": None})
@@ -317,12 +348,22 @@ def fmt_s(v):
     return "" if v is None else f"{v:.4g}"
 
 
-def slug(name):
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+def slug(name, used):
+    """A file and anchor name for `name`, distinct from those in `used` (which it joins):
+    "a b", "a_b" and "a/b" would all be "a_b"; "" and ".." would be hidden files."""
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip(".") or "bench"
+    s, n = base, 1
+    while s in used:
+        n += 1
+        s = f"{base}-{n}"
+    used.add(s)
+    return s
 
 
 def esc(v):
-    return html.escape(str(v))
+    # Control characters (NUL, ESC, ...) as \xNN: html.escape leaves them raw.
+    return re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}",
+                  html.escape(str(v)))
 
 
 def geomean(values):
@@ -415,15 +456,17 @@ def main():
 
     sections, summary = [], []
     plots = 0
+    slugs = set()
     for bench, rows in benches.items():
         png, scaling = figure_for(bench, rows, run_label)
-        with open(os.path.join(out, "plots", slug(bench) + ".png"), "wb") as f:
+        name = slug(bench, slugs)
+        with open(os.path.join(out, "plots", name + ".png"), "wb") as f:
             f.write(png)
         plots += 1
         uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
         ratios = [r["ratio"] for _, r in rows]
         summary.append(
-            f"<tr><td><a href='#{esc(slug(bench))}'>{esc(bench)}</a></td><td>{len(rows)}</td>"
+            f"<tr><td><a href='#{esc(name)}'>{esc(bench)}</a></td><td>{len(rows)}</td>"
             f"<td>{geomean(ratios):.3f}</td><td>{min(ratios):.3f}</td><td>{max(ratios):.3f}</td>"
             f"<td>{'yes' if any(r.get('limit') is not None for _, r in rows) else ''}</td>"
             f"<td>{'yes' if scaling or bench in scaling_of else ''}</td></tr>")
@@ -438,7 +481,7 @@ def main():
                 f"<td><b>{r['ratio']:.3f}</b></td><td>{med}</td>"
                 f"<td>{fmt_s(r.get('limit'))}</td><td>{esc(r.get('note', ''))}</td></tr>")
         sections.append(
-            f"<section id='{esc(slug(bench))}'><h2>{esc(bench)}</h2>"
+            f"<section id='{esc(name)}'><h2>{esc(bench)}</h2>"
             f"<img class=plot src='{uri}' alt='plots of {esc(bench)}'>"
             + (scaling_tables_html(scaling_of[bench]) if bench in scaling_of else "") +
             "<details><summary>numbers</summary><table class=data><tr><th>run</th>"
@@ -514,4 +557,8 @@ window.addEventListener("load", function () {{
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except OSError as e:  # DIR/index.html a folder, DIR/plots a file, a full disk
+        sys.stderr.write(f"strata report: cannot write {e.filename}: {e.strerror}\n")
+        sys.exit(1)

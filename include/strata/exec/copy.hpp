@@ -50,6 +50,11 @@ void check_range(void const* p, std::size_t bytes, space_id space, char const* w
 /// The place a fill of `address` (whose pointer says memory `memory_place`) runs on: the
 /// processors next to the memory.
 target fill_target(void const* address, std::uint32_t memory_place);
+/// fill_target for a view of `space`: a null address, or a memory place of another kind
+/// than the space (a `cuda_space` pointer naming host memory, which a host kernel would
+/// then write through), is an invalid_argument naming `what`.
+target fill_target(void const* address, std::uint32_t memory_place, space_id space,
+                   char const* what);
 
 template <class V>
 struct view_traits;
@@ -217,7 +222,7 @@ event fill(after const& deps, Dst const& dst_in,
   using T = typename V::element_type;
   constexpr std::size_t D = V::rank;
   if (dst.size() == 0) return when_all(deps);
-  auto where = detail::fill_target(dst.data().get(), dst.data().place_id());
+  auto where = detail::fill_target(dst.data().get(), dst.data().place_id(), V::space::id, "fill");
   auto s = divide_work(where, dst.extent());
   return launch(deps, where, s, detail::fill_kernel<D, T>{},
                 reinterpret_cast<std::byte*>(dst.data().get()), dst.pitch(), dst.slice_pitch(),
@@ -250,9 +255,14 @@ event memset(after const& deps, Dst const& dst_in, unsigned char byte) {
   vec<D> bytes_extent = dst.extent();
   bytes_extent[D - 1] *= static_cast<index_t>(sizeof(typename V::element_type));
   using B = std::byte;
+  // The window's own slice pitch: recomputed from pitch x rows, a 3-D window's slices
+  // would land inside its parent's and the fill would write rows it does not own.
   view<B, D, S> raw(ptr<B, S>(reinterpret_cast<B*>(dst.data().get()), dst.data().place_id()),
-                    bytes_extent, dst.pitch());
-  return fill(deps, raw, std::byte{byte});
+                    bytes_extent, dst.pitch(), dst.slice_pitch());
+  if (dst.size() == 0) return when_all(deps);
+  auto where = detail::fill_target(dst.data().get(), dst.data().place_id(), S::id, "memset");
+  return launch(deps, where, divide_work(where, raw.extent()), detail::fill_kernel<D, B>{},
+                raw.data().get(), raw.pitch(), raw.slice_pitch(), raw.extent(), std::byte{byte});
 }
 template <viewable Dst>
 event memset(Dst const& dst, unsigned char byte) {

@@ -139,10 +139,18 @@ class event {
     if (auto err = state_->error()) std::rethrow_exception(err);
     return true;
   }
+  /// wait_until(now + timeout), saturated: a timeout past the clock's range (`hours::max()`)
+  /// waits without a deadline, and a zero, negative or NaN one only looks.
   template <class Rep, class Period>
   bool wait_for(std::chrono::duration<Rep, Period> timeout) const {
-    return wait_until(std::chrono::steady_clock::now() +
-                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout));
+    using clock = std::chrono::steady_clock;
+    auto const now = clock::now();
+    // In double: `now + hours::max()` overflows the clock's 64-bit count into the past.
+    std::chrono::duration<double> const t = timeout;
+    if (!(t > std::chrono::duration<double>::zero())) return wait_until(now);
+    if (t >= std::chrono::duration<double>(clock::time_point::max() - now))
+      return wait_until(clock::time_point::max());
+    return wait_until(now + std::chrono::duration_cast<clock::duration>(t));
   }
 
   /// Runs `fn` once this event completes (in the completing thread, or now). `fn` must

@@ -54,7 +54,9 @@ class queue {
   }
   /// Later operations of this queue start only once `e` (of any queue, device or
   /// producer) has completed, as well as everything queued before (Alpaka's
-  /// wait(queue, event)); a failure of `e` fails them. Does not block the caller.
+  /// wait(queue, event)); a failure of `e` fails them. A non-blocking queue does not block
+  /// the caller; a blocking queue returns once `e` has completed, as each of its
+  /// operations does (so the caller must not be the one to complete `e` later).
   event enqueue_wait(event const& e) {
     return enqueue([&](event const& previous) { return when_all(after(previous, e)); });
   }

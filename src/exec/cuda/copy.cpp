@@ -19,7 +19,7 @@ namespace {
 // The CUDA ordinal of a CUDA-side address, from the allocation registry (a hand-made ptr
 // may carry a wrong place id), or for memory Strata did not allocate (cudaMalloc, cuBLAS,
 // Thrust) from CUDA's own record of it.
-int ordinal_of(copy_side const& s) {
+int ordinal_of(copy_side const& s, char const* what = "copy") {
   auto info = find_allocation(s.base);
   if (!info) {
     auto foreign = foreign_memory_of(s.base);
@@ -30,9 +30,9 @@ int ordinal_of(copy_side const& s) {
   if (!info || (info->space != space_id::cuda && info->space != space_id::managed) ||
       info->machine != current_machine_key())
     throw invalid_argument(fmt::format(
-        "copy: {} is used as CUDA memory but is neither a live CUDA allocation of this runtime "
+        "{}: {} is used as CUDA memory but is neither a live CUDA allocation of this runtime "
         "nor CUDA memory the CUDA runtime knows",
-        static_cast<void*>(s.base)));
+        what, static_cast<void*>(s.base)));
   return place_of_id(info->place_id).os_index();
 }
 
@@ -158,7 +158,7 @@ event memset(copy_desc const& given, unsigned char byte, after const* deps) {
   if (d.bytes() != 0 && side.pitch < d.row_bytes)
     throw invalid_argument(fmt::format(
         "memset: a row pitch of {} bytes is below the row of {} bytes", side.pitch, d.row_bytes));
-  int const device = ordinal_of(side);
+  int const device = ordinal_of(side, "memset");
   device_guard const keep_device;  // stream_for makes `device` current
   auto stream = static_cast<cudaStream_t>(stream_for(device, deps));
   bool const dense_rows = d.rows == 1 || side.pitch == d.row_bytes;

@@ -6,6 +6,7 @@
   check_report.py browser STRATA OUT CHROMIUM INPUT...  the page in headless Chromium
   check_report.py scaling STRATA OUT INPUT...   strong-scaling tables over the inputs' ranks
   check_report.py ranks   STRATA OUT            `strata bench --ranks 1,2` into one report
+  check_report.py names   STRATA OUT TEMPLATE   awkward benchmark names (from a line of TEMPLATE)
 
 The scaling check computes the tables from the input lines itself (each side's minimum
 per problem, peer and rank count; efficiency against the smallest count) and compares
@@ -209,6 +210,37 @@ def main():
             data = json.load(f)
         runs = data["runs"]
         print(f"ok: {plots} plots from {len(runs)} runs")
+    elif mode == "names":
+        # Names users write: TeX dollars (a lone `$\\frac$` stopped the report), names that
+        # fold to one file name ("a b", "a_b", "a/b" shared a plot and an anchor), a
+        # hidden-file name, control characters, a 10,000-character variant (the plot
+        # overflowed), and 400 comparisons in one benchmark (more rows than a figure draws).
+        with open(sys.argv[4], encoding="utf-8") as f:
+            template = json.loads(f.readlines()[1])
+        benches = ["cost $\\frac$ x", "price $5 and $", "a b", "a_b", "a/b", "..",
+                   "ctl\x00\x1b"]
+        recs = [dict(template, bench=b, variant="v $x$ \x1b") for b in benches]
+        recs.append(dict(template, bench="long", variant="x" * 10000))
+        recs += [dict(template, bench="many", variant=f"v{i}") for i in range(400)]
+        path = out + ".jsonl"
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r) + "\n" for r in recs)
+        plots = len(benches) + 2
+        make_report(strata, out, [path])
+        page = check_files(out, plots)
+        files = os.listdir(os.path.join(out, "plots"))
+        if any(name.startswith(".") for name in files):
+            fail(f"hidden plot files: {files}")
+        ids = re.findall(r"<section id='([^']*)'", page)
+        links = re.findall(r"<a href='#([^']*)'", page)
+        if len(set(ids)) != plots or sorted(ids) != sorted(links):
+            fail(f"sections {ids} and summary links {links}: expected {plots} distinct")
+        if "\x00" in page or "\x1b" in page:
+            fail("a control character reached the page raw")
+        for text in ("cost $\\frac$ x", "price $5 and $", "v399", "x" * 10000):
+            if text not in page:
+                fail(f"the page lacks {text[:40]!r}")
+        print(f"ok: {plots} plots under distinct names")
     elif mode == "run":
         make_report(strata, out, ["--run", "--quick", "--bench", "copy", "--repeats", "3"])
         page = check_files(out, 1)

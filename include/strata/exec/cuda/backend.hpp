@@ -16,8 +16,8 @@
 // unit registers its launcher at static initialization (launch.hpp, cuda_registrar), so
 // the same launch from a file the host compiler built runs it too; a kernel no nvcc unit
 // launched throws strata::not_supported naming the kernel. Kernels for CUDA are functors whose
-// operator() is STRATA_FN, or lambdas written `[] STRATA_FN (auto const& self, ...)` (nvcc
-// --extended-lambda).
+// operator() is a STRATA_FN template over `self` (whose type differs between backends; nvcc
+// rejects generic `__host__ __device__` extended lambdas, docs/cuda.md).
 //
 // Streams and events (Phalanx §IV-A): each launch goes to a stream of the device's pool
 // and records a cudaEvent; launching after events that carry one makes the stream wait on
