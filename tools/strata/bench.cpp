@@ -169,17 +169,9 @@ void configure_bench(CLI::App& cmd_app) {
       throw invalid_argument(
           "bench: the benchmark name is empty; expected a name from `strata bench --list` or "
           "'all'");
-#if STRATA_HAVE_DIST
-    if (ranks->count() > 0) {
-      auto const counts = parse_rank_counts(o->ranks);
-      if (counts.size() == 1) return relaunch_under_mpi(*o, counts[0]);
-      return run_each_rank_count(*o, counts);
-    }
-#else
-    (void)ranks;
-#endif
     // No name lists the benchmarks; under --json as JSON lines, so that a program asking
-    // for JSON gets JSON (and a list is never taken for results: no "bench" key).
+    // for JSON gets JSON (and a list is never taken for results: no "bench" key). Before
+    // --ranks: a list needs no mpiexec (relaunched, it lost --list and failed per rank).
     if (o->list || o->name.empty()) {
       for (auto const& b : bench::registry()) {
         if (o->run.json) {
@@ -193,6 +185,15 @@ void configure_bench(CLI::App& cmd_app) {
       }
       return;
     }
+#if STRATA_HAVE_DIST
+    if (ranks->count() > 0) {
+      auto const counts = parse_rank_counts(o->ranks);
+      if (counts.size() == 1) return relaunch_under_mpi(*o, counts[0]);
+      return run_each_rank_count(*o, counts);
+    }
+#else
+    (void)ranks;
+#endif
     // What the metadata line says ran: enough to run it again.
     o->run.argv_text = "strata bench " + o->name + (o->run.json ? " --json" : "") +
                        (o->run.quick ? " --quick" : "") + " --repeats " +
