@@ -146,6 +146,50 @@ class args {
   std::string usage_;
 };
 
+namespace detail {
+
+inline void say(char const* app, std::string const& what) {
+  std::string const prefix = std::string(app) + ": ";
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s%s\n", what.rfind(prefix, 0) == 0 ? "" : prefix.c_str(), what.c_str());
+}
+
+/// Prints the exception being handled (call inside a catch block).
+inline void say_current(char const* app) {
+  try {
+    throw;
+  } catch (std::bad_alloc const&) {
+    say(app, "out of memory: the input is too large for this machine (std::bad_alloc)");
+  } catch (std::exception const& e) {
+    say(app, e.what());
+  } catch (...) {
+    say(app, "unknown exception");
+  }
+}
+
+}  // namespace detail
+
+/// Thrown by report_errors once it has printed the failure: run_main then exits 1
+/// without a second message.
+struct already_reported {};
+
+/// For the distributed apps, inside the scope of their dist::runtime: runs `body()` and
+/// prints an exception's message *before* the runtime ends, then rethrows it as
+/// already_reported. A rank that fails alone makes ~dist::runtime end the job with
+/// MPI_Abort after a grace period (strata/dist/runtime.hpp), so a message printed after
+/// the runtime's end would never appear.
+template <class Body>
+int report_errors(char const* app, Body&& body) {
+  try {
+    return body();
+  } catch (already_reported const&) {
+    throw;
+  } catch (...) {
+    detail::say_current(app);
+    throw already_reported{};
+  }
+}
+
 /// Every app's main: runs `body` and returns its exit code. An exception becomes
 /// "app: what" on stderr and exit 1 (messages that already begin with "app: " keep one
 /// prefix; running out of memory says so). Output to stdout is buffered, so a failed write
@@ -154,18 +198,12 @@ class args {
 template <class Body>
 int run_main(char const* app, int argc, char** argv, Body&& body) {
   int rc = 1;
-  auto say = [&](std::string const& what) {
-    std::string const prefix = std::string(app) + ": ";
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s%s\n", what.rfind(prefix, 0) == 0 ? "" : prefix.c_str(), what.c_str());
-  };
   try {
     rc = body(argc, argv);
-  } catch (std::bad_alloc const&) {
-    say("out of memory: the input is too large for this machine (std::bad_alloc)");
+  } catch (already_reported const&) {
     rc = 1;
-  } catch (std::exception const& e) {
-    say(e.what());
+  } catch (...) {
+    detail::say_current(app);
     rc = 1;
   }
   errno = 0;

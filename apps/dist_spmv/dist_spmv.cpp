@@ -48,8 +48,7 @@ std::string join(std::vector<int> const& v) {
 
 namespace {
 
-int app_main(int argc, char** argv) {
-  dist::runtime rt(argc, argv);
+int run(dist::runtime const& rt, int argc, char** argv) {
   std::string source = "laplacian3d", file, place_name = "host";
   long long size = 64, repeat = 10;
   double average = 8;
@@ -179,6 +178,13 @@ int app_main(int argc, char** argv) {
                 2.0 * static_cast<double>(a.nnz()) / best / 1e9, worst, ok ? "ok" : "WRONG");
   }
   return ok ? 0 : 2;
+}
+
+// The runtime's scope holds the whole run: an error is printed before the runtime ends
+// (apps::report_errors), since a rank that fails alone ends the job there.
+int app_main(int argc, char** argv) {
+  dist::runtime rt(argc, argv);
+  return apps::report_errors("dist_spmv", [&] { return run(rt, argc, argv); });
 }
 
 }  // namespace

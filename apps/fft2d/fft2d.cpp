@@ -47,8 +47,7 @@ double slowest(dist::team const& team, double t) {
 
 namespace {
 
-int app_main(int argc, char** argv) {
-  dist::runtime rt(argc, argv);
+int run(dist::runtime const& rt, int argc, char** argv) {
   long long n0 = 1024, n1 = 1024, repeat = 5;
   bool check = true;
   apps::fft2d_options options;
@@ -156,6 +155,13 @@ int app_main(int argc, char** argv) {
   int verdict = ok ? 0 : 2;
   dist::broadcast(world, std::span(&verdict, 1), 0).wait();
   return verdict;
+}
+
+// The runtime's scope holds the whole run: an error is printed before the runtime ends
+// (apps::report_errors), since a rank that fails alone ends the job there.
+int app_main(int argc, char** argv) {
+  dist::runtime rt(argc, argv);
+  return apps::report_errors("fft2d", [&] { return run(rt, argc, argv); });
 }
 
 }  // namespace

@@ -44,8 +44,7 @@ apps::args const cli(
 
 namespace {
 
-int app_main(int argc, char** argv) {
-  dist::runtime rt(argc, argv);
+int run(dist::runtime const& rt, int argc, char** argv) {
   apps::single_threaded_blas();
   index_t n = 2048, nb = 128;
   std::optional<index_t> m_given, k_given;  // m and k default to n
@@ -154,6 +153,13 @@ int app_main(int argc, char** argv) {
         err, sample ? "64 sampled" : "all", apps::summa_tolerance(k), ok ? "ok" : "WRONG");
   }
   return ok ? 0 : 2;
+}
+
+// The runtime's scope holds the whole run: an error is printed before the runtime ends
+// (apps::report_errors), since a rank that fails alone ends the job there.
+int app_main(int argc, char** argv) {
+  dist::runtime rt(argc, argv);
+  return apps::report_errors("summa", [&] { return run(rt, argc, argv); });
 }
 
 }  // namespace

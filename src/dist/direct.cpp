@@ -167,7 +167,6 @@ void shared_block::release() noexcept {
   map_ = data_ = nullptr;
   map_bytes_ = bytes_ = 0;
   fd_ = -1;
-  peers_.reset();
 }
 
 shared_block::~shared_block() {
@@ -180,8 +179,7 @@ shared_block::shared_block(shared_block&& o) noexcept
       data_(std::exchange(o.data_, nullptr)),
       bytes_(std::exchange(o.bytes_, 0)),
       fd_(std::exchange(o.fd_, -1)),
-      serial_(std::exchange(o.serial_, 0)),
-      peers_(std::move(o.peers_)) {}
+      serial_(std::exchange(o.serial_, 0)) {}
 
 shared_block& shared_block::operator=(shared_block&& o) noexcept {
   if (this != &o) {
@@ -192,15 +190,14 @@ shared_block& shared_block::operator=(shared_block&& o) noexcept {
     bytes_ = std::exchange(o.bytes_, 0);
     fd_ = std::exchange(o.fd_, -1);
     serial_ = std::exchange(o.serial_, 0);
-    peers_ = std::move(o.peers_);
   }
   return *this;
 }
 
 std::uint64_t shared_block::copy_started() const noexcept {
   if (!map_) return 0;
-  // Release: a peer that sees the count (peer_copies_started) may read the source, which
-  // the caller finished writing before it called the copy.
+  // The count in the header is only this block's number of copies (their readiness is
+  // the copy's agreement, dist/array.hpp); `pulls_done` is what peers read.
   return static_cast<block_header*>(map_)->started.fetch_add(1, std::memory_order_acq_rel) + 1;
 }
 

@@ -52,6 +52,10 @@ struct team_state {
   std::map<std::uint64_t, std::function<void()>> held;
   /// Runs `start` now if `place` is next, then the held ones that follow; else holds it.
   void start_in_order(std::uint64_t place, std::function<void()> start);
+  // A second communicator of the same members, made at the first dist::for_ranks on this
+  // team (detail::control_team): its rounds never meet the body's own collectives.
+  std::mutex control_mutex;
+  std::shared_ptr<team_state> control;
 };
 
 /// The process-wide MPI thread: started by the first dist::runtime, it initializes MPI

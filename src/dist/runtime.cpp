@@ -10,7 +10,9 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <future>
 #include <thread>
@@ -34,6 +36,9 @@ struct runtime_impl {
   std::vector<place> local_places;
   // Who shares this node, and whether its ranks read each other directly.
   direct_peers direct;
+  // Exceptions in flight when the runtime started: more at its end means this rank is
+  // leaving the runtime's scope by an exception (see ~runtime).
+  int unwinding_at_start = 0;
 
   static team make(std::shared_ptr<team_state> s) { return team(std::move(s)); }
 };
@@ -289,19 +294,6 @@ strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, 
   });
 }
 
-std::uint64_t peer_copies_started(team const& t, int q, block_handle const& h, void const* mapped) {
-  auto const w = static_cast<std::size_t>(t.world_rank(q));
-  return direct_count(runtime::current().impl().direct.pids[w], h, mapped, block_count::started);
-}
-
-strata::event when_peer_started(team const& t, int q, block_handle const& h,
-                                std::shared_ptr<void const> mapped, std::uint64_t n) {
-  auto const pid = runtime::current().impl().direct.pids[static_cast<std::size_t>(t.world_rank(q))];
-  return current_engine().watch([pid, h, mapped = std::move(mapped), n] {
-    return direct_count(pid, h, mapped.get(), block_count::started) >= n;
-  });
-}
-
 void read_direct(team const& t, int q, std::span<remote_run const> runs, void* out) {
   int const w = t.world_rank(q);
   direct_read(runtime::current().impl().direct.pids[static_cast<std::size_t>(w)], w, runs, out);
@@ -334,6 +326,8 @@ runtime::runtime(strata::runtime& local) {
 void runtime::start() {
   using namespace detail;
   impl_ = std::make_unique<runtime_impl>();
+  impl_->unwinding_at_start = std::uncaught_exceptions();
+  (void)failure_grace();  // a bad STRATA_DIST_FAILURE_GRACE is an error here, not at a failure
   impl_->local = owned_ ? owned_.get() : &strata::runtime::current();
   dist::runtime* expected = nullptr;
   if (!live.compare_exchange_strong(expected, this))
@@ -417,14 +411,68 @@ void runtime::start() {
   }
 }
 
+namespace detail {
+
+// How long a failed rank waits for the others before it ends the job. Ranks that fail
+// together (an error every member detects, as the collectives' agreed failures) arrive
+// within it; a rank that fails alone leaves the others in a collective or a remote
+// operation it will never join, and MPI cannot cancel those: only ending the job ends
+// their wait (docs/dist.md "When a rank fails").
+std::chrono::duration<double> failure_grace() {
+  static std::chrono::duration<double> const grace = [] {
+    char const* v = std::getenv("STRATA_DIST_FAILURE_GRACE");
+    if (!v || !*v) return std::chrono::duration<double>(10.0);
+    char* end = nullptr;
+    double const s = std::strtod(v, &end);
+    if (*end != '\0' || !(s > 0) || s > 1e6)
+      throw config_error("STRATA_DIST_FAILURE_GRACE=\"" + std::string(v) +
+                         "\": expected seconds, a number above 0 and at most 1e6");
+    return std::chrono::duration<double>(s);
+  }();
+  return grace;
+}
+
+void abort_job(std::string const& why) {
+  std::fprintf(stderr, "%s; ending the job with MPI_Abort so that it does not hang\n", why.c_str());
+  std::fflush(stderr);
+  // On the MPI thread: under a funneled thread level no other thread may call MPI.
+  mpi_thread::get().post([] { MPI_Abort(MPI_COMM_WORLD, 1); });
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  std::_Exit(1);  // MPI_Abort did not end this process: end it without MPI
+}
+
+}  // namespace detail
+
+namespace {
+
+[[noreturn]] void abort_failed_rank(int rank, int size) {
+  char grace[32];
+  std::snprintf(grace, sizeof grace, "%g", detail::failure_grace().count());
+  detail::abort_job("strata::dist::runtime: rank " + std::to_string(rank) + " of " +
+                    std::to_string(size) +
+                    " left the runtime by an exception and the other ranks did not reach its "
+                    "end within " +
+                    grace +
+                    " s (STRATA_DIST_FAILURE_GRACE; they wait in a collective or an operation "
+                    "this rank no longer joins)");
+}
+
+}  // namespace
+
 runtime::~runtime() {
   using namespace detail;
   if (!impl_ || !impl_->eng) return;
   auto& e = *impl_->eng;
+  bool const failing = std::uncaught_exceptions() > impl_->unwinding_at_start;
+  auto const start = std::chrono::steady_clock::now();
+  auto const past_grace = [&] {
+    return failing && std::chrono::steady_clock::now() - start > detail::failure_grace();
+  };
   // 1. This rank's own operations (their replies come from ranks that still serve).
-  auto last_note = std::chrono::steady_clock::now();
+  auto last_note = start;
   while (e.outstanding() > 0) {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (past_grace()) abort_failed_rank(impl_->rank, impl_->size);
     if (std::chrono::steady_clock::now() - last_note > std::chrono::seconds(10)) {
       last_note = std::chrono::steady_clock::now();
       strata::detail::log(strata::detail::log_level::info,
@@ -444,6 +492,11 @@ runtime::~runtime() {
       closed.set_value();
     });
   });
+  if (failing) {
+    auto const left = detail::failure_grace() - (std::chrono::steady_clock::now() - start);
+    if (f.wait_for(std::max(left, decltype(left)::zero())) != std::future_status::ready)
+      abort_failed_rank(impl_->rank, impl_->size);
+  }
   f.wait();
   // One more round trip through the MPI thread: the round that closed has ended, and
   // the thread no longer looks at this engine.
@@ -492,6 +545,17 @@ strata::runtime& runtime::local() const noexcept {
 team const& runtime::world() const noexcept {
   return impl_->world;
 }
+
+namespace detail {
+
+team control_team(team const& t) {
+  auto& s = *t.state();
+  std::lock_guard lock(s.control_mutex);
+  if (!s.control) s.control = s.owner->make_team(s.ranks);
+  return runtime_impl::make(s.control);
+}
+
+}  // namespace detail
 
 team runtime::make_team(std::vector<int> world_ranks) const {
   return detail::runtime_impl::make(impl_->eng->make_team(std::move(world_ranks)));

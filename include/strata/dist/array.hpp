@@ -21,6 +21,7 @@
 //   dist::copy(t, a).wait();  // t's local memory: a's rows of the transpose
 #pragma once
 
+#include <strata/dist/agreement.hpp>
 #include <strata/dist/array_type.hpp>
 #include <strata/dist/collectives.hpp>
 #include <strata/dist/copy_plan.hpp>
@@ -35,6 +36,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
@@ -80,7 +82,9 @@ class array {
         block_(std::move(o.block_)),
         data_(std::exchange(o.data_, {})),
         strides_(o.strides_),
-        staging_(std::move(o.staging_)) {}
+        staging_(std::move(o.staging_)),
+        last_write_(std::move(o.last_write_)),
+        reads_(std::move(o.reads_)) {}
   array& operator=(array&& o) noexcept {
     team_ = std::move(o.team_);
     type_ = std::move(o.type_);
@@ -88,6 +92,8 @@ class array {
     data_ = std::exchange(o.data_, {});
     strides_ = o.strides_;
     staging_ = std::move(o.staging_);
+    last_write_ = std::move(o.last_write_);
+    reads_ = std::move(o.reads_);
     return *this;
   }
   ~array() = default;
@@ -108,6 +114,17 @@ class array {
   }
   T& at(vec<N> const& i) { return data_[offset_of(i)]; }
   T const& at(vec<N> const& i) const { return data_[offset_of(i)]; }
+  /// dist::copy's ordering: the last copy into this array, and the copies from it since.
+  strata::event pending_write() const { return last_write_; }
+  std::vector<strata::event> pending_reads() const { return reads_; }
+  void note_write(strata::event const& e) const {
+    last_write_ = e;
+    reads_.clear();
+  }
+  void note_read(strata::event const& e) const {
+    std::erase_if(reads_, [](strata::event const& r) { return r.ready(); });
+    reads_.push_back(e);
+  }
   /// This rank's memory (dist/direct.hpp): what dist::copy tells the peers to map.
   detail::shared_block const& block() const noexcept { return block_; }
   /// Buffers for a copy into this array: the kept ones when no copy holds them.
@@ -165,25 +182,139 @@ class array {
   // block-cyclic fill).
   vec<N> strides_{};
   std::shared_ptr<detail::copy_staging<T>> staging_ = std::make_shared<detail::copy_staging<T>>();
+  // The copies this array takes part in, for the next copy's ordering (dist::copy).
+  mutable strata::event last_write_;
+  mutable std::vector<strata::event> reads_;
 };
+
+namespace detail {
+
+/// What each member brings to a copy's agreement: the all-gather every copy between two
+/// or more members starts, which also says that every member's source is ready (a member
+/// joins it once the earlier copies into its source have written it).
+struct copy_agreement {
+  std::uint64_t src_type = 0, dst_type = 0;  // fingerprints, with the element size
+  block_handle source;                       // its source block (the direct protocol)
+  local_outcome outcome;                     // its checks that only it can see
+};
+
+/// A copy's exchange when it moves nothing (its agreement failed): the reserved place is
+/// started all the same, as on every other member.
+inline strata::event empty_exchange(team const& t, std::uint64_t place) {
+  std::vector<std::size_t> const zero(static_cast<std::size_t>(t.size()));
+  return all_to_all_v(t, std::span<char const>(), zero, zero, std::span<char>(), zero, zero, place);
+}
+
+}  // namespace detail
 
 /// Copies every element of `src` into `dst` (same team, same global extent; any
 /// distributions and storage orders): scatter, gather, all-to-all, mix-to-mix and
 /// transposes are all this one operation (PARRAY §4.13-4.16). Collective: every member
-/// calls it with the same pair of types. The event completes when this rank's part of
-/// `dst` is written; `src` and `dst` must stay alive and untouched until then.
+/// calls it with the same pair of types, in the same order as its other copies and
+/// collectives on the team. The event completes when this rank's part of `dst` is
+/// written; `src` and `dst` must stay alive, and untouched except by other dist::copy
+/// calls, until then. Copies are ordered by their arrays like tasks by their data: a copy
+/// from an array waits for the earlier copies into it, and a copy into an array for the
+/// earlier copies from and into it (on every member: a peer reads this rank's source only
+/// once this rank has written it). A mistake only one member can see (its destination of
+/// another team or extent) throws there and fails every other member's event with the
+/// same invalid_argument, naming that team rank; members that pass types that differ all
+/// fail alike.
 template <class T, std::size_t N>
 strata::event copy(array<T, N>& dst, array<T, N> const& src) {
   auto const& tm = src.members();
+  detail::check_member(tm, "dist::copy");
   int const size = tm.size(), me = tm.rank();
-  if (dst.members().ranks() != tm.ranks())
-    throw invalid_argument("dist::copy: the arrays belong to different teams; expected one");
-  if (dst.type().extent != src.type().extent)
-    throw invalid_argument(
-        "dist::copy: the global extents differ; expected the same elements "
-        "distributed two ways");
+  std::exception_ptr mistake;
+  try {
+    if (dst.members().ranks() != tm.ranks())
+      throw invalid_argument("dist::copy: the arrays belong to different teams; expected one");
+    if (dst.type().extent != src.type().extent)
+      throw invalid_argument(
+          "dist::copy: the global extents differ; expected the same elements "
+          "distributed two ways");
+  } catch (...) {
+    if (size == 1) throw;
+    mistake = std::current_exception();
+  }
   auto const& st = src.type();
   auto const& dt = dst.type();
+  auto host = strata::runtime::current().machine();
+  // What this copy waits for: the copies into its source, and those from and into its
+  // destination (dist::array keeps them).
+  std::vector<strata::event> deps = dst.pending_reads();
+  deps.push_back(src.pending_write());
+  deps.push_back(dst.pending_write());
+  std::erase_if(deps, [](strata::event const& e) { return e.ready(); });
+  // Only for order: an earlier copy's failure was reported by its own event.
+  auto ready = strata::event::completed();
+  if (!deps.empty()) {
+    ready = strata::event::pending();
+    when_all(after(std::move(deps))).then([ready]() mutable { ready.complete(); });
+  }
+  // The agreement, at this copy's place among the team's collectives (taken now, in call
+  // order), started once the source is ready.
+  bool const direct = size > 1 && detail::direct_access(tm);
+  auto const& block = src.block();
+  std::uint64_t n = 0;
+  strata::event agreed;
+  std::uint64_t exchange = 0;
+  std::shared_ptr<std::vector<detail::copy_agreement>> all;
+  if (size > 1) {
+    n = block.copy_started();
+    auto mine = std::make_shared<detail::copy_agreement>();
+    mine->src_type = st.fingerprint() ^ (sizeof(T) * 0x9e3779b97f4a7c15ull);
+    mine->dst_type = dt.fingerprint() ^ (sizeof(T) * 0x9e3779b97f4a7c15ull);
+    mine->source = block.handle();
+    if (mistake) mine->outcome = detail::local_outcome::of(mistake);
+    all = std::make_shared<std::vector<detail::copy_agreement>>(static_cast<std::size_t>(size));
+    auto const slot = detail::reserve_collective(tm);
+    if (!direct) exchange = detail::reserve_collective(tm);
+    auto gathered = detail::start_reserved_after(ready, [tm, mine, all, slot] {
+      return detail::start_collective(tm,
+                                      {.kind = detail::collective::all_gather,
+                                       .in = mine.get(),
+                                       .out = all->data(),
+                                       .count = 1,
+                                       .elem_size = sizeof(detail::copy_agreement)},
+                                      slot);
+    });
+    // Every member reads the same outcomes, so all fail alike, with the first failing team
+    // rank's reason, or go on together.
+    // (`mine` too: MPI reads it until the gather completes.)
+    agreed = detail::start_after_event(gathered, [all, mine, size] {
+      auto const& a = *all;
+      try {
+        detail::agree("dist::copy", size, [&](int r) -> detail::local_outcome const& {
+          return a[static_cast<std::size_t>(r)].outcome;
+        });
+        for (int q = 1; q < size; ++q) {
+          auto const& o = a[static_cast<std::size_t>(q)];
+          if (o.src_type != a[0].src_type || o.dst_type != a[0].dst_type)
+            throw invalid_argument(
+                "dist::copy: team rank " + std::to_string(q) + " passed a " +
+                (o.src_type != a[0].src_type ? "source" : "destination") +
+                " array of another type (extent, distribution, grid, order or element size) "
+                "than team rank 0; expected the same arrays on every member");
+        }
+        return strata::event::completed();
+      } catch (...) {
+        return strata::event::failed(std::current_exception());
+      }
+    });
+    if (mistake) {
+      // Nothing is read or written here; the counts and the exchange's place are kept as
+      // on the other members, which learn of this mistake from the agreement.
+      if (direct) {
+        block.pulls_done();  // it reads no peer's block (and `src` may go when it throws)
+      } else {
+        (void)detail::start_reserved_after(
+            agreed, [tm, exchange] { return detail::empty_exchange(tm, exchange); });
+      }
+      std::rethrow_exception(mistake);
+    }
+  }
+
   std::array<std::vector<index_t>, N> src_mine, dst_mine;
   for (std::size_t d = 0; d < N; ++d) {
     src_mine[d] = st.owned_by_rank(d, me);
@@ -195,7 +326,6 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
   std::vector<detail::pair_set<N>> sends, recvs;
   std::size_t stotal = 0, rtotal = 0;
   // On one node each rank reads what it needs from the peers' arrays itself.
-  bool const direct = size > 1 && detail::direct_access(tm);
   std::vector<detail::pair_set<N>> remote;
   for (int q = 0; q < size; ++q) {
     std::array<std::vector<index_t>, N> out, in;
@@ -221,7 +351,7 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
                               std::move(recvs),
                               std::move(sdispl),
                               std::move(rdispl),
-                              size == 1 || direct ? nullptr : dst.staging(),
+                              direct ? nullptr : dst.staging(),
                               src.local().data(),
                               dst.local().data(),
                               me,
@@ -235,78 +365,50 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
   }
   // Pool jobs, not the caller or the MPI thread: this rank's own elements move while the
   // others are packed, sent and unpacked (one thread per peer's part).
-  auto host = strata::runtime::current().machine();
-  auto local = launch(host, grid(1), [plan](auto const&) { plan->move_own(); });
-  if (size == 1) return local;
-  if (direct) {
-    // At the source's first copy every member gives its block's handle (dist/direct.hpp);
-    // once all have (the gather is the sign that every source is ready), each takes its
-    // elements from the peers' blocks. Then it counts the copy as pulled in its own block's header,
-    // and its event completes once every peer has counted this copy too: nobody reads its source
-    // any more. No barrier: a reader writes one word of its own memory, the owner's MPI
-    // thread polls the peers' words (mapped) as it polls its requests.
-    auto const& block = src.block();
-    auto const n = block.copy_started();
+  auto local = launch(after(ready), host, grid(1), [plan](auto const&) { plan->move_own(); });
+  strata::event done;
+  if (size == 1) {
+    done = local;
+  } else if (direct) {
+    // Once every member has joined the agreement (its source is written), each takes its
+    // elements from the peers' blocks. Then it counts the copy as pulled in its own
+    // block's header, and its event completes once every peer has counted this copy too:
+    // nobody reads its source any more. A reader writes one word of its own memory; the
+    // owner's MPI thread polls the peers' words (mapped) as it polls its requests.
     plan->mapped.resize(static_cast<std::size_t>(size));
-    strata::event pulled;
-    if (auto const& known = block.peers()) {
-      // A later copy from this array: each peer's part is read once that peer has
-      // started this copy too (its count in its block's header), as the peers get ready.
-      plan->peers = known;
-      pulled = detail::start_reserved_after(known->gathered, [plan, known, n, host] {
-        // The first copy found the members' source types differ: read nothing.
-        if (auto err = known->gathered.error()) return strata::event::failed(err);
-        return detail::pull_when_started(plan, n, host);
-      });
-    } else {
-      auto peers = std::make_shared<detail::peer_blocks>();
-      peers->handles.resize(detail::peer_blocks::words * static_cast<std::size_t>(size));
-      auto const h = block.handle();
-      // The fourth word: the source's type and element size as this member sees them. A
-      // member that passed another array (another size) would have its peers read past
-      // its block; every member compares all of them, so all fail alike.
-      auto const mine = std::make_shared<std::array<std::uint64_t, detail::peer_blocks::words>>(
-          std::array<std::uint64_t, detail::peer_blocks::words>{
-              h.address, static_cast<std::uint64_t>(h.fd), h.serial,
-              st.fingerprint() ^ (sizeof(T) * 0x9e3779b97f4a7c15ull)});
-      auto const gathered = all_gather(tm, std::span<std::uint64_t const>(*mine),
-                                       std::span<std::uint64_t>(peers->handles));
-      // Later copies from this array wait for `gathered` too: they fail the same way.
-      peers->gathered = detail::start_after_event(gathered, [peers, size] {
-        auto const& w = peers->handles;
-        for (int q = 1; q < size; ++q)
-          if (w[detail::peer_blocks::words * static_cast<std::size_t>(q) + 3] != w[3])
-            return strata::event::failed(std::make_exception_ptr(invalid_argument(
-                "dist::copy: team rank " + std::to_string(q) +
-                " passed a source array of another type (extent, distribution, grid, order "
-                "or element size) than team rank 0; expected the same arrays on every member")));
-        return strata::event::completed();
-      });
-      block.keep_peers(peers);
-      plan->peers = peers;
-      pulled = launch(after(peers->gathered), host, grid(size),
-                      [plan, mine](auto const& self) { plan->pull(self.global_index()); });
-    }
+    auto pulled = launch(after(agreed), host, grid(size), [plan, all](auto const& self) {
+      plan->pull_from(self.global_index(),
+                      (*all)[static_cast<std::size_t>(self.global_index())].source);
+    });
     // Counted even when a read failed (this rank's event fails): the peers must not wait
     // for a count that never comes.
-    return detail::start_reserved_after(when_all(after(local, pulled)), [plan, &block, n, size] {
-      block.pulls_done();
-      std::vector<detail::block_handle> peers;
-      for (int q = 0; q < size; ++q) peers.push_back(plan->handle_of(q));
-      return detail::when_peers_pulled(plan->members, std::move(peers), n, plan->mapped);
-    });
+    done =
+        detail::start_reserved_after(when_all(after(local, pulled)), [plan, all, &block, n, size] {
+          block.pulls_done();
+          std::vector<detail::block_handle> peers;
+          for (int q = 0; q < size; ++q)
+            peers.push_back((*all)[static_cast<std::size_t>(q)].source);
+          return detail::when_peers_pulled(plan->members, std::move(peers), n, plan->mapped);
+        });
+  } else {
+    auto packed = launch(after(ready), host, grid(size),
+                         [plan](auto const& self) { plan->pack(self.global_index()); });
+    // The exchange goes at its reserved place, after the agreement: a failed agreement
+    // exchanges nothing (on every member alike).
+    auto moved = detail::start_reserved_after(
+        when_all(after(packed, agreed)), [plan, tm, scount, rcount, exchange, agreed] {
+          if (agreed.error()) return detail::empty_exchange(tm, exchange);
+          return detail::all_to_all_v(tm, std::span<T const>(plan->staging->out), scount,
+                                      plan->sdispl, std::span<T>(plan->staging->in), rcount,
+                                      plan->rdispl, exchange);
+        });
+    auto unpacked = launch(after(moved), host, grid(size),
+                           [plan](auto const& self) { plan->unpack(self.global_index()); });
+    done = when_all(after(local, unpacked));
   }
-  auto packed =
-      launch(host, grid(size), [plan](auto const& self) { plan->pack(self.global_index()); });
-  // The exchange's place among the team's collectives is taken now, in call order.
-  auto const exchange = detail::reserve_collective(tm);
-  auto moved = detail::start_reserved_after(packed, [plan, tm, scount, rcount, exchange] {
-    return detail::all_to_all_v(tm, std::span<T const>(plan->staging->out), scount, plan->sdispl,
-                                std::span<T>(plan->staging->in), rcount, plan->rdispl, exchange);
-  });
-  auto unpacked = launch(after(moved), host, grid(size),
-                         [plan](auto const& self) { plan->unpack(self.global_index()); });
-  return when_all(after(local, unpacked));
+  src.note_read(done);
+  dst.note_write(done);
+  return done;
 }
 
 }  // namespace strata::dist

@@ -47,56 +47,21 @@ struct copy_plan {
   int me;
   // The direct protocol (every member on this node, dist/direct.hpp): per peer the
   // elements this rank takes, as offsets in that peer's storage, the source type (its
-  // strides per rank), the team, and the peers' source blocks (gathered at the source's
-  // first copy, dist/direct.hpp).
+  // strides per rank) and the team; the peers' source blocks come with the copy's
+  // agreement (dist/array.hpp).
   std::vector<pair_set<N>> remote;
   array_type<N> const* src_type = nullptr;
   team members;
-  std::shared_ptr<peer_blocks const> peers;
-  // Per peer, its block as mapped (null where it is read with process_vm_readv): by
-  // pull_when_started, or else by pull(); each pull task writes its own slot.
+  // Per peer, its block as mapped (null where it is read with process_vm_readv), by
+  // pull_from; each pull task writes its own slot.
   mutable std::vector<std::shared_ptr<void const>> mapped;
 
-  block_handle handle_of(index_t q) const {
-    auto const uq = static_cast<std::size_t>(q);
-    auto const& h = peers->handles;
-    auto const k = peer_blocks::words * uq;
-    return {h[k], static_cast<std::int64_t>(h[k + 1]), h[k + 2]};
-  }
   void move_own() const;
   void pack(index_t q) const;
   void unpack(index_t q) const;
-  void pull(index_t q) const;
+  /// Takes this rank's elements from team rank q's source block `h`.
+  void pull_from(index_t q, block_handle const& h) const;
 };
-
-/// A later copy's reads (dist::copy): maps each peer's block, reads at once from the
-/// peers that have started copy `n` from their source, and from each other peer when its
-/// count gets there (polled by the MPI thread). Peers this rank takes nothing from are
-/// only mapped (the copy's closing wait reads their counts).
-template <class T, std::size_t N>
-strata::event pull_when_started(std::shared_ptr<copy_plan<T, N>> const& plan, std::uint64_t n,
-                                place const& host) {
-  std::vector<index_t> ready;
-  std::vector<strata::event> parts;
-  for (int q = 0; q < plan->members.size(); ++q) {
-    if (q == plan->me) continue;
-    auto const uq = static_cast<std::size_t>(q);
-    auto const h = plan->handle_of(q);
-    auto m = map_peer_block(plan->members, q, h);
-    plan->mapped[uq] = m;
-    if (plan->remote[uq].count() == 0) continue;
-    if (peer_copies_started(plan->members, q, h, m.get()) >= n)
-      ready.push_back(q);
-    else
-      parts.push_back(launch(after(when_peer_started(plan->members, q, h, std::move(m), n)), host,
-                             grid(1), [plan, q](auto const&) { plan->pull(q); }));
-  }
-  if (auto const k = static_cast<index_t>(ready.size()); k > 0)
-    parts.push_back(launch(host, grid(k), [plan, ready = std::move(ready)](auto const& self) {
-      plan->pull(ready[static_cast<std::size_t>(self.global_index())]);
-    }));
-  return when_all(after(std::move(parts)));
-}
 
 /// Ascending intersection of two ascending index lists.
 inline std::vector<index_t> intersect(std::vector<index_t> const& a,
@@ -304,14 +269,13 @@ void copy_plan<T, N>::unpack(index_t q) const {
 /// first to the last element wanted along that dimension, so a cyclic source reads up to
 /// P times what it needs in long runs rather than one read per element.
 template <class T, std::size_t N>
-void copy_plan<T, N>::pull(index_t q) const {
+void copy_plan<T, N>::pull_from(index_t q, block_handle const& h) const {
   if (q == me) return;
   auto const uq = static_cast<std::size_t>(q);
   auto const& a = remote[uq];
   auto const& b = recvs[uq];
   // Mapped even with nothing to take: the closing wait reads q's count there, and q's
   // block is sure to live only until this rank has counted its pulls.
-  auto const h = handle_of(q);
   if (!mapped[uq]) mapped[uq] = map_peer_block(members, static_cast<int>(q), h);
   auto const m = mapped[uq];
   if (a.count() == 0) return;

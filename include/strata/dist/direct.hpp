@@ -42,17 +42,6 @@ struct block_handle {
 /// The counts in a shared block's header (below).
 enum class block_count { started, pulls_done };
 
-/// The source blocks of every member of a team for one distributed array, gathered at the
-/// array's first copy: copies are collective and called in the same order, so every
-/// member's history of copies from the array is the same, and later copies find each
-/// peer's block here and wait for its `started` count only (no gather per copy).
-struct peer_blocks {
-  // Per member: block_handle's fields, then a fingerprint of the source type it passed.
-  static constexpr std::size_t words = 4;
-  std::vector<std::uint64_t> handles;
-  strata::event gathered;  // completes when `handles` is filled
-};
-
 /// Host memory for the local part of a distributed array, zero-filled. When every member
 /// of the team shares this node and direct access works it lives in an anonymous memory
 /// file (memfd) that the peers can map into their own address space, so a copy on one
@@ -76,16 +65,13 @@ class shared_block {
   std::size_t bytes() const noexcept { return bytes_; }
   block_handle handle() const noexcept;
   /// Counts a copy from this block as its source: the n-th (returned) on every member,
-  /// since copies are collective and called in the same order.
+  /// since copies are collective and called in the same order (the number its pulls are
+  /// counted by: pulls_done, when_peers_pulled).
   std::uint64_t copy_started() const noexcept;
   /// Says, in the block's header, that this rank has finished taking its elements from
   /// the peers in one more copy from this block's array (it read their blocks, not this
   /// one: the count tells the peers that their blocks are free again).
   void pulls_done() const noexcept;
-  /// The peers' blocks of this block's array, once a copy has gathered them (null
-  /// before), and keeping them (by the copy that gathers).
-  std::shared_ptr<peer_blocks> const& peers() const noexcept { return peers_; }
-  void keep_peers(std::shared_ptr<peer_blocks> p) const noexcept { peers_ = std::move(p); }
 
  private:
   void release() noexcept;
@@ -95,7 +81,6 @@ class shared_block {
   std::size_t bytes_ = 0;
   int fd_ = -1;
   std::uint64_t serial_ = 0;
-  mutable std::shared_ptr<peer_blocks> peers_;
 };
 
 /// Team rank q's block `h` mapped read-only into this process, or null when it has no
@@ -111,17 +96,6 @@ std::shared_ptr<void const> map_peer_block(team const& t, int q, block_handle co
 /// without a barrier: one word written by each reader, no message.
 strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, std::uint64_t n,
                                 std::vector<std::shared_ptr<void const>> mapped);
-
-/// How many copies team rank q has started from its block `h` (shared_block::
-/// copy_started), read through `mapped` (map_peer_block's pointer; null: with
-/// process_vm_readv). A copy from an array reads q's block once this count has reached
-/// its own: q has called that copy, so its source is ready.
-std::uint64_t peer_copies_started(team const& t, int q, block_handle const& h, void const* mapped);
-
-/// Completes (on the MPI thread, which polls it like a request) once team rank q has
-/// started `n` copies from its block `h` (peer_copies_started).
-strata::event when_peer_started(team const& t, int q, block_handle const& h,
-                                std::shared_ptr<void const> mapped, std::uint64_t n);
 
 /// Whether arrays of `t` live in memory files the peers map: direct_access(t), and
 /// STRATA_DIST_DIRECT is not `read` (which keeps process_vm_readv for every copy).

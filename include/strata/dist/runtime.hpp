@@ -18,6 +18,7 @@
 #include <strata/machine/place.hpp>
 #include <strata/runtime.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,11 @@ class runtime {
   explicit runtime(strata::runtime& local);
   /// Waits for this rank's outstanding remote operations, then for every rank to arrive
   /// (serving their requests meanwhile), then releases the communicators. Collective.
+  /// A rank that leaves the runtime's scope by an exception waits for the others (10 s,
+  /// STRATA_DIST_FAILURE_GRACE);
+  /// if they have not all arrived by then (they wait in something this rank left), it
+  /// says so on stderr and ends the job with MPI_Abort rather than hang every rank.
+  /// Print the exception's message before the runtime ends, or it is lost with the job.
   ~runtime();
 
   runtime(runtime const&) = delete;
@@ -120,6 +126,18 @@ class runtime {
   std::unique_ptr<strata::runtime> owned_;
   std::unique_ptr<detail::runtime_impl> impl_;
 };
+
+namespace detail {
+/// How long a rank whose failure others cannot learn of waits for them before it ends the
+/// job (STRATA_DIST_FAILURE_GRACE, in seconds; 10 by default): ~runtime of a rank leaving
+/// by an exception, and dist::for_ranks's failed member (docs/dist.md "When a rank fails").
+std::chrono::duration<double> failure_grace();
+/// Writes `why` to stderr and ends every rank of the job (MPI_Abort).
+[[noreturn]] void abort_job(std::string const& why);
+/// A team of the same members on a communicator of its own, made by the first call for
+/// `t` (collective over its members) and kept with it: dist::for_ranks's syncs.
+team control_team(team const& t);
+}  // namespace detail
 
 /// The world rank a place of the cluster tree belongs to; throws invalid_argument for a
 /// place that is not part of the live dist::runtime's cluster, naming `operation`.

@@ -13,10 +13,14 @@
 // whole array's (more synchronization than PARRAY asks, never less).
 //
 // Nothing hangs: each sync is one all-reduce of the members' states (arrived, returned,
-// failed), and a member whose body has ended keeps taking part in rounds until every
-// member's has. A process that returns while others wait in a sync, or one that throws,
-// ends everybody's body: every member's for_ranks throws (the failing process its own
-// exception, the others an error naming that process and its message).
+// failed), on a communicator of its own (the body's collectives never meet it), and a
+// member whose body has ended keeps taking part in rounds until every member's has. A
+// process that returns while others wait in a sync, or one that throws, ends everybody's
+// body at their next sync: every member's for_ranks throws (the failing process its own
+// exception, the others an error naming that process and its message). A body may use
+// the team's collectives too, but a process that throws between them leaves the others
+// inside one, which MPI cannot cancel: if they reach no sync within the failure grace
+// (runtime.hpp), the failed process ends the job with a message instead of hanging.
 #pragma once
 
 #include <strata/dist/collectives.hpp>
@@ -28,6 +32,7 @@
 #include <climits>
 #include <concepts>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <span>
@@ -44,11 +49,37 @@ namespace detail {
 /// What a member brings to a round: still in the body at a sync, or its body has ended.
 enum rank_state : int { at_sync = 0, returned = 1, failed = 2 };
 
-/// One round: every member's state in; the largest and the smallest state out.
-inline std::pair<int, int> state_round(team const& t, int mine) {
+/// One round: every member's state in; the largest and the smallest state out. A member
+/// whose body failed (`failure`: its message) cannot tell whether the others are still
+/// computing or wait in a collective its body left: it waits for them until the failure
+/// grace has passed, then ends the job rather than hang (runtime.hpp).
+inline std::pair<int, int> state_round(team const& t, int mine,
+                                       std::string const* failure = nullptr) {
   std::array<int, 2> in{mine, -mine}, out{};
-  all_reduce(t, std::span<int const>(in), std::span<int>(out), reduce_op::max).wait();
+  auto done = all_reduce(t, std::span<int const>(in), std::span<int>(out), reduce_op::max);
+  if (failure && !done.wait_for(failure_grace())) {
+    char grace[32];
+    std::snprintf(grace, sizeof grace, "%g", failure_grace().count());
+    abort_job("dist::for_ranks: the body of process " + std::to_string(t.rank()) +
+              " of the mpi thread array failed (" + *failure +
+              ") and the other processes did not reach a sync or the end of theirs within " +
+              grace +
+              " s (STRATA_DIST_FAILURE_GRACE): they may wait in a collective that body left, "
+              "which MPI cannot cancel");
+  }
+  done.wait();
   return {out[0], -out[1]};
+}
+
+/// The message of a caught exception.
+inline std::string what_of(std::exception_ptr const& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (std::exception const& x) {
+    return x.what();
+  } catch (...) {
+    return "unknown exception";
+  }
 }
 
 /// Raised inside a body whose sync learned that another member's body has ended: by
@@ -64,7 +95,8 @@ struct rank_array_ended : error {
 /// A process of an mpi thread array, as its body sees it.
 class rank_context {
  public:
-  rank_context(team const& t, thread_tree const& tree) : team_(t), tree_(tree) {}
+  rank_context(team const& t, thread_tree const& tree)
+      : team_(t), control_(detail::control_team(t)), tree_(tree) {}
 
   /// The process's id in the array (its team rank; PARRAY `tid`).
   index_t tid() const { return team_.rank(); }
@@ -79,7 +111,7 @@ class rank_context {
   }
   /// Waits until every process of the array has arrived (PARRAY `sync`).
   void sync() const {
-    auto [most, least] = detail::state_round(team_, detail::at_sync);
+    auto [most, least] = detail::state_round(control_, detail::at_sync);
     (void)least;
     if (most == detail::failed)
       throw detail::rank_array_ended(
@@ -97,6 +129,8 @@ class rank_context {
     sync();
   }
   team const& members() const { return team_; }
+  /// The team the syncs run on (detail::control_team of members()).
+  team const& control() const { return control_; }
 
  private:
   template <class... I>
@@ -115,6 +149,7 @@ class rank_context {
   }
 
   team team_;
+  team control_;  // the syncs' rounds: never matched against the body's own collectives
   thread_tree tree_;
 };
 
@@ -155,10 +190,13 @@ void for_ranks(team const& t, thread_array<thread_kind::mpi> const& threads, F&&
     state = detail::failed;
   }
   // Rounds until every member's body has ended (a member still in the body is in a sync,
-  // which this round ends with rank_array_ended).
+  // which this round ends with rank_array_ended). On the control team, as the syncs: the
+  // body may have left the others in a collective of `t` (see state_round).
+  auto const& control = ctx.control();
+  std::string const failure = state == detail::failed && !cancelled ? detail::what_of(mine) : "";
   int most = state;
   for (;;) {
-    auto [hi, lo] = detail::state_round(t, state);
+    auto [hi, lo] = detail::state_round(control, state, failure.empty() ? nullptr : &failure);
     most = std::max(most, hi);
     if (lo >= detail::returned) break;
   }
@@ -166,20 +204,15 @@ void for_ranks(team const& t, thread_array<thread_kind::mpi> const& threads, F&&
   // The lowest failing member tells everybody what went wrong.
   int const me = t.rank();
   std::array<int, 1> candidate{state == detail::failed && !cancelled ? me : INT_MAX}, first{};
-  all_reduce(t, std::span<int const>(candidate), std::span<int>(first), reduce_op::min).wait();
+  all_reduce(control, std::span<int const>(candidate), std::span<int>(first), reduce_op::min)
+      .wait();
   std::array<char, 512> text{};
   if (first[0] == INT_MAX) first[0] = 0;  // cannot happen: a cancellation has a cause
   if (me == first[0] && mine) {
-    std::string what = "unknown exception";
-    try {
-      std::rethrow_exception(mine);
-    } catch (std::exception const& e) {
-      what = e.what();
-    } catch (...) {
-    }
+    std::string const what = detail::what_of(mine);
     std::strncpy(text.data(), what.c_str(), text.size() - 1);
   }
-  broadcast(t, std::span<char>(text), first[0]).wait();
+  broadcast(control, std::span<char>(text), first[0]).wait();
   if (mine && !cancelled) std::rethrow_exception(mine);
   throw error("dist::for_ranks: process " + std::to_string(first[0]) +
               " of the mpi thread array failed: " + std::string(text.data()));
