@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <set>
 
 namespace strata {
 namespace {
@@ -39,10 +41,11 @@ json node_to_json(place const& p) {
   return j;
 }
 
-json summary_of(place const& root) {
+// Counts of one machine tree (or a rank's copy of one).
+json machine_summary(place const& root) {
   json s = json::object();
+  auto all = root.descendants();
   auto count = [&](char const* key, auto&& match) {
-    auto all = root.descendants();
     s[key] = std::count_if(all.begin(), all.end(), match);
   };
   auto of_type = [](place_type t) { return [t](place const& p) { return p.type() == t; }; };
@@ -58,6 +61,77 @@ json summary_of(place const& root) {
   std::uint64_t host_bytes = 0;
   for (auto const& m : root.descendants(place_type::host_memory)) host_bytes += m.capacity();
   s["host_memory_bytes"] = host_bytes;
+  return s;
+}
+
+// Which hardware a place of a rank's machine copy is, so that ranks on one host that see
+// it (each bound to its own slice, or all to the whole machine) count it once: its OS
+// number, or its first PU's for places without one (cores, packages), or its path.
+std::string hardware_key(place const& p) {
+  auto const info = p.info();
+  std::int32_t os = info.os_index;
+  if (os < 0)
+    for (auto const& pu : p.descendants(place_type::pu))
+      if (pu.info().os_index >= 0) {
+        os = pu.info().os_index;
+        break;
+      }
+  return fmt::format("{}/{}/{}", static_cast<int>(info.type), static_cast<int>(info.isa),
+                     os >= 0 ? std::to_string(os) : p.path());
+}
+
+// The summary of a machine, or of a cluster (dist::runtime::cluster(): one child per
+// rank, each holding a copy of its process's machine, with the host it runs on). Ranks on
+// one host share its hardware: a package, NUMA node, core, PU or CUDA device counts once
+// per host however many ranks see it (summing every rank's copy counted 3 packages and
+// 42 GiB for 3 ranks on a 1-package, 14 GiB machine); sim devices are each process's own
+// and count per rank. Hosts add up.
+json summary_of(place const& root) {
+  if (root.type() != place_type::cluster) return machine_summary(root);
+  std::set<std::pair<std::string, std::string>> seen;  // (host, hardware_key)
+  std::map<std::string, std::uint64_t> counts;
+  std::set<std::string> hosts;
+  std::uint64_t host_bytes = 0;
+  for (auto const& r : root.children()) {
+    auto const info = r.info();
+    auto const h = std::find_if(info.attributes.begin(), info.attributes.end(),
+                                [](auto const& a) { return a.first == "host"; });
+    std::string const host =
+        h == info.attributes.end() ? "rank " + std::to_string(info.rank) : h->second;
+    hosts.insert(host);
+    for (auto const& p : r.descendants()) {
+      char const* key = nullptr;
+      switch (p.type()) {
+        case place_type::package:
+          key = "packages";
+          break;
+        case place_type::host_memory:
+          key = "numa_nodes";
+          break;
+        case place_type::core:
+          key = "cores";
+          break;
+        case place_type::pu:
+          key = "pus";
+          break;
+        case place_type::device:
+          if (p.isa() == isa::sim) ++counts["sim_devices"];
+          if (p.isa() == isa::cuda) key = "cuda_devices";
+          break;
+        default:
+          break;
+      }
+      if (!key || !seen.emplace(host, hardware_key(p)).second) continue;
+      ++counts[key];
+      if (p.type() == place_type::host_memory) host_bytes += p.capacity();
+    }
+  }
+  json s = json::object();
+  for (char const* key : {"packages", "numa_nodes", "cores", "pus", "cuda_devices", "sim_devices"})
+    s[key] = counts[key];
+  s["host_memory_bytes"] = host_bytes;
+  s["ranks"] = root.children().size();
+  s["hosts"] = hosts.size();
   return s;
 }
 

@@ -12,6 +12,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -265,6 +266,29 @@ TEST(DistArray, OverflowingTypesAndIndicesOutsideTheExtentAreErrors) {
   EXPECT_FALSE(a.holds({10}));
   EXPECT_THROW((void)t.owner_rank({11}), invalid_argument);
   EXPECT_THROW((void)t.owner_rank({-1}), invalid_argument);
+  // Extents that check() accepts, near INT64_MAX: the global view's arithmetic must not
+  // overflow ((n + p - 1) / p made owner_rank({n - 1}) -3 and cyclic counts negative).
+  index_t const n = std::numeric_limits<index_t>::max();
+  for (auto how : {distribution::block(), distribution::cyclic(), distribution::block_cyclic(7)}) {
+    dist::array_type<1> const huge{.extent = {n}, .dist = {how}, .grid = {3}};
+    index_t total = 0;
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_GE(huge.owned_count(0, c), 0) << c;
+      total += huge.owned_count(0, c);
+    }
+    EXPECT_EQ(total, n);
+    int const last = huge.owner_rank({n - 1});
+    EXPECT_TRUE(last >= 0 && last < 3) << last;
+    EXPECT_GE(huge.local_index(0, n - 1), 0);
+    EXPECT_LT(huge.local_index(0, n - 1), huge.owned_count(0, last));
+    EXPECT_EQ(huge.owner_rank({0}), 0);
+  }
+  dist::array_type<1> const blocks{.extent = {n}, .dist = {distribution::block()}, .grid = {3}};
+  EXPECT_EQ(blocks.owner_rank({n - 1}), 2);
+  EXPECT_EQ(blocks.local_index(0, n - 1), blocks.owned_count(0, 2) - 1);
+  // The lists themselves for a small extent near the top: cyclic steps stop at the end.
+  dist::array_type<1> const few{.extent = {5}, .dist = {distribution::cyclic()}, .grid = {3}};
+  EXPECT_EQ(few.owned(0, 1), (std::vector<index_t>{1, 4}));
 }
 
 // Found by an outside probe: ranks that passed arrays of different sizes to one copy

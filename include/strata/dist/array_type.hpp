@@ -84,12 +84,12 @@ struct array_type {
         for (index_t i = 0; i < n; ++i) out.push_back(i);
         break;
       case distribution::kind::block: {
-        index_t const b = (n + p - 1) / p;
-        for (index_t i = c * b; i < std::min(n, (c + 1) * b); ++i) out.push_back(i);
+        index_t const b = block_size(d), lo = std::min(n, c * b);
+        for (index_t i = lo; i < lo + std::min(b, n - lo); ++i) out.push_back(i);
         break;
       }
       case distribution::kind::cyclic:
-        for (index_t i = c; i < n; i += p) out.push_back(i);
+        for (index_t i = c; i<n; i = n - i> p ? i + p : n) out.push_back(i);
         break;
       case distribution::kind::block_cyclic: {
         index_t const b = cyclic_block(d);
@@ -104,6 +104,12 @@ struct array_type {
     }
     return out;
   }
+  /// A block distribution's block along d: the extent over the grid, rounded up (written
+  /// so that it cannot overflow: (n + p - 1) / p did for extents near INT64_MAX).
+  index_t block_size(std::size_t d) const {
+    index_t const n = extent[d], p = grid[d];
+    return n / p + (n % p != 0);
+  }
   /// A block-cyclic block, at most the extent: a larger block holds the same indices
   /// (all on grid coordinate 0) and keeps b * p within index_t.
   index_t cyclic_block(std::size_t d) const { return std::min(dist[d].block_size, extent[d]); }
@@ -114,7 +120,7 @@ struct array_type {
       case distribution::kind::whole:
         return 0;
       case distribution::kind::block:
-        return static_cast<int>(i / ((extent[d] + p - 1) / p));
+        return static_cast<int>(i / block_size(d));
       case distribution::kind::cyclic:
         return static_cast<int>(i % p);
       case distribution::kind::block_cyclic:
@@ -128,7 +134,7 @@ struct array_type {
       case distribution::kind::whole:
         return i;
       case distribution::kind::block:
-        return i - static_cast<index_t>(owner(d, i)) * ((extent[d] + p - 1) / p);
+        return i - static_cast<index_t>(owner(d, i)) * block_size(d);
       case distribution::kind::cyclic:
         return i / p;
       case distribution::kind::block_cyclic: {
@@ -172,12 +178,12 @@ struct array_type {
       case distribution::kind::whole:
         return n;
       case distribution::kind::block: {
-        index_t const b = n / p + (n % p != 0);
+        index_t const b = block_size(d);
         index_t const lo = std::min(n, c * b);
-        return std::min(n, lo + b) - lo;
+        return std::min(b, n - lo);
       }
       case distribution::kind::cyclic:
-        return c < n ? (n - c + p - 1) / p : 0;
+        return c < n ? (n - c) / p + ((n - c) % p != 0) : 0;
       case distribution::kind::block_cyclic: {
         index_t const b = cyclic_block(d);
         index_t const whole = n / b, rest = n % b;  // full blocks, cells of the last one
