@@ -22,6 +22,13 @@
 
 namespace apps {
 
+/// A number as a message shows it: %g (std::to_string's %f wrote 1e300 as 301 digits).
+inline std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 class args {
  public:
   /// `usage`: the app's usage text, shown after every error.
@@ -29,9 +36,10 @@ class args {
 
   /// True, after printing the usage on stdout, when `arg` asks for it (--help, -h): the
   /// app then exits 0 (a request for help is not a mistake).
-  bool help(std::string const& arg) const {
+  /// `print`: false on every rank but 0 of a distributed app, which prints it once.
+  bool help(std::string const& arg, bool print = true) const {
     if (arg != "--help" && arg != "-h") return false;
-    std::printf("%s\n", usage_.c_str());
+    if (print) std::printf("%s\n", usage_.c_str());
     return true;
   }
 
@@ -135,12 +143,6 @@ class args {
     if (*p == '\0' || std::strspn(p, "0123456789") != std::strlen(p)) return false;
     long long v = 0;
     return std::from_chars(p, text + n, v).ec == std::errc::result_out_of_range;
-  }
-
-  static std::string number_text(double v) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", v);
-    return buf;
   }
 
   std::string usage_;

@@ -23,9 +23,12 @@ std::vector<strata::target> places_named(strata::place const& machine, std::stri
     auto host = machine.slice(strata::isa::host);
     auto pus = host.processors();
     if (k < 1 || k > static_cast<int>(pus.size()))
-      throw strata::invalid_argument("places '" + name + "': " + std::to_string(k) +
-                                     " host places of " + std::to_string(pus.size()) +
-                                     " PUs; expected 1 to " + std::to_string(pus.size()));
+      throw strata::invalid_argument(
+          "places '" + name + "': " + std::to_string(k) + " host places need " + std::to_string(k) +
+          " PUs and this process has " + std::to_string(pus.size()) +
+          " (under mpiexec each rank may be bound to one core: mpiexec --bind-to none "
+          "lifts that); expected 1 to " +
+          std::to_string(pus.size()) + " host places");
     if (k == 1) {
       out.push_back(with(host));
       return;

@@ -1,5 +1,7 @@
 #include "sparse.hpp"
 
+#include "cli.hpp"
+
 #include <strata/strata.hpp>
 
 #include <algorithm>
@@ -329,7 +331,7 @@ csr_matrix laplacian_3d(csr_index nx, csr_index ny, csr_index nz) {
 csr_matrix random_power_law(csr_index n, double average, std::uint64_t seed) {
   if (n < 1) throw strata::invalid_argument("random_power_law: " + std::to_string(n) + " rows");
   if (!(average >= 1.0) || average > n)
-    throw strata::invalid_argument("random_power_law: average " + std::to_string(average) +
+    throw strata::invalid_argument("random_power_law: average " + apps::number_text(average) +
                                    " nonzeros per row; expected 1 to the row count " +
                                    std::to_string(n));
   // Pareto row lengths x_min * u^(-1/a) with tail index a = 1.5 have mean x_min * a / (a - 1).

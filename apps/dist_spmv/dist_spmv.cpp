@@ -54,7 +54,7 @@ int run(dist::runtime const& rt, int argc, char** argv) {
   double average = 8;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (cli.help(arg)) return 0;
+    if (cli.help(arg, rt.rank() == 0)) return 0;
     auto value = [&]() -> char const* {
       if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];
@@ -96,7 +96,7 @@ int run(dist::runtime const& rt, int argc, char** argv) {
     what = "3-D Laplacian " + std::to_string(size) + "^3";
   } else {
     a = apps::random_power_law(static_cast<apps::csr_index>(size), average, 2024);
-    what = "power-law rows, average " + std::to_string(average);
+    what = "power-law rows, average " + apps::number_text(average);
   }
   if (a.rows != a.cols)
     throw strata::invalid_argument("dist_spmv: the matrix is " + std::to_string(a.rows) + " x " +

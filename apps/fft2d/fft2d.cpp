@@ -53,7 +53,7 @@ int run(dist::runtime const& rt, int argc, char** argv) {
   apps::fft2d_options options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (cli.help(arg)) return 0;
+    if (cli.help(arg, rt.rank() == 0)) return 0;
     auto value = [&]() -> char const* {
       if (i + 1 >= argc) cli.fail(arg + " needs a value");
       return argv[++i];

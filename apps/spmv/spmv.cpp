@@ -87,7 +87,7 @@ int app_main(int argc, char** argv) {
     what = "3-D Laplacian " + std::to_string(size) + "^3";
   } else {
     a = apps::random_power_law(static_cast<apps::csr_index>(size), average, 2024);
-    what = "power-law rows, average " + std::to_string(average);
+    what = "power-law rows, average " + apps::number_text(average);
   }
   double const t_make =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -60,6 +60,8 @@ std::vector<int> parse_rank_counts(std::string const& text) {
 template <class Opts>
 std::vector<std::string> mpi_command(Opts const& o, int ranks) {
   ::setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
+  // For the ranks' metadata line (below): how to run it again includes the rank count.
+  ::setenv("STRATA_BENCH_RANKS", std::to_string(ranks).c_str(), 1);
   if (::geteuid() == 0) {
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
@@ -195,9 +197,11 @@ void configure_bench(CLI::App& cmd_app) {
     (void)ranks;
 #endif
     // What the metadata line says ran: enough to run it again.
-    o->run.argv_text = "strata bench " + o->name + (o->run.json ? " --json" : "") +
-                       (o->run.quick ? " --quick" : "") + " --repeats " +
-                       std::to_string(o->run.repeats);
+    char const* relaunched = std::getenv("STRATA_BENCH_RANKS");
+    o->run.argv_text = "strata bench " +
+                       (relaunched ? "--ranks " + std::string(relaunched) + " " : std::string()) +
+                       o->name + (o->run.json ? " --json" : "") + (o->run.quick ? " --quick" : "") +
+                       " --repeats " + std::to_string(o->run.repeats);
     if (!bench::run(o->name, o->run))
       throw invalid_argument("bench: no benchmark named '" + o->name +
                              "'; see `strata bench --list`");

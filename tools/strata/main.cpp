@@ -28,11 +28,15 @@ constexpr char const* settings_table = R"(Environment variables and flags:
                                   ranks on one node as messages, not direct access
                                   (read: process_vm_readv reads for copies, no mapping
                                   of the peers' memory)
+  STRATA_DIST_FAILURE_GRACE=S     strata::dist: seconds a rank that failed alone waits
+                                  for the others before it ends the job (default 10)
   STRATA_SHARE_NODE=0             under mpiexec without binding, every rank sees the whole
                                   node (default: its share of the PUs)
   STRATA_BENCH_LARGE=1            strata bench: also n = 8192 in dist-summa and dist-fft
   STRATA_BENCH_OMP_DEPEND_FANOUT=1  strata bench: run the slow OpenMP depend peer of wide
                                   graph-fanout too
+  STRATA_BENCH_RANKS=N            strata bench: set by --ranks for the ranks it starts
+                                  (their metadata's command says --ranks N)
   STRATA_PYTHON=PATH              strata report: the Python with matplotlib
   STRATA_REPORT_SCRIPT=PATH       strata report: another plotting script
 )";
