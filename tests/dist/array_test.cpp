@@ -62,6 +62,18 @@ dist::array_type<N> random_type(std::mt19937& rng, vec<N> const& extent, int siz
   return t;
 }
 
+// An n x n array in row blocks over p ranks, and the same in column blocks stored
+// transposed (the two sides of a distributed transpose).
+dist::array_type<2> row_blocks(index_t n, int p) {
+  return {.extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
+}
+dist::array_type<2> column_blocks_transposed(index_t n, int p) {
+  return {.extent = {n, n},
+          .dist = {distribution::whole(), distribution::block()},
+          .grid = {1, p},
+          .order = {1, 0}};
+}
+
 template <std::size_t N>
 void check_copy(dist::team const& team, dist::array_type<N> const& from,
                 dist::array_type<N> const& to, std::string const& what) {
@@ -395,12 +407,7 @@ TEST(DistArray, MappingsOfFreedArraysGo) {
   int const p = rt.size();
   auto const& w = rt.world();
   index_t const n = 67;
-  dist::array_type<2> const rows{
-      .extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
-  dist::array_type<2> const cols{.extent = {n, n},
-                                 .dist = {distribution::whole(), distribution::block()},
-                                 .grid = {1, p},
-                                 .order = {1, 0}};
+  auto const rows = row_blocks(n, p), cols = column_blocks_transposed(n, p);
   for (int round = 0; round < 40; ++round) {
     dist::array<double, 2> a(w, rows), b(w, cols);
     a.for_each([round](vec<2> const& i, double& x) { x = value(i) + round; });
@@ -485,12 +492,7 @@ TEST(DistArray, LaterCopiesWaitForEachPeersSource) {
   int const p = rt.size(), me = rt.rank();
   auto const& w = rt.world();
   index_t const n = 131;
-  dist::array_type<2> const rows{
-      .extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
-  dist::array_type<2> const cols{.extent = {n, n},
-                                 .dist = {distribution::whole(), distribution::block()},
-                                 .grid = {1, p},
-                                 .order = {1, 0}};
+  auto const rows = row_blocks(n, p), cols = column_blocks_transposed(n, p);
   dist::array_type<2> const mixed{
       .extent = {n, n}, .dist = {distribution::cyclic(), distribution::cyclic()}, .grid = {1, p}};
   dist::array<double, 2> a(w, rows), b(w, cols), c(w, mixed);
@@ -520,12 +522,7 @@ TEST(DistArray, CopiesThatShareArraysKeepTheirOrder) {
   int const p = rt.size(), me = rt.rank();
   auto const& w = rt.world();
   index_t const n = 64;
-  dist::array_type<2> const rows{
-      .extent = {n, n}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
-  dist::array_type<2> const cols{.extent = {n, n},
-                                 .dist = {distribution::whole(), distribution::block()},
-                                 .grid = {1, p},
-                                 .order = {1, 0}};
+  auto const rows = row_blocks(n, p), cols = column_blocks_transposed(n, p);
   dist::array_type<2> const mixed{.extent = {n, n},
                                   .dist = {distribution::cyclic(), distribution::block_cyclic(3)},
                                   .grid = {p, 1}};

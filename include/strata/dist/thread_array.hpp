@@ -193,10 +193,11 @@ void for_ranks(team const& t, thread_array<thread_kind::mpi> const& threads, F&&
   // which this round ends with rank_array_ended). On the control team, as the syncs: the
   // body may have left the others in a collective of `t` (see state_round).
   auto const& control = ctx.control();
-  std::string const failure = state == detail::failed && !cancelled ? detail::what_of(mine) : "";
+  bool const failed_here = state == detail::failed && !cancelled;
+  std::string const failure = failed_here ? detail::what_of(mine) : "";
   int most = state;
   for (;;) {
-    auto [hi, lo] = detail::state_round(control, state, failure.empty() ? nullptr : &failure);
+    auto [hi, lo] = detail::state_round(control, state, failed_here ? &failure : nullptr);
     most = std::max(most, hi);
     if (lo >= detail::returned) break;
   }
