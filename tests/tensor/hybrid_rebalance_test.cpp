@@ -52,6 +52,35 @@ TEST(HybridRebalance, CutsFollowMeasuredSpeedsAndStayWhenTimesAgree) {
   EXPECT_EQ(rebalanced_cuts({0, 2, 4}, {1.0, 1e9}, 0.1), (std::vector<index_t>{0, 3, 4}));
 }
 
+// An outside probe: a NaN threshold moved the lines at every window, and a NaN damping
+// packed every strip but the last into one row; neither was an error.
+TEST(HybridRebalance, BadThresholdsAndDampingsAreClearErrors) {
+  std::vector<index_t> const cuts{0, 50, 100};
+  double const nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  for (double t : {nan, -0.1, -inf})
+    EXPECT_THROW(rebalanced_cuts(cuts, {1.0, 3.0}, t), invalid_argument) << t;
+  for (double d : {nan, -0.5, 1.5, inf})
+    EXPECT_THROW(rebalanced_cuts(cuts, {1.0, 3.0}, 0.1, d), invalid_argument) << d;
+  EXPECT_EQ(rebalanced_cuts(cuts, {1.0, 3.0}, inf), cuts);  // never moves
+  rt();
+  auto sims = tensor_test::sim_devices(2);
+  auto make = [&](long every, double threshold, double damping) {
+    return hybrid_stencil<double>({16, 8}, {.devices = sims,
+                                            .rebalance = true,
+                                            .rebalance_every = every,
+                                            .rebalance_threshold = threshold,
+                                            .rebalance_damping = damping});
+  };
+  EXPECT_THROW(make(0, 0.1, 0.5), invalid_argument);
+  EXPECT_THROW(make(-4, 0.1, 0.5), invalid_argument);
+  EXPECT_THROW(make(8, nan, 0.5), invalid_argument);
+  EXPECT_THROW(make(8, -1.0, 0.5), invalid_argument);
+  EXPECT_THROW(make(8, 0.1, nan), invalid_argument);
+  EXPECT_THROW(make(8, 0.1, 2.0), invalid_argument);
+  EXPECT_NO_THROW(make(1, 0.0, 1.0));
+  EXPECT_NO_THROW(make(8, inf, 0.0));
+}
+
 TEST(HybridRebalance, SimSpeedIsSetAtRunTimeAndCheckedForBadInput) {
   rt();
   auto sims = tensor_test::sim_devices(2);

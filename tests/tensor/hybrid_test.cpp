@@ -286,6 +286,13 @@ TEST(HybridErrors, BadCutsAndDevicesAreClearErrors) {
   hybrid_stencil<double> h({10, 10}, {.devices = d});
   tensor<double, 2> other(d, tensor_spec<2>{.extent = {10, 10}, .partitions = {1, 1}});
   EXPECT_THROW(h.solve(path_step{}, other, 1.0), invalid_argument);
+  // Bad knobs (an outside probe): a NaN or negative tolerance, no sweeps to time.
+  double const nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  for (double t : {nan, -1e-9, inf})
+    EXPECT_THROW(hybrid_stencil<double>({10, 10}, {.devices = d, .tolerance = t}), invalid_argument)
+        << t;
+  EXPECT_THROW((void)h.measure_speeds(0, jacobi{}), invalid_argument);
+  EXPECT_THROW((void)h.measure_speeds(-3, jacobi{}), invalid_argument);
 }
 
 struct throws_on_row {

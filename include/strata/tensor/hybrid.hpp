@@ -33,6 +33,21 @@
 
 namespace strata {
 
+namespace tensor_detail {
+// Re-partitioning's knobs (hybrid_options, rebalanced_cuts): a NaN threshold made every
+// window move the lines, and a NaN damping rounded to the smallest integer and packed the
+// strips into one row each, silently (an outside probe).
+inline void check_rebalance(double threshold, double damping) {
+  if (!(threshold >= 0))
+    throw invalid_argument("hybrid_stencil: rebalance_threshold " + std::to_string(threshold) +
+                           "; expected a fraction >= 0 (how far the slowest strip's time may "
+                           "exceed the fastest's)");
+  if (!(damping >= 0 && damping <= 1))
+    throw invalid_argument("hybrid_stencil: rebalance_damping " + std::to_string(damping) +
+                           "; expected 0 to 1 (how far the lines move per re-partition)");
+}
+}  // namespace tensor_detail
+
 /// What the solve reports after every iteration (hybrid_options::on_iteration).
 struct hybrid_progress {
   long iteration = 0;                 // 1 for the first sweep of the solve
@@ -91,10 +106,12 @@ struct hybrid_result {
 /// `threshold` of each other (slowest <= (1 + threshold) * fastest), or when a time is not
 /// a positive finite number; else lines moved `damping` of the way (1: all the way) to
 /// those that give each strip rows in proportion to its measured speed, rows / seconds
-/// (every strip keeps a row at least).
+/// (every strip keeps a row at least). A threshold that is NaN or negative, or a damping
+/// outside [0, 1], is invalid_argument (+inf: never move).
 inline std::vector<index_t> rebalanced_cuts(std::vector<index_t> const& cuts,
                                             std::vector<double> const& seconds, double threshold,
                                             double damping = 1.0) {
+  tensor_detail::check_rebalance(threshold, damping);
   if (cuts.size() < 3 || seconds.size() + 1 != cuts.size()) return cuts;
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (auto t : seconds) {
@@ -109,7 +126,6 @@ inline std::vector<index_t> rebalanced_cuts(std::vector<index_t> const& cuts,
   auto target = tensor_detail::weighted_cuts(cuts.back(), speeds, 0);
   // Strip times are not quite proportional to rows (launches and flag read-backs cost
   // the same for any height): moving part of the way keeps small grids from oscillating.
-  damping = std::clamp(damping, 0.0, 1.0);
   auto const n = cuts.size() - 1;
   for (std::size_t k = 1; k < n; ++k) {
     auto c = cuts[k] +
@@ -231,6 +247,14 @@ class hybrid_stencil {
       throw invalid_argument("hybrid_stencil: " + std::to_string(o_.weights.size()) +
                              " weights for " + std::to_string(n) + " devices; expected one each");
     }
+    if (!(o_.tolerance >= 0) || std::isinf(o_.tolerance))
+      throw invalid_argument("hybrid_stencil: tolerance " + std::to_string(o_.tolerance) +
+                             "; expected a finite change >= 0 (0: until nothing changes)");
+    if (o_.rebalance_every < 1)
+      throw invalid_argument("hybrid_stencil: rebalance_every " +
+                             std::to_string(o_.rebalance_every) +
+                             "; expected 1 or more iterations between re-partitions");
+    tensor_detail::check_rebalance(o_.rebalance_threshold, o_.rebalance_damping);
     build();
   }
 
@@ -324,6 +348,9 @@ class hybrid_stencil {
   /// their speeds in cells per second (the seed's Table 1), in device order.
   template <class F, class... A>
   std::vector<double> measure_speeds(int iterations, F update, A const&... extra) {
+    if (iterations < 1)
+      throw invalid_argument("hybrid_stencil::measure_speeds: " + std::to_string(iterations) +
+                             " sweeps; expected 1 or more to time");
     (check_extra(extra), ...);
     auto held = std::make_tuple(hold_extra(extra)...);
     std::vector<double> speeds;
@@ -516,7 +543,7 @@ class hybrid_stencil {
       // §9: the first iteration of a pass (cold caches, every frontier sent) is not measured.
       if (o_.rebalance && n > 1 && r.iterations > 1) {
         for (std::size_t s = 0; s < n; ++s) st->window[s] += times[s];
-        if (++st->measured >= std::max(1L, o_.rebalance_every)) {
+        if (++st->measured >= o_.rebalance_every) {
           auto const& now = cuts();
           auto next =
               rebalanced_cuts(now, st->window, o_.rebalance_threshold, o_.rebalance_damping);
