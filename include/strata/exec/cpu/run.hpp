@@ -13,6 +13,22 @@
 #include <tuple>
 #include <utility>
 
+// GCC 12 at -O2 and -O3 deleted whole CPU launches: the threads and sim backends' chunk
+// bodies copy the launch's arguments into a local and call run_blocks with it, and dce2
+// dropped the call (or, with run_blocks opaque, run_blocks' own call of run_streaming), as
+// if the kernel's stores through the copied pointers had no effect; disabling GCC's IPA
+// summaries (modref and pure-const together) avoids it, and so does -fno-tree-sra.
+// Found by an outside probe: a kernel writing SoA record cells through `auto o = *it`
+// wrote nothing (tests/tensor/record_o2_test.cpp; docs/records.md, "A GCC 12
+// miscompile", has this and two earlier instances). `noipa` keeps every caller from
+// using a summary of the functions that run a launch's blocks; each stays one call per
+// chunk (not per cell: the kernels are still inlined into their loops).
+#if defined(__GNUC__) && !defined(__clang__)
+#define STRATA_RUN_BLOCKS_OPAQUE __attribute__((noipa))
+#else
+#define STRATA_RUN_BLOCKS_OPAQUE
+#endif
+
 namespace strata::detail {
 
 /// Thread-local scratch storage for one block, reused from block to block. Frames nest
@@ -61,8 +77,8 @@ inline void call_kernel(Kernel const& k, Self const& self, Args& args, std::inde
 
 // Streaming blocks: every thread of every block, in order, on this thread.
 template <std::size_t D, class Kernel, class Args>
-void run_streaming(shape<D, streaming_group> const& s, index_t b0, index_t b1, Kernel const& k,
-                   Args& args) {
+STRATA_RUN_BLOCKS_OPAQUE void run_streaming(shape<D, streaming_group> const& s, index_t b0,
+                                            index_t b1, Kernel const& k, Args& args) {
   using ctx_t = cpu_context<D, no_sync>;
   using seq = std::make_index_sequence<std::tuple_size_v<Args>>;
   ctx_t ctx{s.grid_extent(), s.block_extent(), s.element_extent(), {}, {}};
@@ -89,8 +105,8 @@ void run_streaming(shape<D, streaming_group> const& s, index_t b0, index_t b1, K
 
 // Parallel blocks with barrier(): fibers (or a direct call for one-thread blocks).
 template <std::size_t D, class Kernel, class Args>
-void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kernel const& k,
-                Args& args) {
+STRATA_RUN_BLOCKS_OPAQUE void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1,
+                                         Kernel const& k, Args& args) {
   using seq = std::make_index_sequence<std::tuple_size_v<Args>>;
   scratch_frame frame(s.scratchpad_bytes());
   block_vars vars;
@@ -148,8 +164,8 @@ void run_fibers(shape<D, parallel_group> const& s, index_t b0, index_t b1, Kerne
 
 // Phase-split blocks: each phase is a loop over the block's threads.
 template <std::size_t D, class State, class... Phases, class Args>
-void run_phases(shape<D, parallel_group> const& s, index_t b0, index_t b1,
-                phased_kernel<State, Phases...> const& k, Args& args) {
+STRATA_RUN_BLOCKS_OPAQUE void run_phases(shape<D, parallel_group> const& s, index_t b0, index_t b1,
+                                         phased_kernel<State, Phases...> const& k, Args& args) {
   using ctx_t = cpu_context<D, phase_sync>;
   index_t const threads = s.threads_per_block();
   std::size_t const scratch =
@@ -219,7 +235,8 @@ struct chunking {
 
 /// Runs blocks [b0, b1) of a launch on the calling thread.
 template <std::size_t D, class P, class Kernel, class Args>
-void run_blocks(shape<D, P> const& s, index_t b0, index_t b1, Kernel const& k, Args& args) {
+STRATA_RUN_BLOCKS_OPAQUE void run_blocks(shape<D, P> const& s, index_t b0, index_t b1,
+                                         Kernel const& k, Args& args) {
   if constexpr (is_phased_kernel_v<Kernel>) {
     static_assert(is_parallel_v<P>,
                   "phases: a phase-split kernel needs parallel blocks, "
