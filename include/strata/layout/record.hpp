@@ -297,8 +297,15 @@ inline constexpr std::size_t soa_units_v = [] {
 }();
 
 /// The byte offset of component d of field K of element i.
+/// k with 2^k == n, for a power of two n (an AoSoA's block).
+constexpr int log2_of(std::size_t n) {
+  int k = 0;
+  while ((std::size_t{1} << k) < n) ++k;
+  return k;
+}
+
 template <class L, class D, std::size_t K>
-STRATA_FN constexpr std::size_t record_offset(index_t i, std::size_t d, index_t pitch) {
+STRATA_FN constexpr index_t record_offset(index_t i, std::size_t d, index_t pitch) {
   using M = record_map<L, D>;
   auto const u = static_cast<std::size_t>(i);
   using info = typename record_traits<D>::info;
@@ -311,12 +318,20 @@ STRATA_FN constexpr std::size_t record_offset(index_t i, std::size_t d, index_t 
     // with the run-time pitch inside, stayed a loop per access in kernels over record
     // iterators and kept them from vectorizing (apps/force, docs/apps.md).
     auto const p = static_cast<std::size_t>(pitch);
-    return (soa_units_v<D, K> + d * info::size(K)) * p + u * info::size(K);
-  } else if constexpr (M::block != 0)
-    return M::start(K, d, pitch) + u / M::block * M::block_bytes +
-           u % M::block * M::element_stride(K);
-  else
-    return M::start(K, d, pitch) + u * M::element_stride(K);
+    return static_cast<index_t>((soa_units_v<D, K> + d * info::size(K)) * p + u * info::size(K));
+  } else if constexpr (M::block != 0) {
+    // Floor division by the power-of-two block (a shift and a mask on the signed index):
+    // an index below 0 lands in the block before `base`. A tensor's row loop addresses
+    // AoSoA cells from their block's start (tensor/split.hpp, cell_kernel::row), and a
+    // kernel's offset(dim, -1) from lane 0 reaches the previous block.
+    constexpr int shift = log2_of(M::block);
+    index_t const block = i >> shift, lane = i & static_cast<index_t>(M::block - 1);
+    return static_cast<index_t>(M::start(K, d, pitch)) +
+           block * static_cast<index_t>(M::block_bytes) +
+           lane * static_cast<index_t>(M::element_stride(K));
+  } else {
+    return static_cast<index_t>(M::start(K, d, pitch) + u * M::element_stride(K));
+  }
 }
 
 /// A component index past its field's extent (debug builds check get<F>(d) and

@@ -136,9 +136,10 @@ struct record_map<grouped<L, G...>, D> {
 
   /// The byte offset of component d of field K of element i (record_offset).
   template <std::size_t K>
-  STRATA_FN static constexpr std::size_t offset(index_t i, std::size_t d, index_t pitch) {
+  STRATA_FN static constexpr index_t offset(index_t i, std::size_t d, index_t pitch) {
     constexpr std::size_t g = group_of<K>;
-    return region_start<g>(pitch) + record_offset<L, group_at<g>, index_in_group<K>>(i, d, pitch);
+    return static_cast<index_t>(region_start<g>(pitch)) +
+           record_offset<L, group_at<g>, index_in_group<K>>(i, d, pitch);
   }
 
   // The per-field forms of the plain maps' members (record_copy's runs; host code).

@@ -75,6 +75,8 @@ STRATA_FN void for_each_point(strided_box_range<N> const& r, Fn&& fn) {
   for (auto p : r) fn(p);
 }
 
+struct row_tiles;  // cell_kernel's row loop over AoSoA blocks (split.hpp)
+
 [[noreturn]] inline void offset_out_of_padding(std::size_t dim, index_t to, index_t extent,
                                                index_t padding) {
   throw out_of_range("tensor iterator: offset to local index " + std::to_string(to) +
@@ -175,6 +177,7 @@ class tensor_iterator {
   }
 
  private:
+  friend struct tensor_detail::row_tiles;
   tensor_block<T, N> const* block_;
   pointer p_;
   vec<N> local_;
@@ -240,6 +243,7 @@ class block_iterator {
   }
 
  private:
+  friend struct tensor_detail::row_tiles;
   pointer p_;
   vec<N> local_;
   std::int32_t stride_[N];
