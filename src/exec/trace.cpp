@@ -546,13 +546,13 @@ void trace_start(std::string const& path, char const* source) {
     }
   }
   t.nvtx.store(nvtx, std::memory_order_relaxed);
-  on.store(true, std::memory_order_release);
+  trace::detail::on.store(true, std::memory_order_release);
 }
 
 void trace_finish() noexcept {
   using namespace trace::detail;
   if (!trace::enabled()) return;
-  on.store(false, std::memory_order_relaxed);
+  trace::detail::on.store(false, std::memory_order_relaxed);
   auto& t = the_tracer();
   t.nvtx.store(false, std::memory_order_relaxed);
   auto& w = t.out;

@@ -8,13 +8,13 @@
 namespace strata::detail {
 namespace {
 
-struct registry {
+struct allocation_registry {
   std::shared_mutex mutex;
   std::map<std::uintptr_t, allocation_record> live;
 };
 
-registry& the_registry() {
-  static registry r;
+allocation_registry& the_registry() {
+  static allocation_registry r;
   return r;
 }
 
