@@ -16,7 +16,7 @@
 namespace strata::detail::cuda {
 namespace {
 
-void check(cudaError_t e, char const* call, copy_desc const& d) {
+void check_staged(cudaError_t e, char const* call, copy_desc const& d) {
   if (e != cudaSuccess)
     fail(call, e,
          fmt::format("staged copy of {} bytes ({} x {} rows of {})", d.bytes(), d.slices, d.rows,
@@ -129,13 +129,13 @@ void stager::stage(job const& j) {
     for (std::size_t i = 0; i < pieces.size(); ++i) {
       auto const& p = pieces[i];
       // The buffer's previous chunk must have left before it is packed again.
-      check(cudaEventSynchronize(filled(i)), "cudaEventSynchronize", d);
+      check_staged(cudaEventSynchronize(filled(i)), "cudaEventSynchronize", d);
       for (std::size_t r = 0; r < p.rows; ++r)
         std::memcpy(buffer(i) + r * p.row_bytes, p.src.base + r * p.src.pitch, p.row_bytes);
-      check(cudaMemcpy2DAsync(p.dst.base, p.dst.pitch, buffer(i), p.row_bytes, p.row_bytes, p.rows,
-                              cudaMemcpyDefault, stream),
-            "cudaMemcpy2DAsync", d);
-      check(cudaEventRecord(filled(i), stream), "cudaEventRecord", d);
+      check_staged(cudaMemcpy2DAsync(p.dst.base, p.dst.pitch, buffer(i), p.row_bytes, p.row_bytes,
+                                     p.rows, cudaMemcpyDefault, stream),
+                   "cudaMemcpy2DAsync", d);
+      check_staged(cudaEventRecord(filled(i), stream), "cudaEventRecord", d);
     }
     // Complete, as any copy, through the device's completion worker.
     complete_with(
@@ -146,16 +146,16 @@ void stager::stage(job const& j) {
   }
   auto unpack = [&](std::size_t i) {
     auto const& p = pieces[i];
-    check(cudaEventSynchronize(filled(i)), "cudaEventSynchronize", d);
+    check_staged(cudaEventSynchronize(filled(i)), "cudaEventSynchronize", d);
     for (std::size_t r = 0; r < p.rows; ++r)
       std::memcpy(p.dst.base + r * p.dst.pitch, buffer(i) + r * p.row_bytes, p.row_bytes);
   };
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     auto const& p = pieces[i];
-    check(cudaMemcpy2DAsync(buffer(i), p.row_bytes, p.src.base, p.src.pitch, p.row_bytes, p.rows,
-                            cudaMemcpyDefault, stream),
-          "cudaMemcpy2DAsync", d);
-    check(cudaEventRecord(filled(i), stream), "cudaEventRecord", d);
+    check_staged(cudaMemcpy2DAsync(buffer(i), p.row_bytes, p.src.base, p.src.pitch, p.row_bytes,
+                                   p.rows, cudaMemcpyDefault, stream),
+                 "cudaMemcpy2DAsync", d);
+    check_staged(cudaEventRecord(filled(i), stream), "cudaEventRecord", d);
     // The previous chunk is unpacked while this one is on its way (and before its buffer
     // takes the next one).
     if (i > 0) unpack(i - 1);
