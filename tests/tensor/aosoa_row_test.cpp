@@ -18,12 +18,7 @@ using namespace strata;
 
 namespace {
 
-struct cell {
-  struct rho : field<double> {};
-  struct vel : field<float, 2> {};
-  struct tag : field<std::int32_t> {};
-  using fields = strata::fields<rho, vel, tag>;
-};
+using tensor_test::cell;
 
 struct particle {
   struct x : field<float, 3> {};

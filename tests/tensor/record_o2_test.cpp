@@ -48,12 +48,7 @@ TEST(RecordTensorAliasing, PaddedRecordsCopyFromSoaToAosAndBack) {
   for (index_t k = 0; k < n * n; ++k) ASSERT_EQ(double(c[k][padded_rec::v{}]), 1.0 + double(k));
 }
 
-struct cell {
-  struct rho : field<double> {};
-  struct vel : field<float, 2> {};
-  struct tag : field<std::int32_t> {};
-  using fields = strata::fields<rho, vel, tag>;
-};
+using tensor_test::cell;
 
 // The second instance (session 25): the gather kernel of `copy(record_view, tensor)` for
 // SoA blocks was emitted as a bare `ret` (nothing written) when its lambda captured the

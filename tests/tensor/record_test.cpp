@@ -14,12 +14,7 @@ using tensor_test::places;
 
 namespace {
 
-struct cell {
-  struct rho : field<double> {};
-  struct vel : field<float, 2> {};
-  struct tag : field<std::int32_t> {};
-  using fields = strata::fields<rho, vel, tag>;
-};
+using tensor_test::cell;
 
 // The fields of every cell as plain arrays (the reference's storage).
 struct plain {

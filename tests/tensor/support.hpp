@@ -4,10 +4,20 @@
 #include <strata/strata.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace tensor_test {
+
+/// The record the record-tensor tests share: a double, a 2-float vector and an int32 (an
+/// AoS record with padding; SoA arrays of three element sizes).
+struct cell {
+  struct rho : strata::field<double> {};
+  struct vel : strata::field<float, 2> {};
+  struct tag : strata::field<std::int32_t> {};
+  using fields = strata::fields<rho, vel, tag>;
+};
 
 /// A runtime with four sim devices (two units each, so kernels run concurrently inside).
 inline strata::runtime& rt() {
