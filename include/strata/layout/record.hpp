@@ -296,7 +296,6 @@ inline constexpr std::size_t soa_units_v = [] {
   return at;
 }();
 
-/// The byte offset of component d of field K of element i.
 /// k with 2^k == n, for a power of two n (an AoSoA's block).
 constexpr int log2_of(std::size_t n) {
   int k = 0;
@@ -304,6 +303,7 @@ constexpr int log2_of(std::size_t n) {
   return k;
 }
 
+/// The byte offset of component d of field K of element i (signed: see the AoSoA case).
 template <class L, class D, std::size_t K>
 STRATA_FN constexpr index_t record_offset(index_t i, std::size_t d, index_t pitch) {
   using M = record_map<L, D>;
