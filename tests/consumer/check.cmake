@@ -58,9 +58,9 @@ else()
   # CUDA is left at its default: under add_subdirectory it is off unless the parent asks.
   # Unoptimized: this mode rebuilds libstrata from source, and what it checks is the
   # integration, not the code (Release took 53 s of CI's serial test time; the install
-  # mode checks the optimized library). As a unity build (CMake's option, which a parent
-  # project may set): libstrata's units must not clash when compiled together, and the
-  # build takes 26 s instead of 43.
+  # mode checks the optimized library). libstrata is a unity build (src/CMakeLists.txt:
+  # 26 s here instead of 43), and the parent sets CMAKE_UNITY_BUILD as a project may: the
+  # library's units must not clash when compiled together.
   run(${configure} -B ${WORK}/build -DSTRATA_SOURCE_DIR=${STRATA_SOURCE}
       -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DCMAKE_UNITY_BUILD=ON)
 endif()
