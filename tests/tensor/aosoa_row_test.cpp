@@ -136,11 +136,13 @@ TEST_P(AosoaRows, StencilAcrossBlockEdgesEqualsTheSoaResult) {
 
 // x += v dt over 1-D tensors of particles: partitions, sub-partitions and the threads'
 // chunks end at cells that are not block edges.
-template <class L>
-std::vector<float> push(std::string const& where, index_t n, int steps) {
+// With padding 1 a row starts at lane 1 and the CPU backends' chunks of 16 cells hold no
+// whole AoSoA16 block (stepped one by one); without padding they are whole blocks.
+template <class L, bool Blocks = false>
+std::vector<float> push(std::string const& where, index_t n, int steps, index_t padding = 1) {
   tensor<records<particle, L>, 1> t(
       tensor_test::places(where),
-      tensor_spec<1>{.extent = {n}, .partitions = {3}, .sub_partitions = {2}, .padding = 1});
+      tensor_spec<1>{.extent = {n}, .partitions = {3}, .sub_partitions = {2}, .padding = padding});
   for_each_cell(
       [](auto& it) {
         auto const i = it.global_index(0);
@@ -152,18 +154,20 @@ std::vector<float> push(std::string const& where, index_t n, int steps) {
       },
       t)
       .wait();
-  for (int s = 0; s < steps; ++s)
-    for_each_cell(
-        [](auto& it, float dt) {
-          auto p = *it;
-          auto x = p[particle::x{}];
-          auto v = p[particle::v{}];
-          x[0] += v[0] * dt;
-          x[1] += v[1] * dt;
-          x[2] += v[2] * dt;
-        },
-        t, 1.0f / 64)
-        .wait();
+  auto step = [](auto& it, float dt) {
+    auto p = *it;
+    auto x = p[particle::x{}];
+    auto v = p[particle::v{}];
+    x[0] += v[0] * dt;
+    x[1] += v[1] * dt;
+    x[2] += v[2] * dt;
+  };
+  for (int s = 0; s < steps; ++s) {
+    if constexpr (Blocks)  // block iterators (Ripple §5.2.2)
+      for_each_cell(step, block_access(t), 1.0f / 64).wait();
+    else
+      for_each_cell(step, t, 1.0f / 64).wait();
+  }
   auto const host = tensor_test::host().front();
   record_array<particle, aos> a(host, n);
   copy(a.view(), t).wait();
@@ -182,8 +186,13 @@ TEST_P(AosoaRows, ParticlePushOverUnevenBlocksEqualsTheSoaResult) {
     auto const ref = push<soa>(where, std::max<index_t>(n, 6), 3);
     EXPECT_EQ(first_difference(push<aosoa<16>>(where, std::max<index_t>(n, 6), 3), ref, 6), "")
         << "n " << n;
+    EXPECT_EQ(first_difference(push<aosoa<16>>(where, std::max<index_t>(n, 6), 3, 0), ref, 6), "")
+        << "n " << n << ", no padding";
     EXPECT_EQ(first_difference(push<aosoa<2>>(where, std::max<index_t>(n, 6), 3), ref, 6), "")
         << "n " << n;
+    EXPECT_EQ(first_difference(push<aosoa<16>, true>(where, std::max<index_t>(n, 6), 3, 0), ref, 6),
+              "")
+        << "n " << n << ", block iterators";
   }
   // Exact: 3 steps of dt = 1/64 from binary-exact values.
   auto const x = push<aosoa<16>>(where, 100, 3);
