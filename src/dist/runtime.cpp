@@ -435,8 +435,13 @@ std::chrono::duration<double> failure_grace() {
 void abort_job(std::string const& why) {
   std::fprintf(stderr, "%s; ending the job with MPI_Abort so that it does not hang\n", why.c_str());
   std::fflush(stderr);
-  // On the MPI thread: under a funneled thread level no other thread may call MPI.
-  mpi_thread::get().post([] { MPI_Abort(MPI_COMM_WORLD, 1); });
+  // On the MPI thread: under a funneled thread level no other thread may call MPI. A
+  // caller holding the progress token (the MPI thread in its round, e.g. a watch) may
+  // call it itself; posting from there would queue the call behind this very round.
+  if (mpi_thread::holds_token())
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  else
+    mpi_thread::get().post([] { MPI_Abort(MPI_COMM_WORLD, 1); });
   std::this_thread::sleep_for(std::chrono::seconds(10));
   std::_Exit(1);  // MPI_Abort did not end this process: end it without MPI
 }

@@ -1036,6 +1036,33 @@ TEST(DistThreadArray, AFailureOrAMissingSyncIsAnErrorOnEveryRank) {
                invalid_argument);
 }
 
+// A process that starts a collective without waiting for it and returns has joined it: the
+// others' wait in it completes, their bodies end, and nothing is reported (the watch on
+// departed members compares collective counts: test dist.failure.return for the other
+// side). Bodies that return at different times with equal counts are normal too.
+TEST(DistThreadArray, AMemberThatStartedTheCollectiveMayReturnBeforeTheOthersWait) {
+  dist::runtime rt;
+  auto const& w = rt.world();
+  int const n = rt.size();
+  thread_array<thread_kind::mpi> const P{n};
+  for (int round = 0; round < 5; ++round) {
+    std::vector<int> in{rt.rank() + round}, out(1);
+    strata::event f;
+    dist::for_ranks(w, P, [&](dist::rank_context const& p) {
+      f = dist::all_reduce(w, std::span<int const>(in), std::span<int>(out), dist::reduce_op::sum);
+      if (p.tid() == round % n) return;  // started, not waited for
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      f.wait();
+      EXPECT_EQ(out[0], n * (n - 1) / 2 + n * round);
+    });
+    f.wait();  // the member that returned: its buffers live until its part is done
+  }
+  // The team's collectives still line up afterwards.
+  std::vector<int> one{1}, sum(1);
+  dist::all_reduce(w, std::span<int const>(one), std::span<int>(sum), dist::reduce_op::sum).wait();
+  EXPECT_EQ(sum[0], n);
+}
+
 // Sizes whose bytes do not fit in size_t, or that no memory holds: refused where they are
 // given (before anything is sent), not wrapped to a few bytes that a put then overruns.
 TEST(DistMemory, ImpossibleSizesAreRefusedBeforeAllocating) {

@@ -5,6 +5,8 @@
 //            wait in a barrier: ~runtime ends the job after the failure grace.
 //   for      one process of a dist::for_ranks body throws while the others wait in a
 //            team barrier inside the body: the failed member ends the job after the grace.
+//   return   one process of a dist::for_ranks body returns at once while the others wait
+//            in a team barrier it never joins: they end the job after the grace.
 //   together every rank throws the same error: they all reach ~runtime, nothing aborts,
 //            every rank prints it and exits 1.
 #include <strata/dist.hpp>
@@ -31,11 +33,18 @@ int main(int argc, char** argv) {
         dist::barrier(w).wait();
         p.sync();
       });
+    } else if (mode == "return") {
+      strata::thread_array<strata::thread_kind::mpi> const P{rt.size()};
+      dist::for_ranks(w, P, [&](dist::rank_context const& p) {
+        if (p.tid() == 1) return;
+        dist::barrier(w).wait();
+        p.sync();
+      });
     } else if (mode == "together") {
       dist::barrier(w).wait();
       throw std::runtime_error("every rank fails alike");
     } else {
-      std::fprintf(stderr, "usage: failure leave|for|together\n");
+      std::fprintf(stderr, "usage: failure leave|for|return|together\n");
       return 2;
     }
   } catch (std::exception const& e) {

@@ -20,7 +20,10 @@
 // exception, the others an error naming that process and its message). A body may use
 // the team's collectives too, but a process that throws between them leaves the others
 // inside one, which MPI cannot cancel: if they reach no sync within the failure grace
-// (runtime.hpp), the failed process ends the job with a message instead of hanging.
+// (runtime.hpp), the failed process ends the job with a message instead of hanging. A
+// process that returns (or fails) tells the others how many of the team's collectives it
+// started: one that started more and does not end its body within the grace waits in a
+// collective nobody will complete, and ends the job with a message naming both.
 #pragma once
 
 #include <strata/dist/collectives.hpp>
@@ -35,6 +38,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -88,6 +92,26 @@ inline std::string what_of(std::exception_ptr const& e) {
 struct rank_array_ended : error {
   rank_array_ended(std::string const& what, bool c) : error(what), cancelled(c) {}
   bool cancelled;
+};
+
+/// for_ranks's watch on members whose bodies end before this one's (src/dist/for_ranks.cpp):
+/// a member that leaves its body tells the others how many collectives of the team it has
+/// started; a member that has started more, and does not end its own body within the
+/// failure grace, waits in one the other will never join and ends the job with a message.
+class departures {
+ public:
+  departures(team const& members, team const& control);
+  ~departures();
+  departures(departures const&) = delete;
+  departures& operator=(departures const&) = delete;
+  /// This member's body has ended (`failed`: by an exception): tells the others.
+  void leave(bool failed);
+  /// After the rounds: waits until every member's notice has arrived and ours were sent.
+  void finish();
+
+ private:
+  struct state;
+  std::shared_ptr<state> s_;
 };
 
 }  // namespace detail
@@ -176,6 +200,7 @@ void for_ranks(team const& t, thread_array<thread_kind::mpi> const& threads, F&&
             std::to_string(t.size()) + " members; expected equal sizes on every member");
   }
   rank_context const ctx(t, threads.tree());
+  detail::departures gone(t, ctx.control());
   std::exception_ptr mine;
   int state = detail::returned;
   bool cancelled = false;  // ended by another member's failure: not the one to report
@@ -192,6 +217,7 @@ void for_ranks(team const& t, thread_array<thread_kind::mpi> const& threads, F&&
   // Rounds until every member's body has ended (a member still in the body is in a sync,
   // which this round ends with rank_array_ended). On the control team, as the syncs: the
   // body may have left the others in a collective of `t` (see state_round).
+  gone.leave(state == detail::failed);
   auto const& control = ctx.control();
   bool const failed_here = state == detail::failed && !cancelled;
   std::string const failure = failed_here ? detail::what_of(mine) : "";
@@ -201,6 +227,7 @@ void for_ranks(team const& t, thread_array<thread_kind::mpi> const& threads, F&&
     most = std::max(most, hi);
     if (lo >= detail::returned) break;
   }
+  gone.finish();
   if (most < detail::failed) return;
   // The lowest failing member tells everybody what went wrong.
   int const me = t.rank();
