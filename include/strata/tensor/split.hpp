@@ -239,6 +239,13 @@ STRATA_FN void next_in_row(V&) {}
 #else
 #define STRATA_CELL_FLATTEN
 #endif
+#if defined(__clang__) && !defined(__CUDACC__)
+#define STRATA_CELL_INDEPENDENT _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__) && !defined(__CUDACC__)
+#define STRATA_CELL_INDEPENDENT _Pragma("GCC ivdep")
+#else
+#define STRATA_CELL_INDEPENDENT
+#endif
 
 template <std::size_t N, class F>
 struct cell_kernel {
@@ -288,6 +295,7 @@ struct cell_kernel {
       for (index_t k = 0; k < len;) {
         if (tiles && lane == 0 && k + b <= len) {
           (row_tiles::to_block_start(it), ...);
+          STRATA_CELL_INDEPENDENT
           for (index_t l = 0; l < b; ++l) call_lvalues(f, row_tiles::along(it, l)...);
           (row_tiles::advance(it, b), ...);
           k += b;
@@ -301,6 +309,7 @@ struct cell_kernel {
       return;
     }
 #endif
+    STRATA_CELL_INDEPENDENT
     for (index_t k = 0; k < len; ++k) {
       call_lvalues(f, it...);  // copies: a kernel that moves its iterator moves its own
       (next_in_row(it), ...);
