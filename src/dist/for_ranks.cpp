@@ -52,17 +52,20 @@ struct departures::state : std::enable_shared_from_this<departures::state> {
 
 void departures::state::arrived(int from) {
   auto const [count, failed] = inbox[static_cast<std::size_t>(from)];
-  std::lock_guard lock(mutex);
-  if (count == none) return;  // the receive failed; finish() reports it
-  if (count < limit) {
-    limit = count;
-    who = from;
-    who_failed = failed != 0;
+  {
+    std::lock_guard lock(mutex);
+    if (count == none) return;  // the receive failed; finish() reports it
+    if (count < limit) {
+      limit = count;
+      who = from;
+      who_failed = failed != 0;
+    }
+    if (ended || watching) return;
+    watching = true;
   }
-  if (ended || watching) return;
-  watching = true;
   // Polled by the progress engine until this member's body ends (a continuation runs
   // where the receive completed, which may hold the progress token: watch() queues).
+  // Outside the lock: a post may run queued operations, whose events may complete.
   current_engine().watch([self = shared_from_this()] { return self->check(); });
 }
 
