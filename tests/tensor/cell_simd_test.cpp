@@ -1,5 +1,5 @@
 // Kernels over cells whose rows the compiler vectorizes because the row loop declares the
-// cells independent (tensor/split.hpp, STRATA_CELL_INDEPENDENT; docs/tensor.md "Cells are
+// cells independent (tensor/cell_rows.hpp, STRATA_CELL_INDEPENDENT; docs/tensor.md "Cells are
 // independent"). Compiled at -O3 (tests/tensor/CMakeLists.txt), where GCC vectorizes the
 // SoA loops it left scalar before (too many run-time alias checks). Every result is
 // checked against plain loops over host arrays, not against another tensor kernel: a

@@ -75,7 +75,7 @@ STRATA_FN void for_each_point(strided_box_range<N> const& r, Fn&& fn) {
   for (auto p : r) fn(p);
 }
 
-struct row_tiles;  // cell_kernel's row loop over AoSoA blocks (split.hpp)
+struct row_tiles;  // cell_kernel's row loop over AoSoA blocks (cell_rows.hpp)
 
 [[noreturn]] inline void offset_out_of_padding(std::size_t dim, index_t to, index_t extent,
                                                index_t padding) {

@@ -1,4 +1,4 @@
-// How a kernel's row loop walks AoSoA record cells block by block (tensor/split.hpp,
+// How a kernel's row loop walks AoSoA record cells block by block (tensor/cell_rows.hpp,
 // cell_kernel::row; docs/tensor.md): which arguments are AoSoA iterators, their lane in
 // the block, and iterators re-addressed from the block's start and moved along the row.
 #pragma once
