@@ -4,7 +4,8 @@
 // and MPI cannot cancel it. The member that leaves tells the others how many collectives of
 // the team it started (the team's collective places, reserve_collective); a member that has
 // started more, and whose own body does not end within the failure grace, waits in one that
-// will never complete: it ends the job with a message naming both, instead of hanging.
+// will never complete: it ends the job with a message naming both, instead of hanging. (A
+// member whose body failed ends the job itself, with its error: thread_array.hpp.)
 #include <strata/dist.hpp>
 
 #include "dist/engine.hpp"
@@ -43,7 +44,6 @@ struct departures::state : std::enable_shared_from_this<departures::state> {
   bool watching = false;  // a watch runs on the progress engine
   std::uint64_t limit = none;
   int who = -1;
-  bool who_failed = false;
   std::optional<std::chrono::steady_clock::time_point> since;  // started beyond `limit`
 
   void arrived(int from);
@@ -55,10 +55,13 @@ void departures::state::arrived(int from) {
   {
     std::lock_guard lock(mutex);
     if (count == none) return;  // the receive failed; finish() reports it
+    // A member whose body failed ends the job itself after the grace, with its own error
+    // (thread_array.hpp, state_round): aborting here too would race it and could cut its
+    // message off.
+    if (failed) return;
     if (count < limit) {
       limit = count;
       who = from;
-      who_failed = failed != 0;
     }
     if (ended || watching) return;
     watching = true;
@@ -83,10 +86,10 @@ bool departures::state::check() {
   char grace[32];
   std::snprintf(grace, sizeof grace, "%g", failure_grace().count());
   std::string const why =
-      "dist::for_ranks: process " + std::to_string(who) + " of the mpi thread array " +
-      (who_failed ? "failed" : "returned from its body") + " after starting " +
-      std::to_string(limit) + " collectives of the team, and process " + std::to_string(me) +
-      " has started " + std::to_string(started) +
+      "dist::for_ranks: process " + std::to_string(who) +
+      " of the mpi thread array returned from its body after starting " + std::to_string(limit) +
+      " collectives of the team, and process " + std::to_string(me) + " has started " +
+      std::to_string(started) +
       " (one that process will never join) and has not ended its body within " + grace +
       " s (STRATA_DIST_FAILURE_GRACE); every process must call the same collectives, and "
       "MPI cannot cancel one";
