@@ -56,6 +56,10 @@ struct team_state {
   // team (detail::control_team): its rounds never meet the body's own collectives.
   std::mutex control_mutex;
   std::shared_ptr<team_state> control;
+  // dist::for_ranks calls on this team so far (collective, so the same count on every
+  // member): each call's departure notices take a tag of their own, so that a for_ranks
+  // nested in another's body never receives the outer one's (src/dist/for_ranks.cpp).
+  std::atomic<std::uint64_t> for_ranks_calls{0};
 };
 
 /// The process-wide MPI thread: started by the first dist::runtime, it initializes MPI

@@ -24,9 +24,12 @@
 namespace strata::dist::detail {
 
 namespace {
-// The notices' tag on the control team's communicator, whose only other traffic is the
-// syncs' collectives (they never match a point-to-point message).
-constexpr int notice_tag = 32767;
+// The notices' tags on the control team's communicator, whose only other traffic is the
+// syncs' collectives (they never match a point-to-point message): one per for_ranks call,
+// cycling through 1024 of them, so that calls nested in each other's bodies (up to that
+// depth) keep their notices apart.
+constexpr int first_notice_tag = 32767 - 1023;
+constexpr std::uint64_t notice_tags = 1024;
 constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
 }  // namespace
 
@@ -37,6 +40,7 @@ struct departures::state : std::enable_shared_from_this<departures::state> {
   // Per member: the places it had started when its body ended, and whether it failed.
   std::vector<std::array<std::uint64_t, 2>> inbox;
   std::array<std::uint64_t, 2> outbox{};
+  int tag = first_notice_tag;
   std::vector<event> messages;  // the receives, then the sends (finish waits for them)
 
   std::mutex mutex;
@@ -102,13 +106,15 @@ departures::departures(team const& members, team const& control) : s_(std::make_
   s.members = members.state();
   s.control = control;
   s.me = control.rank();
+  s.tag =
+      first_notice_tag + static_cast<int>(s.members->for_ranks_calls.fetch_add(1) % notice_tags);
   auto const n = static_cast<std::size_t>(control.size());
   s.inbox.assign(n, {none, 0});
   for (int r = 0; r < control.size(); ++r) {
     if (r == s.me) continue;
-    auto ev = start_point_to_point(control, false, r, notice_tag,
-                                   s.inbox[static_cast<std::size_t>(r)].data(), sizeof(s.inbox[0]),
-                                   "dist::for_ranks");
+    auto ev =
+        start_point_to_point(control, false, r, s.tag, s.inbox[static_cast<std::size_t>(r)].data(),
+                             sizeof(s.inbox[0]), "dist::for_ranks");
     // The continuation holds the state, so the buffer outlives the receive even if this
     // object does not.
     ev.then([self = s_, r] { self->arrived(r); });
@@ -127,7 +133,7 @@ void departures::leave(bool failed) {
   s.outbox = {s.members->next_place.load(), failed ? 1u : 0u};
   for (int r = 0; r < s.control.size(); ++r)
     if (r != s.me)
-      s.messages.push_back(start_point_to_point(s.control, true, r, notice_tag, s.outbox.data(),
+      s.messages.push_back(start_point_to_point(s.control, true, r, s.tag, s.outbox.data(),
                                                 sizeof(s.outbox), "dist::for_ranks"));
 }
 

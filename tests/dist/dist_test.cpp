@@ -1063,6 +1063,32 @@ TEST(DistThreadArray, AMemberThatStartedTheCollectiveMayReturnBeforeTheOthersWai
   EXPECT_EQ(sum[0], n);
 }
 
+// A for_ranks in another's body on the same team: each call's end-of-body notices are its
+// own (before they shared a tag, the inner call took the outer's notices and waited for
+// ever for its own).
+TEST(DistThreadArray, NestedCallsOnOneTeamKeepTheirNotices) {
+  dist::runtime rt;
+  auto const& w = rt.world();
+  int const n = rt.size();
+  thread_array<thread_kind::mpi> const P{n};
+  int inner_runs = 0;
+  std::vector<int> one{1}, sum(1);
+  dist::for_ranks(w, P, [&](dist::rank_context const& outer) {
+    for (int k = 0; k < 3; ++k)
+      dist::for_ranks(w, P, [&](dist::rank_context const& inner) {
+        dist::all_reduce(w, std::span<int const>(one), std::span<int>(sum), dist::reduce_op::sum)
+            .wait();
+        inner.sync();
+        ++inner_runs;
+      });
+    dist::all_reduce(w, std::span<int const>(one), std::span<int>(sum), dist::reduce_op::sum)
+        .wait();
+    outer.sync();
+  });
+  EXPECT_EQ(inner_runs, 3);
+  EXPECT_EQ(sum[0], n);
+}
+
 // Sizes whose bytes do not fit in size_t, or that no memory holds: refused where they are
 // given (before anything is sent), not wrapped to a few bytes that a put then overruns.
 TEST(DistMemory, ImpossibleSizesAreRefusedBeforeAllocating) {
