@@ -131,10 +131,15 @@ void departures::leave(bool failed) {
     s.ended = true;
   }
   s.outbox = {s.members->next_place.load(), failed ? 1u : 0u};
-  for (int r = 0; r < s.control.size(); ++r)
-    if (r != s.me)
-      s.messages.push_back(start_point_to_point(s.control, true, r, s.tag, s.outbox.data(),
-                                                sizeof(s.outbox), "dist::for_ranks"));
+  for (int r = 0; r < s.control.size(); ++r) {
+    if (r == s.me) continue;
+    auto ev = start_point_to_point(s.control, true, r, s.tag, s.outbox.data(), sizeof(s.outbox),
+                                   "dist::for_ranks");
+    // The MPI thread reads `outbox` when it starts the send: the state lives until then
+    // even if for_ranks leaves by an exception before finish().
+    ev.then([self = s_] {});
+    s.messages.push_back(std::move(ev));
+  }
 }
 
 void departures::finish() {

@@ -21,9 +21,9 @@
 // the team's collectives too, but a process that throws between them leaves the others
 // inside one, which MPI cannot cancel: if they reach no sync within the failure grace
 // (runtime.hpp), the failed process ends the job with a message instead of hanging. A
-// process that returns (or fails) tells the others how many of the team's collectives it
-// started: one that started more and does not end its body within the grace waits in a
-// collective nobody will complete, and ends the job with a message naming both.
+// process that returns tells the others how many of the team's collectives it started:
+// one that started more and does not end its body within the grace waits in a collective
+// nobody will complete, and ends the job with a message naming both.
 #pragma once
 
 #include <strata/dist/collectives.hpp>
