@@ -1,8 +1,12 @@
 # Compiles SOURCE with CLANGXX against the public headers (INCLUDE1, INCLUDE2) and the
-# built LIBRARY, then runs it (the test clang.headers_and_fibers, tests/CMakeLists.txt).
+# built LIBRARY, with FLAGS (a list; -O2 when not given), then runs it (the tests clang.*,
+# tests/CMakeLists.txt).
 get_filename_component(libdir "${LIBRARY}" DIRECTORY)
+if(NOT DEFINED FLAGS)
+  set(FLAGS -O2)
+endif()
 execute_process(
-  COMMAND "${CLANGXX}" -std=gnu++20 -O2 -pthread "-I${INCLUDE1}" "-I${INCLUDE2}" "${SOURCE}"
+  COMMAND "${CLANGXX}" -std=gnu++20 ${FLAGS} -pthread "-I${INCLUDE1}" "-I${INCLUDE2}" "${SOURCE}"
           "${LIBRARY}" "-Wl,-rpath,${libdir}" -o "${OUT}"
   RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -643,10 +643,10 @@ void record_span<D, L>::out_of_range(index_t i) const {
 // only, as every element of a streaming launch is independent), so the compiler may skip
 // its run-time alias checks between component arrays, which would otherwise be too many
 // (three writes, six reads) for GCC to vectorize the SoA push.
+// (Not for clang: its `loop vectorize(assume_safety)` warns in the user's build wherever
+// a body cannot be vectorized; tensor/cell_rows.hpp.)
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define STRATA_RECORD_IVDEP _Pragma("GCC ivdep")
-#elif defined(__clang__) && !defined(__CUDACC__)
-#define STRATA_RECORD_IVDEP _Pragma("clang loop vectorize(assume_safety)")
 #else
 #define STRATA_RECORD_IVDEP
 #endif

@@ -52,7 +52,7 @@ struct backend {
       Kernel const& k;
       Args& args;
       detail::first_error error;
-    } r{s, k, args};
+    } r{s, k, args, {}};
     // Exceptions must not leave a parallel region: the first is kept and the event
     // carries it.
     detail::openmp_body body = [](void* ctx, int tid, int nth) noexcept {
