@@ -114,10 +114,15 @@ struct fim_step {
     bool const source = s == fim_source;
     bool const lower = !source && q < p;
     T const v = lower ? q : p;
-    fim_state_t<T> const next = source                ? fim_source
-                                : lower               ? fim_active
-                                : p < fim_infinity<T> ? fim_converged
-                                                      : fim_far;
+    // "Reached" is `p != infinity`, not `p < infinity` (the same for p >= 0): the test is
+    // evaluated only when the first two are false, and an ordered comparison may trap (on
+    // a NaN, under GCC's default -ftrapping-math), so GCC does not evaluate it for every
+    // lane and leaves the row loop scalar ("control flow in loop"); an equality test
+    // cannot trap. On SoA records that made the 2-D solve 2.5x slower (docs/apps.md).
+    fim_state_t<T> const next = source                 ? fim_source
+                                : lower                ? fim_active
+                                : p != fim_infinity<T> ? fim_converged
+                                                       : fim_far;
     auto o = *out;
     o[typename D::value{}] = v;
     o[typename D::state{}] = next;

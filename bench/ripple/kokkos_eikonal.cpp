@@ -59,10 +59,10 @@ KOKKOS_INLINE_FUNCTION int fim_update(fim_cell<T> const& c, T q, T limit, fim_ce
   bool const source = c.state == source_state;
   bool const lower = !source && q < c.value;
   out.value = lower ? q : c.value;
-  out.state = source                                         ? source_state
-              : lower                                        ? active_state
-              : c.value < std::numeric_limits<T>::infinity() ? converged_state
-                                                             : far_state;
+  out.state = source                                          ? source_state
+              : lower                                         ? active_state
+              : c.value != std::numeric_limits<T>::infinity() ? converged_state
+                                                              : far_state;
   return lower ? 1 : 0;
 }
 

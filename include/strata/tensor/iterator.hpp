@@ -101,7 +101,7 @@ class tensor_iterator {
   using pointer = typename cell_traits<T>::pointer;
 
   STRATA_FN tensor_iterator(tensor_block<T, N> const& b, vec<N> const& local) noexcept
-      : block_(&b), p_(b.address(local)), local_(local) {}
+      : block_(&b), p_(b.address(local)), local_(local), stride_(b.stride) {}
 
   /// The cell: T& for plain cells, a record proxy (record_ref) for records.
   STRATA_FN decltype(auto) operator*() const noexcept { return *p_; }
@@ -127,7 +127,7 @@ class tensor_iterator {
       tensor_detail::offset_out_of_padding(dim, r.local_[dim], b.extent[dim], b.padding);
 #endif
     // Dimension N-1 has stride 1: a constant `dim` (the usual call) folds to p + k.
-    r.p_ += dim == N - 1 ? k : k * block_->stride[dim];
+    r.p_ += dim == N - 1 ? k : k * stride_[dim];
     return r;
   }
   /// Moves to the next cell of the row (dimension N-1), as kernels over cells do.
@@ -181,6 +181,13 @@ class tensor_iterator {
   tensor_block<T, N> const* block_;
   pointer p_;
   vec<N> local_;
+  // The strides are the iterator's own, not read through block_: a kernel's store of an
+  // index_t-sized integer (a {double, int64} record's field) may alias the block's
+  // stride for the compiler, which then reloads it after every cell's store, and GCC
+  // leaves a row loop with such a reload scalar ("control flow in loop"; the 2-D Eikonal
+  // on double SoA records ran 2x slower, docs/apps.md). A copy in the iterator lives in a
+  // register through the row.
+  vec<N> stride_;
 };
 
 /// Ripple's BlockIterator (§5.2.2): a lighter iterator for performance-critical kernels.
