@@ -25,14 +25,11 @@ template <class T, class L>
 struct euler_field {
   using cell = strata::records<euler<T>, L>;
   strata::tensor<cell, 2> in, out;
-  strata::tensor<T, 2> speeds;  // per-cell signal speeds, reduced for the time step
 
   template <class B>
   euler_field(std::vector<strata::place> const& places, strata::vec<2> extent, strata::vec<2> parts,
               B const& b)
-      : in(places, spec(extent, parts)),
-        out(places, spec(extent, parts)),
-        speeds(places, spec(extent, parts)) {
+      : in(places, spec(extent, parts)), out(places, spec(extent, parts)) {
     strata::set_boundary(in, b);
     strata::set_boundary(out, b);
   }
@@ -81,8 +78,8 @@ std::vector<conserved<double>> euler_field<T, L>::get(strata::place const& host)
 }
 template <class T, class L>
 T euler_field<T, L>::max_speed() {
-  strata::for_each_cell(max_wavespeed{}, in, speeds, T(euler_gamma)).wait();
-  return strata::reduce(speeds, T(0), strata::reduce_max{});
+  return strata::transform_reduce(in, T(0), strata::reduce_max{},
+                                  cell_wavespeed<T>{T(euler_gamma)});
 }
 template <class T, class L>
 void euler_field<T, L>::step(T dt, T h) {

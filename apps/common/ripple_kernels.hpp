@@ -187,16 +187,24 @@ struct force_step {
   }
 };
 
-/// The largest signal speed |u| + c, |v| + c of a cell (for the CFL time step).
-struct max_wavespeed {
-  template <class In, class Out, class T>
-  STRATA_FN void operator()(In& in, Out& out, T gamma) const {
-    auto const u = load_state<T>(*in);
-    T const ux = u.m[0] / u.r, uy = u.m[1] / u.r;
-    T const p = (gamma - T(1)) * (u.e - T(0.5) * u.r * (ux * ux + uy * uy));
-    T const c = std::sqrt(gamma * p / u.r);
-    T const ax = (ux < 0 ? -ux : ux) + c, ay = (uy < 0 ? -uy : uy) + c;
-    *out = ax > ay ? ax : ay;
+/// The largest signal speed |u| + c, |v| + c of a state (for the CFL time step).
+template <class T>
+STRATA_FN T signal_speed(conserved<T> const& u, T gamma) {
+  T const ux = u.m[0] / u.r, uy = u.m[1] / u.r;
+  T const p = (gamma - T(1)) * (u.e - T(0.5) * u.r * (ux * ux + uy * uy));
+  T const c = std::sqrt(gamma * p / u.r);
+  T const ax = (ux < 0 ? -ux : ux) + c, ay = (uy < 0 ? -uy : uy) + c;
+  return ax > ay ? ax : ay;
+}
+
+/// A cell's signal speed as the value a reduction folds (strata::transform_reduce, then_reduce with
+/// a transform): the maximum over the field without a tensor of speeds in between.
+template <class T>
+struct cell_wavespeed {
+  T gamma;
+  template <class In>
+  STRATA_FN T operator()(In& in) const {
+    return signal_speed<T>(load_state<T>(*in), gamma);
   }
 };
 

@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 using namespace strata;
@@ -115,11 +117,13 @@ TEST_P(TensorGraph, ABoundaryMadePeriodicAfterTheGraphWasBuiltIsAnError) {
   tensor_spec<1> s{.extent = {16}, .partitions = {4}, .padding = 1};
   tensor<std::int64_t, 1> x(p, s);
   fill(x, std::int64_t{1}).wait();
-  graph a, b;
+  tensor<std::int64_t, 1> y(p, s);
+  graph a, b, d;
   a.then_split(bump{}, exclusive_padded_access(x));
   b.then_split(load_padding, x);
+  d.then_split(smooth{}, concurrent_padded_access(x), y);  // loads and kernel in one node
   set_boundary(x, boundary::periodic{});
-  for (auto* g : {&a, &b}) {
+  for (auto* g : {&a, &b, &d}) {
     try {
       strata::run(*g).wait();
       ADD_FAILURE() << "no error";
@@ -174,6 +178,81 @@ TEST_P(TensorGraph, TwoDimensionalStencilWithCornersOverManyRuns) {
     for (std::size_t i = 0; i < out.size(); ++i)
       ASSERT_DOUBLE_EQ(out[i], ref[i]) << run << " " << i;
   }
+}
+
+// A reduction whose transform computes the value of each cell (one pass per block: no
+// tensor of values, no kernel between), on uneven blocks whose rows are not whole tiles
+// of the fold's row loop, in 1, 2 and 3 dimensions; integers, so every order of
+// combining gives the same sum.
+std::int64_t cell_value_at(std::int64_t k) {
+  return (k * 7919) % 1001 - 500;
+}
+
+TEST_P(TensorGraph, TransformReduceFoldsEachCellsValue) {
+  auto p = places(GetParam());
+  auto squares = [] STRATA_FN(auto& it) { return *it * *it; };
+  auto index_weighted = [] STRATA_FN(auto& it) { return *it * (it.global_index(0) + 1); };
+  {
+    tensor<std::int64_t, 1> t(p, tensor_spec<1>{.extent = {1'031}, .partitions = {3}});
+    std::vector<std::int64_t> v(1'031);
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = cell_value_at(static_cast<std::int64_t>(k));
+    scatter(t, v);
+    std::int64_t sq = 0, w = 0;
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      sq += v[k] * v[k];
+      w += v[k] * static_cast<std::int64_t>(k + 1);
+    }
+    EXPECT_EQ(transform_reduce(t, std::int64_t{0}, reduce_sum{}, squares), sq);
+    EXPECT_EQ(transform_reduce(t, std::int64_t{0}, reduce_sum{}, index_weighted), w);
+  }
+  {
+    index_t const rows = 37, cols = 53;
+    tensor<std::int64_t, 2> t(
+        p, tensor_spec<2>{.extent = {rows, cols}, .partitions = {3, 2}, .sub_partitions = {1, 2}});
+    std::vector<std::int64_t> v(static_cast<std::size_t>(rows * cols));
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = cell_value_at(static_cast<std::int64_t>(k));
+    scatter(t, v);
+    std::int64_t sq = 0, top = v[0];
+    for (auto x : v) {
+      sq += x * x;
+      top = std::max(top, x * x);
+    }
+    EXPECT_EQ(transform_reduce(t, std::int64_t{0}, reduce_sum{}, squares), sq);
+    // In a graph, after a split that writes the tensor: each block's fold after its writer.
+    reduction_result<std::int64_t> result(std::int64_t{0});
+    graph g;
+    g.split([] STRATA_FN(auto& it) { *it = -*it; }, t)
+        .then_reduce(t, result, reduce_max{}, squares);
+    for (int run = 0; run < 3; ++run) {
+      strata::run(g).wait();
+      ASSERT_TRUE(result.complete());
+      EXPECT_EQ(result.value(), top) << "run " << run;
+    }
+  }
+  {
+    tensor<std::int64_t, 3> t(p, tensor_spec<3>{.extent = {5, 7, 19}, .partitions = {2, 1, 1}});
+    std::vector<std::int64_t> v(5 * 7 * 19);
+    for (std::size_t k = 0; k < v.size(); ++k) v[k] = cell_value_at(static_cast<std::int64_t>(k));
+    scatter(t, v);
+    std::int64_t sq = 0;
+    for (auto x : v) sq += x * x;
+    EXPECT_EQ(transform_reduce(t, std::int64_t{0}, reduce_sum{}, squares), sq);
+  }
+}
+
+TEST_P(TensorGraph, TransformReduceReadsTheLoadedPadding) {
+  // The transform moves its iterator into the padding: sum of x[i + 1] - x[i] telescopes
+  // to the copied edge minus the first cell.
+  auto p = places(GetParam());
+  index_t const n = 997;
+  tensor<std::int64_t, 1> x(p, tensor_spec<1>{.extent = {n}, .partitions = {4}, .padding = 1});
+  set_boundary(x, boundary::copy{});
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = cell_value_at(static_cast<std::int64_t>(k));
+  scatter(x, v);
+  load_padding(x).wait();
+  auto forward = [] STRATA_FN(auto& it) { return *it.offset(0, 1) - *it; };
+  EXPECT_EQ(transform_reduce(x, std::int64_t{0}, reduce_sum{}, forward), v.back() - v.front());
 }
 
 INSTANTIATE_TEST_SUITE_P(Places, TensorGraph, ::testing::Values("host", "sim1", "sim2", "sim4"));

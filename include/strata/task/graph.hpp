@@ -369,6 +369,16 @@ class graph {
   graph& then_reduce(P const& t, reduction_result<T> result, Op op) {
     return tensor_reduce(*this, true, t, std::move(result), std::move(op));
   }
+  /// The same reducing `transform(it)` with an iterator at each cell (a kernel over cells
+  /// that returns the value to reduce): one pass, no tensor of values in between.
+  template <tensor_argument P, class T, class Op, class Tr>
+  graph& reduce(P const& t, reduction_result<T> result, Op op, Tr transform) {
+    return tensor_reduce(*this, false, t, std::move(result), std::move(op), std::move(transform));
+  }
+  template <tensor_argument P, class T, class Op, class Tr>
+  graph& then_reduce(P const& t, reduction_result<T> result, Op op, Tr transform) {
+    return tensor_reduce(*this, true, t, std::move(result), std::move(op), std::move(transform));
+  }
 
   // Building blocks for layers above the graph (the tensor layer's splits, Ripple §5.4);
   // ordinary graphs do not need them.

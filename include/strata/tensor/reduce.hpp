@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace strata {
@@ -35,15 +36,69 @@ struct reduce_max {
 
 namespace tensor_detail {
 
-template <class T, std::size_t N, class R, class Op>
+/// The transform of a plain reduction: the cell's value.
+struct cell_value {
+  template <class It>
+  STRATA_FN auto operator()(It const& it) const {
+    return *it;
+  }
+};
+
+/// Folds a kernel thread's cells: op(acc, tr(it)) with an iterator at each cell (the
+/// transform may read the cell's fields or its neighbours, as a kernel over cells does),
+/// in row-major order.
+template <class T, std::size_t N, class R, class Op, class Tr = cell_value>
 struct fold_kernel {
   Op op;
+  Tr tr;
   template <class Self>
   STRATA_FN void operator()(Self const& self, tensor_block<T, N> b, R identity, R* partial) const {
     R acc = identity;
-    for_each_point<N>(self.elements(b.extent),
-                      [&](vec<N> const& p) { acc = op(acc, static_cast<R>(*b.address(p))); });
+    auto const r = self.elements(b.extent);
+    using range = std::remove_cv_t<decltype(r)>;
+    if constexpr (std::is_same_v<range, index_range>) {
+      acc = row(acc, r.last - r.first, tensor_iterator<T, N>(b, vec<N>{r.first}));
+    } else if constexpr (std::is_same_v<range, box_range<N>>) {
+      if constexpr (N == 2) {
+        for (index_t i = 0; i < r.extent[0]; ++i)
+          acc = row(acc, r.extent[1], tensor_iterator<T, N>(b, {r.first[0] + i, r.first[1]}));
+      } else {
+        for (index_t i = 0; i < r.extent[0]; ++i)
+          for (index_t j = 0; j < r.extent[1]; ++j)
+            acc = row(acc, r.extent[2],
+                      tensor_iterator<T, N>(b, {r.first[0] + i, r.first[1] + j, r.first[2]}));
+      }
+    } else {  // a GPU thread's grid-strided cells
+      for_each_point<N>(r, [&](vec<N> const& p) {
+        tensor_iterator<T, N> it(b, p);
+        acc = op(acc, static_cast<R>(tr(it)));
+      });
+    }
     partial[self.global_linear_index()] = acc;
+  }
+  // A row in tiles: the transform of a tile's cells into registers first (independent
+  // cells, one loop the compiler vectorizes: the wave speeds' divisions and square roots
+  // run 8 or 16 wide), then their fold in order, so the result is the same as one cell at
+  // a time (a compare-based max or a floating-point sum does not vectorize as it stands).
+  static constexpr index_t tile = 16;
+  STRATA_CELL_FLATTEN STRATA_FN R row(R acc, index_t len, tensor_iterator<T, N> it) const {
+    index_t k = 0;
+    for (; k + tile <= len; k += tile) {
+      R v[tile];
+      STRATA_CELL_INDEPENDENT
+      for (index_t l = 0; l < tile; ++l) {
+        auto c = it;  // a transform that moves its iterator moves its own
+        v[l] = static_cast<R>(tr(c));
+        it.next_in_row();
+      }
+      for (index_t l = 0; l < tile; ++l) acc = op(acc, v[l]);
+    }
+    for (; k < len; ++k) {
+      auto c = it;
+      acc = op(acc, static_cast<R>(tr(c)));
+      it.next_in_row();
+    }
+    return acc;
   }
 };
 
@@ -100,36 +155,51 @@ std::shared_ptr<block_fold<R>> make_fold(tensor<T, N> const& t, std::size_t b) {
 }
 
 /// Folds block b into f->host (complete when the event is).
-template <class T, std::size_t N, class R, class Op>
+template <class T, std::size_t N, class R, class Op, class Tr>
 event fold_block(after const& deps, tensor<T, N> const& t, std::size_t b, block_fold<R>& f,
-                 R identity, Op op) {
+                 R identity, Op op, Tr tr) {
   auto const& where = t.place_of(b);
   auto s = fold_shape(where, t.block(b).extent);
   auto n = f.host.size();
   return visit_space(f.space, [&](auto sp) {
     using S = decltype(sp);
     ptr<R, S> dev(f.device_data, f.device_memory);
-    auto k = launch(deps, where, s, fold_kernel<T, N, R, Op>{op}, t.block(b), identity, dev);
+    auto k =
+        launch(deps, where, s, fold_kernel<T, N, R, Op, Tr>{op, tr}, t.block(b), identity, dev);
     return copy(after(k), ptr<R, host_space>(f.host.data(), 0), dev, n);
   });
 }
 
 }  // namespace tensor_detail
 
-/// Reduces every cell of `t` with `op`, starting from `identity` (waits for the result).
-template <class T, std::size_t N, class R, class Op>
-R reduce(after const& deps, tensor<T, N> const& t, R identity, Op op) {
+/// Reduces `transform(it)` over every cell of `t` with `op`, starting from `identity`
+/// (waits for the result). The transform gets an iterator at the cell, as a kernel over
+/// cells does (`*it`, record fields, `it.offset(dim, k)` into loaded padding), and runs
+/// where the block lives: computing a value and its reduction in one pass saves a kernel,
+/// a tensor of the values and, in a graph, a hand-off per block (Listing 12's wave speeds
+/// and their maximum).
+template <class T, std::size_t N, class R, class Op, class Tr>
+R transform_reduce(after const& deps, tensor<T, N> const& t, R identity, Op op, Tr transform) {
   std::vector<std::shared_ptr<tensor_detail::block_fold<R>>> folds;
   std::vector<event> done;
   for (std::size_t b = 0; b < t.blocks(); ++b) {
     folds.push_back(tensor_detail::make_fold<T, N, R, Op>(t, b));
-    done.push_back(tensor_detail::fold_block(deps, t, b, *folds.back(), identity, op));
+    done.push_back(tensor_detail::fold_block(deps, t, b, *folds.back(), identity, op, transform));
   }
   wait_all(done);
   R acc = identity;
   for (auto const& f : folds)
     for (auto const& x : f->host) acc = op(acc, x);
   return acc;
+}
+template <class T, std::size_t N, class R, class Op, class Tr>
+R transform_reduce(tensor<T, N> const& t, R identity, Op op, Tr transform) {
+  return transform_reduce(after{}, t, identity, op, transform);
+}
+/// Reduces every cell of `t` with `op`, starting from `identity` (waits for the result).
+template <class T, std::size_t N, class R, class Op>
+R reduce(after const& deps, tensor<T, N> const& t, R identity, Op op) {
+  return transform_reduce(deps, t, identity, op, tensor_detail::cell_value{});
 }
 template <class T, std::size_t N, class R, class Op>
 R reduce(tensor<T, N> const& t, R identity, Op op) {
@@ -138,10 +208,11 @@ R reduce(tensor<T, N> const& t, R identity, Op op) {
 
 /// graph::reduce / then_reduce over a tensor (found by argument-dependent lookup from
 /// task/graph.hpp): a fold node per block after that block's writers, and a final node
-/// that combines the partials and completes `result`.
-template <class T, std::size_t N, class R, class Op>
-graph& tensor_reduce(graph& g, bool then, tensor<T, N> const& t, reduction_result<R> result,
-                     Op op) {
+/// that combines the partials and completes `result`. With a transform, each block's fold
+/// reduces transform(it) (transform_reduce above).
+template <class T, std::size_t N, class R, class Op, class Tr = tensor_detail::cell_value>
+graph& tensor_reduce(graph& g, bool then, tensor<T, N> const& t, reduction_result<R> result, Op op,
+                     Tr tr = {}) {
   auto const blocks = t.blocks();
   auto const key = t.partitioning();
   if (then) g.next_level();
@@ -158,8 +229,9 @@ graph& tensor_reduce(graph& g, bool then, tensor<T, N> const& t, reduction_resul
     node_options o("reduce[" + std::to_string(b) + "]");
     if (t.space_of(b) != space_id::host) o.kind = execution_kind::device;
     parts.push_back(g.add_part(std::move(o),
-                               [t, b, f, op, identity = result.identity()] {
-                                 return tensor_detail::fold_block(after{}, t, b, *f, identity, op);
+                               [t, b, f, op, tr, identity = result.identity()] {
+                                 return tensor_detail::fold_block(after{}, t, b, *f, identity, op,
+                                                                  tr);
                                },
                                key, b, blocks, after_parts, {}));
   }

@@ -13,6 +13,7 @@
 #include <strata/tensor/cell_rows.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <set>
 #include <string>
@@ -662,6 +663,64 @@ graph& tensor_split_kernel(graph& g, node_options o, bool then, F&& kernel_in, A
     return v;
   };
   if (then) g.next_level();
+  kernel_t kernel(std::forward<F>(kernel_in));
+  auto args = std::make_tuple(std::decay_t<A>(std::forward<A>(args_in))...);
+  if (padded && !exclusive) {
+    // Concurrent padded access: one node per block issues its padding loads and launches
+    // its kernel after them (stream order on the block's place), after whatever wrote
+    // the cells the loads read (its neighbours') or the padding they overwrite (its own
+    // block's readers). Ripple's Figure 7 has a loader node and a kernel node per block;
+    // here only exclusive access, whose kernel waits for its neighbours' loads too, needs
+    // two: one node spares a host hand-off between the loads and the kernel on every
+    // block of every split (ripple-scaling's steps have two such splits).
+    // Whether each argument's tensor was periodic when the graph was built (the loads'
+    // dependencies were found from it).
+    std::array<bool, sizeof...(A)> wraps{};
+    std::apply(
+        [&](auto const&... a) {
+          std::size_t i = 0;
+          auto note = [&](auto const& x) {
+            if constexpr (tensor_detail::arg_traits<std::remove_cvref_t<decltype(x)>>::padded)
+              wraps[i] = x.t.periodic();
+            ++i;
+          };
+          (note(a), ...);
+        },
+        args);
+    for (std::size_t b = 0; b < blocks; ++b) {
+      node_options ko = o;
+      ko.name = base + "[" + std::to_string(b) + "]";
+      if (!ko.kind && t0.space_of(b) != space_id::host) ko.kind = execution_kind::device;
+      auto after_parts = with_self(b);
+      if (!then) {  // split: after the whole previous level, as any node of this level
+        after_parts.clear();
+        for (std::size_t k = 0; k < blocks; ++k) after_parts.push_back(k);
+      }
+      g.add_part(
+          std::move(ko),
+          [kernel, args, b, n, wraps] {
+            return std::apply(
+                [&](auto const&... a) {
+                  std::vector<event> loads;
+                  std::size_t i = 0;
+                  auto load = [&](auto const& x) {
+                    using D = std::remove_cvref_t<decltype(x)>;
+                    if constexpr (tensor_detail::arg_traits<D>::padded)
+                      if (tensor_detail::loads_padding(x)) {
+                        tensor_detail::check_periodic_as_built(x.t, wraps[i]);
+                        loads.push_back(load_padding_fn::one(after{}, x.t, b));
+                      }
+                    ++i;
+                  };
+                  (load(a), ...);
+                  return tensor_detail::launch_block(after(loads), kernel, b, n, a...);
+                },
+                args);
+          },
+          key, b, blocks, after_parts, nbrs[b]);
+    }
+    return g;
+  }
   if (padded) {
     // Ripple Figure 7: a node per block loads its padding, after whatever wrote the cells
     // it reads (its neighbours') or the padding it overwrites (its own block's readers).
@@ -688,11 +747,9 @@ graph& tensor_split_kernel(graph& g, node_options o, bool then, F&& kernel_in, A
         }
       }
     };
-    (add_loads(args_in), ...);
+    std::apply([&](auto const&... a) { (add_loads(a), ...); }, args);
     g.next_level();
   }
-  kernel_t kernel(std::forward<F>(kernel_in));
-  auto args = std::make_tuple(std::decay_t<A>(std::forward<A>(args_in))...);
   for (std::size_t b = 0; b < blocks; ++b) {
     node_options ko = o;
     ko.name = base + "[" + std::to_string(b) + "]";
