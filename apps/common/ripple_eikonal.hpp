@@ -86,12 +86,13 @@ STRATA_FN T godunov_update(T const (&a)[N], T h) {
 /// state follows Jeong & Whitaker's list with tolerance 0: a cell whose value changed is
 /// active (in the list), a reached cell whose update gives its value again is converged,
 /// and a converged or far cell whose update is smaller re-enters the list. `active` gets
-/// 1 for an active cell, else 0: when no cell is active, out equals in, the fixed point of
-/// the scheme (what the Fast Marching Method computes), so the solve stops there.
+/// It returns 1 for an active cell, else 0 (a reducing split folds them): when no cell is
+/// active, out equals in, the fixed point of the scheme (what the Fast Marching Method
+/// computes), so the solve stops there.
 struct fim_step {
-  template <class In, class Out, class Active, class T>
-  STRATA_FN void operator()(In& in, Out& out, Active& active, T h, T limit) const {
-    *active = static_cast<std::uint16_t>(update(in, out, h, limit) ? 1 : 0);
+  template <class In, class Out, class T>
+  STRATA_FN std::uint16_t operator()(In& in, Out& out, T h, T limit) const {
+    return update(in, out, h, limit) ? 1 : 0;
   }
 
  private:
@@ -228,12 +229,11 @@ eikonal_report check_eikonal(std::vector<double> const& values, strata::vec<N> c
 /// A FIM solve on partitioned record tensors: `extent` cells on the unit square / cube
 /// (h = 1 / the largest extent), `parts` blocks over `places`, padding 1, far edges. One
 /// graph (Ripple §5.3) holds two iterations, a -> b and b -> a, each a split with
-/// `concurrent_padded_access` (the halos between blocks load before each block's kernel),
-/// each writing the active flags, then a reduction of the second one's flags;
-/// `conditional` re-runs it while a cell is active. (The first iteration writes flags
-/// nobody reads: without that store GCC 12 did not vectorize its row loop, "control flow
-/// in loop", and the iteration took 1.4 ms instead of 0.8-1.1 ms on 1024^2 floats.)
-/// The solution ends in `a` (an even number of iterations).
+/// `concurrent_padded_access` (the halos between blocks load before each block's kernel);
+/// the second is a reducing split that folds the cells' active flags as it writes them
+/// (the Kokkos peer's parallel_reduce; session 41 had a tensor of flags and a reduction
+/// over it, two bytes a cell more and a pass). `conditional` re-runs the graph while a
+/// cell is active. The solution ends in `a` (an even number of iterations).
 template <class T, class L, std::size_t N>
 class eikonal_solver {
  public:
@@ -276,7 +276,6 @@ class eikonal_solver {
   }
 
   strata::tensor<cell, N> a_, b_;
-  strata::tensor<std::uint16_t, N> active_;
   strata::reduction_result<std::uint16_t> result_{0};
   strata::graph graph_;
   T h_, limit_;
@@ -294,7 +293,6 @@ eikonal_solver<T, L, N>::eikonal_solver(std::vector<strata::place> const& places
                                         strata::vec<N> extent, strata::vec<N> parts, double band)
     : a_(places, spec(extent, parts)),
       b_(places, spec(extent, parts)),
-      active_(places, spec(extent, parts)),
       h_(T(1.0 / static_cast<double>(largest(extent)))),
       limit_(T(band / static_cast<double>(largest(extent)))),
       band_(band) {
@@ -306,9 +304,9 @@ eikonal_solver<T, L, N>::eikonal_solver(std::vector<strata::place> const& places
   far[typename desc::state{}] = fim_far;
   strata::set_boundary(a_, strata::boundary::constant<strata::record_value<desc>>{far});
   strata::set_boundary(b_, strata::boundary::constant<strata::record_value<desc>>{far});
-  graph_.split(fim_step{}, strata::concurrent_padded_access(a_), b_, active_, h_, limit_)
-      .then_split(fim_step{}, strata::concurrent_padded_access(b_), a_, active_, h_, limit_)
-      .then_reduce(active_, result_, strata::reduce_max{});
+  graph_.split(fim_step{}, strata::concurrent_padded_access(a_), b_, h_, limit_)
+      .then_split_reduce(result_, strata::reduce_max{}, fim_step{},
+                         strata::concurrent_padded_access(b_), a_, h_, limit_);
   graph_.conditional([this] {
     ++passes_;
     last_ = result_.value_and_reset();

@@ -379,6 +379,22 @@ class graph {
   graph& then_reduce(P const& t, reduction_result<T> result, Op op, Tr transform) {
     return tensor_reduce(*this, true, t, std::move(result), std::move(op), std::move(transform));
   }
+  /// A split whose kernel returns a value for each cell, folded with `op` into `result` in
+  /// the same pass (Kokkos' parallel_reduce with a functor that also writes): the
+  /// kernel's writes and the reduction cost one sweep over the cells. Arguments as
+  /// split's (tensors, concurrent_padded_access, values); <strata/tensor.hpp>.
+  template <class T, class Op, class F, class... A>
+  requires(tensor_argument<A> || ...) graph& split_reduce(reduction_result<T> result, Op op,
+                                                          F&& kernel, A&&... args) {
+    return tensor_split_reduce(*this, false, std::move(result), std::move(op),
+                               std::forward<F>(kernel), std::forward<A>(args)...);
+  }
+  template <class T, class Op, class F, class... A>
+  requires(tensor_argument<A> || ...) graph& then_split_reduce(reduction_result<T> result, Op op,
+                                                               F&& kernel, A&&... args) {
+    return tensor_split_reduce(*this, true, std::move(result), std::move(op),
+                               std::forward<F>(kernel), std::forward<A>(args)...);
+  }
 
   // Building blocks for layers above the graph (the tensor layer's splits, Ripple §5.4);
   // ordinary graphs do not need them.

@@ -13,10 +13,11 @@
 
 namespace strata::tensor_detail {
 
-/// Calls f with every argument as an lvalue (Ripple kernels take `auto& it`).
+/// Calls f with every argument as an lvalue (Ripple kernels take `auto& it`); returns
+/// what f returns (a reducing split's value of the cell).
 template <class F, class... A>
-STRATA_FN void call_lvalues(F const& f, A... a) {
-  f(a...);
+STRATA_FN decltype(auto) call_lvalues(F const& f, A... a) {
+  return f(a...);
 }
 
 /// Moves a kernel argument to the next cell of its row (values stay as they are).
@@ -84,14 +85,8 @@ struct cell_kernel {
     // times (the FORCE flux is large).
     constexpr auto b = static_cast<index_t>(common_aosoa_block<I...>());
     if constexpr (b != 0) {
-      index_t const lanes[] = {row_tiles::lane(it)...};
-      index_t lane = -1;
-      bool tiles = true;
-      for (auto l : lanes)
-        if (l >= 0) {
-          tiles = tiles && (lane < 0 || l == lane);
-          lane = lane < 0 ? l : lane;
-        }
+      index_t lane = row_tiles::common_lane(it...);
+      bool const tiles = lane >= 0;
       for (index_t k = 0; k < len;) {
         if (tiles && lane == 0 && k + b <= len) {
           (row_tiles::to_block_start(it), ...);

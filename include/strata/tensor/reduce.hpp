@@ -6,8 +6,10 @@
 
 #include <strata/tensor/split.hpp>
 
+#include <array>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -170,6 +172,109 @@ event fold_block(after const& deps, tensor<T, N> const& t, std::size_t b, block_
   });
 }
 
+/// The kernel of a reducing split: the user's kernel over cells returns each cell's value,
+/// folded per thread into partial[thread] (row tiles as fold_kernel's).
+template <std::size_t N, class F, class R, class Op>
+struct reduce_cell_kernel {
+  F f;
+  Op op;
+  template <class Self, class... A>
+  STRATA_FN void operator()(Self const& self, vec<N> extent, R identity, R* partial,
+                            A const&... a) const {
+    R acc = identity;
+    auto const r = self.element_chunk(extent);
+    if constexpr (N == 1) {
+      acc = row(acc, r.last - r.first, a.at(vec<1>{r.first})...);
+    } else if constexpr (N == 2) {
+      for (index_t i = 0; i < r.extent[0]; ++i)
+        acc = row(acc, r.extent[1], a.at(vec<2>{r.first[0] + i, r.first[1]})...);
+    } else {
+      for (index_t i = 0; i < r.extent[0]; ++i)
+        for (index_t j = 0; j < r.extent[1]; ++j)
+          acc = row(acc, r.extent[2], a.at(vec<3>{r.first[0] + i, r.first[1] + j, r.first[2]})...);
+    }
+    partial[self.global_linear_index()] = acc;
+  }
+  static constexpr index_t tile = 16;
+  template <class... I>
+  STRATA_CELL_FLATTEN STRATA_FN R row(R acc, index_t len, I... it) const {
+#if !STRATA_DEVICE_CODE
+    // AoSoA arguments whose cells share their lane: whole blocks as loops over their lanes,
+    // as cell_kernel's rows run them (cell_rows.hpp), each block's values then folded.
+    constexpr auto bl = static_cast<index_t>(common_aosoa_block<I...>());
+    if constexpr (bl != 0) {
+      index_t lane = row_tiles::common_lane(it...);
+      bool const tiles = lane >= 0;
+      for (index_t k = 0; k < len;) {
+        if (tiles && lane == 0 && k + bl <= len) {
+          (row_tiles::to_block_start(it), ...);
+          R v[bl];
+          STRATA_CELL_INDEPENDENT
+          for (index_t l = 0; l < bl; ++l)
+            v[l] = static_cast<R>(call_lvalues(f, row_tiles::along(it, l)...));
+          for (index_t l = 0; l < bl; ++l) acc = op(acc, v[l]);
+          (row_tiles::advance(it, bl), ...);
+          k += bl;
+        } else {
+          acc = op(acc, static_cast<R>(call_lvalues(f, it...)));
+          (next_in_row(it), ...);
+          lane = (lane + 1) & (bl - 1);
+          ++k;
+        }
+      }
+      return acc;
+    }
+#endif
+    index_t k = 0;
+    for (; k + tile <= len; k += tile) {
+      R v[tile];
+      STRATA_CELL_INDEPENDENT
+      for (index_t l = 0; l < tile; ++l) {
+        v[l] = static_cast<R>(call_lvalues(f, it...));
+        (next_in_row(it), ...);
+      }
+      for (index_t l = 0; l < tile; ++l) acc = op(acc, v[l]);
+    }
+    for (; k < len; ++k) {
+      acc = op(acc, static_cast<R>(call_lvalues(f, it...)));
+      (next_in_row(it), ...);
+    }
+    return acc;
+  }
+};
+
+/// Block b of a reducing split: its padding loads, then the kernel folding into f's
+/// partials where the block lives, then their copy to the host.
+template <class R, class Op, class F, class... A>
+event split_reduce_block(std::size_t b, block_fold<R>& f, R identity, Op op, F const& kernel,
+                         std::span<bool const> wraps, A const&... args) {
+  std::vector<event> loads;
+  std::size_t i = 0;
+  auto load = [&](auto const& x) {
+    if constexpr (arg_traits<std::remove_cvref_t<decltype(x)>>::padded)
+      if (loads_padding(x)) {
+        check_periodic_as_built(x.t, wraps[i]);
+        loads.push_back(load_padding_fn::one(after{}, x.t, b));
+      }
+    ++i;
+  };
+  (load(args), ...);
+  auto const& t0 = first_tensor(args...);
+  using TT = std::remove_cvref_t<decltype(t0)>;
+  constexpr std::size_t N = TT::rank;
+  auto const& where = t0.place_of(b);
+  auto const extent = t0.block(b).extent;
+  auto const s = fold_shape(where, extent);
+  auto const n = f.host.size();
+  return visit_space(f.space, [&](auto sp) {
+    using S = decltype(sp);
+    ptr<R, S> dev(f.device_data, f.device_memory);
+    auto k = launch(after(loads), where, s, reduce_cell_kernel<N, F, R, Op>{kernel, op}, extent,
+                    identity, dev, bind(args, b)...);
+    return copy(after(k), ptr<R, host_space>(f.host.data(), 0), dev, n);
+  });
+}
+
 }  // namespace tensor_detail
 
 /// Reduces `transform(it)` over every cell of `t` with `op`, starting from `identity`
@@ -236,6 +341,88 @@ graph& tensor_reduce(graph& g, bool then, tensor<T, N> const& t, reduction_resul
                                key, b, blocks, after_parts, {}));
   }
   auto fin = g.add_joined("reduce", [folds, op, result]() mutable {
+    R acc = result.identity();
+    for (auto const& f : folds)
+      for (auto const& x : f->host) acc = op(acc, x);
+    result.set(acc);
+  });
+  for (auto& p : parts) p.precede(fin);
+  return g;
+}
+
+/// graph::split_reduce / then_split_reduce (found by argument-dependent lookup from
+/// task/graph.hpp): a split whose kernel returns each cell's value, folded with `op` into
+/// `result` in the same pass (Kokkos' parallel_reduce with a functor that also writes).
+/// One node per block issues its padding loads (concurrent access) and launches the
+/// folding kernel after them; a final node combines the partials.
+template <class R, class Op, class F, class... A>
+graph& tensor_split_reduce(graph& g, bool then, reduction_result<R> result, Op op, F&& kernel_in,
+                           A&&... args_in) {
+  using kernel_t = std::decay_t<F>;
+  auto const t0 = tensor_detail::first_tensor(args_in...);
+  tensor_detail::check_split(t0, args_in...);
+  if (tensor_detail::expansion(args_in...) != 0)
+    throw invalid_argument(
+        "split_reduce: an expanded or overlapped argument would fold padding cells; expected "
+        "tensors, concurrent_padded_access or values");
+  if ((tensor_detail::exclusive_access(args_in) || ...) ||
+      (tensor_detail::staged_in_shared(args_in) || ...))
+    throw invalid_argument(
+        "split_reduce: exclusive or in_shared padded access is not supported; expected "
+        "concurrent_padded_access (or a then_split before the reduction)");
+  auto const key = t0.partitioning();
+  auto const blocks = t0.blocks();
+  kernel_t kernel(std::forward<F>(kernel_in));
+  auto args = std::make_tuple(std::decay_t<A>(std::forward<A>(args_in))...);
+  std::array<bool, sizeof...(A)> wraps{};
+  bool padded = false;
+  std::apply(
+      [&](auto const&... a) {
+        std::size_t i = 0;
+        auto note = [&](auto const& x) {
+          if constexpr (tensor_detail::arg_traits<std::remove_cvref_t<decltype(x)>>::padded) {
+            wraps[i] = x.t.periodic();
+            padded = padded || tensor_detail::loads_padding(x);
+          }
+          ++i;
+        };
+        (note(a), ...);
+      },
+      args);
+  if (then) g.next_level();
+  g.at_each_pass([result]() mutable { result.begin(); });
+  using T0 = typename std::remove_cvref_t<decltype(t0)>::value_type;
+  constexpr std::size_t N = std::remove_cvref_t<decltype(t0)>::rank;
+  std::vector<std::shared_ptr<tensor_detail::block_fold<R>>> folds;
+  std::vector<node_ref> parts;
+  for (std::size_t b = 0; b < blocks; ++b) {
+    auto f = tensor_detail::make_fold<T0, N, R, Op>(t0, b);
+    folds.push_back(f);
+    std::vector<std::size_t> after_parts{b}, reach;
+    if (padded) {
+      reach = std::apply(
+          [&](auto const&... a) { return tensor_detail::padded_neighbours(b, a...); }, args);
+      if (then) after_parts.insert(after_parts.end(), reach.begin(), reach.end());
+    }
+    if (!then) {  // split: after the whole previous level, as any node of this level
+      after_parts.clear();
+      for (std::size_t k = 0; k < blocks; ++k) after_parts.push_back(k);
+    }
+    node_options o("split_reduce[" + std::to_string(b) + "]");
+    if (t0.space_of(b) != space_id::host) o.kind = execution_kind::device;
+    parts.push_back(g.add_part(
+        std::move(o),
+        [kernel, op, args, b, f, wraps, identity = result.identity()] {
+          return std::apply(
+              [&](auto const&... a) {
+                return tensor_detail::split_reduce_block(b, *f, identity, op, kernel,
+                                                         std::span<bool const>(wraps), a...);
+              },
+              args);
+        },
+        key, b, blocks, after_parts, reach));
+  }
+  auto fin = g.add_joined("split_reduce", [folds, op, result]() mutable {
     R acc = result.identity();
     for (auto const& f : folds)
       for (auto const& x : f->host) acc = op(acc, x);

@@ -58,6 +58,19 @@ struct row_tiles {
     else
       return -1;
   }
+  /// The lane that every AoSoA iterator among `it` is at, or -1 if they differ (their
+  /// blocks then cannot be walked together).
+  template <class... I>
+  STRATA_FN static index_t common_lane(I const&... it) {
+    index_t const lanes[] = {lane(it)...};
+    index_t common = -1;
+    for (auto l : lanes)
+      if (l >= 0) {
+        if (common >= 0 && l != common) return -1;
+        common = l;
+      }
+    return common;
+  }
   /// Re-addresses an AoSoA iterator from the start of its cell's block (lane 0 there).
   template <class I>
   STRATA_FN static void to_block_start(I& it) {
