@@ -275,6 +275,20 @@ event split_reduce_block(std::size_t b, block_fold<R>& f, R identity, Op op, F c
   });
 }
 
+/// The final node of a graph reduction: after every block's node (`parts`), it combines
+/// the blocks' partials with `op` and completes `result`.
+template <class R, class Op>
+void add_combine(graph& g, char const* name, std::vector<std::shared_ptr<block_fold<R>>> folds,
+                 std::vector<node_ref>& parts, Op op, reduction_result<R> result) {
+  auto fin = g.add_joined(name, [folds = std::move(folds), op, result]() mutable {
+    R acc = result.identity();
+    for (auto const& f : folds)
+      for (auto const& x : f->host) acc = op(acc, x);
+    result.set(acc);
+  });
+  for (auto& p : parts) p.precede(fin);
+}
+
 }  // namespace tensor_detail
 
 /// Reduces `transform(it)` over every cell of `t` with `op`, starting from `identity`
@@ -340,13 +354,7 @@ graph& tensor_reduce(graph& g, bool then, tensor<T, N> const& t, reduction_resul
                                },
                                key, b, blocks, after_parts, {}));
   }
-  auto fin = g.add_joined("reduce", [folds, op, result]() mutable {
-    R acc = result.identity();
-    for (auto const& f : folds)
-      for (auto const& x : f->host) acc = op(acc, x);
-    result.set(acc);
-  });
-  for (auto& p : parts) p.precede(fin);
+  tensor_detail::add_combine(g, "reduce", std::move(folds), parts, op, std::move(result));
   return g;
 }
 
@@ -422,13 +430,7 @@ graph& tensor_split_reduce(graph& g, bool then, reduction_result<R> result, Op o
         },
         key, b, blocks, after_parts, reach));
   }
-  auto fin = g.add_joined("split_reduce", [folds, op, result]() mutable {
-    R acc = result.identity();
-    for (auto const& f : folds)
-      for (auto const& x : f->host) acc = op(acc, x);
-    result.set(acc);
-  });
-  for (auto& p : parts) p.precede(fin);
+  tensor_detail::add_combine(g, "split_reduce", std::move(folds), parts, op, std::move(result));
   return g;
 }
 
