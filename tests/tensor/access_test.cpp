@@ -35,12 +35,9 @@ TEST_P(TensorAccess, OverlappedStepsShareOneExchange) {
   // ring; the second reads that ring and needs no exchange. Two steps, one exchange.
   auto p = places(GetParam());
   index_t const n = 1'031;  // uneven blocks
-  tensor_spec<1> s{.extent = {n}, .partitions = {4}, .sub_partitions = {2}, .padding = 2};
-  tensor<std::int64_t, 1> x(p, s), y(p, s);
-  set_boundary(x, boundary::periodic{});
-  set_boundary(y, boundary::periodic{});
-  auto ref = start_values(static_cast<std::size_t>(n));
-  scatter(x, ref);
+  tensor_test::periodic_pair xy(p, n, 2);
+  auto &x = xy.x, &y = xy.y;
+  auto& ref = xy.ref;
   graph g;
   g.then_split(smooth{}, overlapped(x, 1), y).then_split(smooth{}, y, x);
   // Two kernel levels, a node per block each: x's padding loads are issued by the first
@@ -128,12 +125,9 @@ TEST_P(TensorAccess, LoaderNodesEqualPaddedAccess) {
   // access specifier gives what concurrent_padded_access gives.
   auto p = places(GetParam());
   index_t const n = 2'003;
-  tensor_spec<1> s{.extent = {n}, .partitions = {4}, .sub_partitions = {2}, .padding = 1};
-  tensor<std::int64_t, 1> x(p, s), y(p, s);
-  set_boundary(x, boundary::periodic{});
-  set_boundary(y, boundary::periodic{});
-  auto ref = start_values(static_cast<std::size_t>(n));
-  scatter(x, ref);
+  tensor_test::periodic_pair xy(p, n, 1);
+  auto &x = xy.x, &y = xy.y;
+  auto& ref = xy.ref;
   graph g;
   g.then_split(load_padding, x)
       .then_split(smooth{}, x, y)
@@ -207,15 +201,9 @@ TEST_P(TensorAccess, OnePuAndInjectedGraphsFinishWithTheSequentialResult) {
   auto pus = tensor_test::rt().machine().descendants(place_type::pu);
   testing_support::finishes_within(limit, "tensor graphs on one PU and from three threads", [&] {
     auto body = [&](place const& where, int runs, std::size_t n) {
-      tensor_spec<1> s{.extent = {static_cast<index_t>(n)},
-                       .partitions = {4},
-                       .sub_partitions = {2},
-                       .padding = 2};
-      tensor<std::int64_t, 1> x(p, s), y(p, s);
-      set_boundary(x, boundary::periodic{});
-      set_boundary(y, boundary::periodic{});
-      auto ref = start_values(n);
-      scatter(x, ref);
+      tensor_test::periodic_pair xy(p, static_cast<index_t>(n), 2);
+      auto &x = xy.x, &y = xy.y;
+      auto& ref = xy.ref;
       reduction_result<std::int64_t> sum(0);
       graph g;
       g.then_split(smooth{}, concurrent_padded_access(x), y)
@@ -273,12 +261,9 @@ TEST_P(TensorAccess, InSharedEqualsDirectAccess) {
 TEST_P(TensorAccess, PaddedAccessInSharedOverManyRuns) {
   auto p = places(GetParam());
   index_t const n = 2'011;
-  tensor_spec<1> s{.extent = {n}, .partitions = {4}, .sub_partitions = {2}, .padding = 1};
-  tensor<std::int64_t, 1> x(p, s), y(p, s);
-  set_boundary(x, boundary::periodic{});
-  set_boundary(y, boundary::periodic{});
-  auto ref = start_values(static_cast<std::size_t>(n));
-  scatter(x, ref);
+  tensor_test::periodic_pair xy(p, n, 1);
+  auto &x = xy.x, &y = xy.y;
+  auto& ref = xy.ref;
   graph g;
   g.then_split(smooth{}, concurrent_padded_access_in_shared(x), y)
       .then_split(smooth{}, concurrent_padded_access_in_shared(y), in_shared(x));

@@ -61,12 +61,9 @@ TEST_P(TensorGraph, SplitThenReduce) {
 TEST_P(TensorGraph, ConcurrentPaddedAccessDoubleBufferedEqualsSequentialAtEveryRun) {
   auto p = places(GetParam());
   index_t const n = 4'099;
-  tensor_spec<1> s{.extent = {n}, .partitions = {4}, .sub_partitions = {2}, .padding = 1};
-  tensor<std::int64_t, 1> x(p, s), y(p, s);
-  set_boundary(x, boundary::periodic{});
-  set_boundary(y, boundary::periodic{});
-  auto ref = start_values(static_cast<std::size_t>(n));
-  scatter(x, ref);
+  tensor_test::periodic_pair xy(p, n, 1);
+  auto &x = xy.x, &y = xy.y;
+  auto& ref = xy.ref;
   graph g;
   g.then_split(smooth{}, concurrent_padded_access(x), y)
       .then_split(smooth{}, concurrent_padded_access(y), x);
@@ -261,21 +258,17 @@ TEST_P(TensorGraph, TransformReduceReadsTheLoadedPadding) {
 struct smooth_returning {
   template <class In, class Out>
   STRATA_FN std::int64_t operator()(In& in, Out& out) const {
-    auto const v = (*in.offset(0, -1) + 2 * *in + *in.offset(0, 1)) % 1000003;
-    *out = v;
-    return v % 17;
+    tensor_test::smooth{}(in, out);
+    return *out % 17;
   }
 };
 
 TEST_P(TensorGraph, SplitReduceFoldsWhatTheKernelReturnsAsItWrites) {
   auto p = places(GetParam());
   index_t const n = 2'053;
-  tensor_spec<1> s{.extent = {n}, .partitions = {4}, .sub_partitions = {2}, .padding = 1};
-  tensor<std::int64_t, 1> x(p, s), y(p, s);
-  set_boundary(x, boundary::periodic{});
-  set_boundary(y, boundary::periodic{});
-  auto ref = start_values(static_cast<std::size_t>(n));
-  scatter(x, ref);
+  tensor_test::periodic_pair xy(p, n, 1);
+  auto &x = xy.x, &y = xy.y;
+  auto& ref = xy.ref;
   reduction_result<std::int64_t> sum(std::int64_t{0}), top(std::int64_t{-1});
   graph g;
   g.then_split_reduce(sum, reduce_sum{}, smooth_returning{}, concurrent_padded_access(x), y)

@@ -1,6 +1,8 @@
 // Shared helpers of the tensor tests: places of several kinds and host copies of tensors.
 #pragma once
 
+#include "kernels.hpp"
+
 #include <strata/strata.hpp>
 
 #include <cstddef>
@@ -82,5 +84,24 @@ void scatter(strata::tensor<T, N> const& t, std::vector<T> const& in) {
                        t.extent());
   strata::copy(t, v).wait();
 }
+
+/// Two periodic 1-D int64 tensors of n cells (4 partitions of 2 blocks, `padding`) on
+/// `p`, x holding start_values(n) (kept in `ref`): the double-buffered smoothing tests'
+/// setup.
+struct periodic_pair {
+  strata::tensor<std::int64_t, 1> x, y;
+  std::vector<std::int64_t> ref;
+  periodic_pair(std::vector<strata::place> const& p, strata::index_t n, strata::index_t padding)
+      : x(p, spec(n, padding)),
+        y(p, spec(n, padding)),
+        ref(start_values(static_cast<std::size_t>(n))) {
+    strata::set_boundary(x, strata::boundary::periodic{});
+    strata::set_boundary(y, strata::boundary::periodic{});
+    scatter(x, ref);
+  }
+  static strata::tensor_spec<1> spec(strata::index_t n, strata::index_t padding) {
+    return {.extent = {n}, .partitions = {4}, .sub_partitions = {2}, .padding = padding};
+  }
+};
 
 }  // namespace tensor_test
