@@ -297,13 +297,14 @@ class tensor {
     // Weak: the local tensor's state is owned by this state (a strong reference would be
     // a cycle); a copy of local() that outlives the distributed tensor gets an error.
     std::weak_ptr<detail::dist_tensor_state<T, N>> weak = s_;
-    s_->local.state().edges = [weak](after const& deps, std::size_t b) {
+    s_->local.state().edges = [weak](after const& deps, std::size_t b, dim_mask dims) {
       auto s = weak.lock();
       if (!s)
         throw invalid_argument(
             "dist::tensor: the padding of a local tensor whose distributed tensor was "
             "destroyed; expected the dist::tensor to outlive the use of local()");
-      strata::event ready = s->policy ? s->policy(deps, b) : when_all(deps);
+      strata::event ready = s->policy ? s->policy(deps, b, dims) : when_all(deps);
+      if (!(dims & 1u)) return ready;  // the ranks share faces in dimension 0 only
       std::vector<strata::event> done{ready};
       for (int side = 0; side < 2; ++side)
         if (s->faces[b][static_cast<std::size_t>(side)]->peer >= 0)

@@ -84,15 +84,17 @@ struct edge_kernel {
 };
 
 /// The edge loader of policy P for the tensor of `s`: one kernel per edge side of the
-/// block, dimension after dimension (so corners see their neighbours' filled padding).
+/// block in the dimensions of `dims`, dimension after dimension (so corners see their
+/// neighbours' filled padding).
 template <class T, std::size_t N, class P>
 edge_loader make_edge_loader(tensor_state<T, N>* s, P policy) {
-  return [s, policy](after const& deps, std::size_t b) {
+  return [s, policy](after const& deps, std::size_t b, dim_mask dims) {
     auto const& blk = s->blocks[b];
     auto const& where = s->homes[b].where;
     auto c = s->geo.coord(b);
     event e = when_all(deps);
-    for (std::size_t d = 0; d < N; ++d)
+    for (std::size_t d = 0; d < N; ++d) {
+      if (!(dims >> d & 1u)) continue;
       for (int side : {-1, 1}) {
         bool edge = side < 0 ? c[d] == 0 : c[d] == s->geo.blocks[d] - 1;
         if (!edge) continue;
@@ -101,6 +103,7 @@ edge_loader make_edge_loader(tensor_state<T, N>* s, P policy) {
         e = launch(after(e), where, divide_work(where, region), edge_kernel<T, N, P>{policy}, blk,
                    d, side, region);
       }
+    }
     return e;
   };
 }
@@ -127,9 +130,9 @@ void set_boundary(tensor<T, N>& t, B policy) {
 
 namespace tensor_detail {
 
-/// Calls fn(dlo, nb, slo, ext) for each box of block b's halo: the box at dlo (local to
-/// b) filled from the box at slo of block nb, a neighbour (or the opposite edge's block
-/// when periodic).
+/// Calls fn(dlo, nb, slo, ext, dims) for each box of block b's halo: the box at dlo (local
+/// to b) filled from the box at slo of block nb, a neighbour (or the opposite edge's block
+/// when periodic); `dims` are the dimensions in which the box lies outside the block.
 template <class T, std::size_t N, class Fn>
 void for_each_halo_box(tensor_state<T, N> const& s, std::size_t b, Fn&& fn) {
   index_t const pad = s.geo.padding;
@@ -159,8 +162,10 @@ void for_each_halo_box(tensor_state<T, N> const& s, std::size_t b, Fn&& fn) {
     if (self || skip) continue;
     auto const nb = s.geo.linear(nc);
     auto const& nblk = s.blocks[nb];
+    dim_mask outside = 0;
     for (std::size_t d = 0; d < N; ++d) {
       index_t const dir = step[d] - 1;
+      if (dir != 0) outside |= dim_mask{1} << d;
       if (dir < 0) {
         dlo[d] = -pad;
         slo[d] = nblk.extent[d] - pad;
@@ -175,7 +180,7 @@ void for_each_halo_box(tensor_state<T, N> const& s, std::size_t b, Fn&& fn) {
         ext[d] = blk.extent[d];
       }
     }
-    fn(dlo, nb, slo, ext);
+    fn(dlo, nb, slo, ext, outside);
   }
 }
 
@@ -188,38 +193,52 @@ std::shared_ptr<halo_plans const> plan_halos(tensor<T, N> const& t) {
   std::lock_guard lock(s.halo_mutex);
   if (s.halo) return s.halo;
   auto plans = std::make_shared<halo_plans>(t.blocks());
-  for (std::size_t b = 0; b < t.blocks(); ++b)
-    for_each_halo_box(
-        s, b, [&](vec<N> const& dlo, std::size_t nb, vec<N> const& slo, vec<N> const& ext) {
-          (*plans)[b].push_back(visit_space(t.space_of(b), [&](auto ds) {
-            return visit_space(t.space_of(nb), [&](auto ss) {
-              return detail::plan_view_copy(t.template local_view<decltype(ds)>(b, dlo, ext),
-                                            t.template local_view<decltype(ss)>(nb, slo, ext));
-            });
-          }));
+  for (std::size_t b = 0; b < t.blocks(); ++b) {
+    auto plan = [&](vec<N> const& dlo, std::size_t nb, vec<N> const& slo, vec<N> const& ext) {
+      return visit_space(t.space_of(b), [&](auto ds) {
+        return visit_space(t.space_of(nb), [&](auto ss) {
+          return detail::plan_view_copy(t.template local_view<decltype(ds)>(b, dlo, ext),
+                                        t.template local_view<decltype(ss)>(nb, slo, ext));
         });
+      });
+    };
+    for_each_halo_box(s, b,
+                      [&](vec<N> const& dlo, std::size_t nb, vec<N> const& slo, vec<N> const& ext,
+                          dim_mask outside) {
+                        (*plans)[b].push_back({outside, plan(dlo, nb, slo, ext)});
+                      });
+  }
   s.halo = plans;
   return plans;
 }
 
-/// Block b's halo from its neighbouring blocks (and the opposite edge when periodic).
+/// Whether a halo box outside the block in `outside` is loaded by an access along `dims`.
+inline bool loads_box(dim_mask outside, dim_mask dims) {
+  return (outside & ~dims) == 0;
+}
+
+/// Block b's halo from its neighbouring blocks (and the opposite edge when periodic): the
+/// boxes that lie outside the block only in dimensions of `dims`.
 template <class T, std::size_t N>
-event load_halo(after const& deps, tensor<T, N> const& t, std::size_t b) {
+event load_halo(after const& deps, tensor<T, N> const& t, std::size_t b, dim_mask dims) {
   if constexpr (!cell_traits<T>::is_record) {
     // Planned copies between the tensor's own live blocks: no range checks to repeat.
     auto const plans = plan_halos(t);
     auto const& mine = (*plans)[b];
-    if (mine.size() == 1) return detail::start_view_copy(deps, mine.front());
-    if (mine.empty()) return when_all(deps);
+    if (mine.size() == 1 && loads_box(mine.front().dims, dims))
+      return detail::start_view_copy(deps, mine.front().copy);
     std::vector<event> copies;
     copies.reserve(mine.size());
-    for (auto const& p : mine) copies.push_back(detail::start_view_copy(deps, p));
-    return when_all(after(std::move(copies)));
+    for (auto const& p : mine)
+      if (loads_box(p.dims, dims)) copies.push_back(detail::start_view_copy(deps, p.copy));
+    return copies.empty() ? when_all(deps) : when_all(after(std::move(copies)));
   } else {
     std::vector<event> copies;
     for_each_halo_box(t.state(), b,
-                      [&](vec<N> const& dlo, std::size_t nb, vec<N> const& slo, vec<N> const& ext) {
-                        copies.push_back(copy_box(deps, t, b, dlo, t, nb, slo, ext));
+                      [&](vec<N> const& dlo, std::size_t nb, vec<N> const& slo, vec<N> const& ext,
+                          dim_mask outside) {
+                        if (loads_box(outside, dims))
+                          copies.push_back(copy_box(deps, t, b, dlo, t, nb, slo, ext));
                       });
     return copies.empty() ? when_all(deps) : when_all(after(copies));
   }
@@ -249,12 +268,12 @@ struct load_padding_fn {
     check_block(t, b);
     auto& s = t.state();
     if (s.geo.padding == 0) return when_all(deps);
-    event halo = tensor_detail::load_halo(deps, t, b);
+    event halo = tensor_detail::load_halo(deps, t, b, all_dims);
     if constexpr (std::is_same_v<L, boundary::none>) {
       return s.keep(halo);
     } else {
-      return s.keep(
-          tensor_detail::make_edge_loader<T, N, L>(&s, std::move(loader))(after(halo), b));
+      return s.keep(tensor_detail::make_edge_loader<T, N, L>(&s, std::move(loader))(after(halo), b,
+                                                                                    all_dims));
     }
   }
   /// Fills the padding of every block (all halos, then edges).
@@ -270,10 +289,11 @@ struct load_padding_fn {
     return (*this)(after{}, t);
   }
 
-  // For graph nodes (which hold the tensor) and the whole-tensor call: block b's padding,
-  // not recorded for the release.
+  // For graph nodes (which hold the tensor) and the whole-tensor call: block b's padding
+  // in the dimensions of `dims` (an access `along` them), not recorded for the release.
   template <class T, std::size_t N>
-  static event one(after const& deps, tensor<T, N> const& t, std::size_t b);
+  static event one(after const& deps, tensor<T, N> const& t, std::size_t b,
+                   dim_mask dims = all_dims);
 
  private:
   template <class T, std::size_t N>
@@ -290,12 +310,12 @@ void load_padding_fn::check_block(tensor<T, N> const& t, std::size_t b) {
 }
 
 template <class T, std::size_t N>
-event load_padding_fn::one(after const& deps, tensor<T, N> const& t, std::size_t b) {
+event load_padding_fn::one(after const& deps, tensor<T, N> const& t, std::size_t b, dim_mask dims) {
   auto& s = t.state();
   if (s.geo.padding == 0) return when_all(deps);
-  event halo = tensor_detail::load_halo(deps, t, b);
+  event halo = tensor_detail::load_halo(deps, t, b, dims);
   if (!s.edges) return halo;
-  return s.edges(after(halo), b);
+  return s.edges(after(halo), b, dims);
 }
 
 }  // namespace strata

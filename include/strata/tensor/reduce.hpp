@@ -254,7 +254,7 @@ event split_reduce_block(std::size_t b, block_fold<R>& f, R identity, Op op, F c
     if constexpr (arg_traits<std::remove_cvref_t<decltype(x)>>::padded)
       if (loads_padding(x)) {
         check_periodic_as_built(x.t, wraps[i]);
-        loads.push_back(load_padding_fn::one(after{}, x.t, b));
+        loads.push_back(load_padding_fn::one(after{}, x.t, b, x.dims));
       }
     ++i;
   };

@@ -9,6 +9,7 @@
 
 #include <strata/exec/phases.hpp>
 #include <strata/task/graph.hpp>
+#include <strata/tensor/access.hpp>
 #include <strata/tensor/boundary.hpp>
 #include <strata/tensor/cell_rows.hpp>
 
@@ -23,94 +24,6 @@
 #include <vector>
 
 namespace strata {
-
-enum class padded_access_mode {
-  concurrent,  // load the padding; the kernel reads it (Figure 7)
-  exclusive,   // load the padding; the kernel also writes cells its neighbours read (Fig. 9)
-  expanded,    // no load: the kernel runs into padding it (or an earlier step) filled
-  unpadded     // the padding is not used (in_shared without padding)
-};
-
-/// A tensor argument whose padding the kernel reads (Ripple §5.4), and how many cells
-/// into the padding the kernel runs (`expand`: 0 for the interior only).
-template <class T, std::size_t N>
-struct padded_access {
-  using tensor_split_tag = void;
-  tensor<T, N> t;
-  padded_access_mode mode;
-  index_t expand = 0;
-  bool shared = false;  // staged in block scratch memory (Ripple §5.4.3)
-};
-
-template <class T, std::size_t N>
-padded_access<T, N> concurrent_padded_access(tensor<T, N> const& t) {
-  return {t, padded_access_mode::concurrent};
-}
-template <class T, std::size_t N>
-padded_access<T, N> exclusive_padded_access(tensor<T, N> const& t) {
-  return {t, padded_access_mode::exclusive};
-}
-/// The kernel runs `n` cells into the padding on every side of each block (the padding's
-/// cells are computed, not loaded), so a step can produce the halo the next step reads
-/// and several steps share one exchange. Needs padding >= n on every tensor argument. At
-/// the domain's edges the extra cells lie outside the domain (global index < 0 or >= the
-/// extent); kernels that must not write there test `it.first(d)` / `it.last(d)`.
-template <class T, std::size_t N>
-padded_access<T, N> expanded(tensor<T, N> const& t, index_t n) {
-  return {t, padded_access_mode::expanded, n};
-}
-/// As `concurrent_padded_access`, and the kernel runs `n` cells into the padding it loaded
-/// (overlapping its neighbours' cells): with padding p, one exchange then serves a step
-/// that reads 1 cell away and writes an n = p - 1 ring, so the next step needs no
-/// exchange (communication-avoiding stencils).
-template <class T, std::size_t N>
-padded_access<T, N> overlapped(tensor<T, N> const& t, index_t n) {
-  return {t, padded_access_mode::concurrent, n};
-}
-
-// Shared access (Ripple §5.4.3): the kernel's block of the tensor, with its padding for
-// the padded variants, is copied into the block scratch memory (shared memory on a GPU)
-// before the kernel runs over it, and its interior copied back after. A kernel over such
-// arguments runs as one parallel block per tensor block, so the tensor's blocks must fit
-// the scratch memory (choose sub_partitions accordingly).
-template <class T, std::size_t N>
-padded_access<T, N> in_shared(tensor<T, N> const& t) {
-  return {t, padded_access_mode::unpadded, 0, true};
-}
-template <class T, std::size_t N>
-padded_access<T, N> concurrent_padded_access_in_shared(tensor<T, N> const& t) {
-  return {t, padded_access_mode::concurrent, 0, true};
-}
-template <class T, std::size_t N>
-padded_access<T, N> exclusive_padded_access_in_shared(tensor<T, N> const& t) {
-  return {t, padded_access_mode::exclusive, 0, true};
-}
-
-/// A tensor argument whose kernel iterator is a block_iterator (Ripple §5.2.2): the cell
-/// and its index in the block, without the global space.
-template <class T, std::size_t N>
-struct block_access_arg {
-  using tensor_split_tag = void;
-  tensor<T, N> t;
-};
-template <class T, std::size_t N>
-block_access_arg<T, N> block_access(tensor<T, N> const& t) {
-  return {t};
-}
-
-/// A kernel argument whose value is computed when each block's kernel is launched, not
-/// when the graph is built: the time step that a reduction earlier in the same graph pass
-/// found (Ripple's Listing 12: `then_reduce(wavespeeds, max)`, `then(set_dt, ...)`, then
-/// the update kernels use dt). `f` runs on the host, once per block launch; its result is
-/// passed to every cell like a plain value.
-template <class F>
-struct deferred_arg {
-  F f;
-};
-template <class F>
-requires std::is_invocable_v<F const&> deferred_arg<F> deferred(F f) {
-  return {std::move(f)};
-}
 
 namespace tensor_detail {
 
@@ -397,9 +310,12 @@ void check_split(tensor<T0, N0> const& t0, A const&... args) {
   (check(args), ...);
 }
 
-/// The blocks next to block b (26 in 3-D, fewer at non-periodic edges), without b.
+/// The blocks next to block b (26 in 3-D, fewer at non-periodic edges), without b; with
+/// `dims`, those next to it in those dimensions only (the halo boxes an access along them
+/// loads).
 template <class T, std::size_t N>
-std::vector<std::size_t> neighbours(tensor<T, N> const& t, std::size_t b) {
+std::vector<std::size_t> neighbours(tensor<T, N> const& t, std::size_t b,
+                                    dim_mask dims = all_dims) {
   auto const& s = t.state();
   auto const c = s.geo.coord(b);
   index_t offsets = 1;
@@ -410,6 +326,10 @@ std::vector<std::size_t> neighbours(tensor<T, N> const& t, std::size_t b) {
     vec<N> nc{};
     bool skip = false;
     for (std::size_t d = 0; d < N && !skip; ++d) {
+      if (step[d] != 1 && !(dims >> d & 1u)) {
+        skip = true;
+        break;
+      }
       nc[d] = c[d] + step[d] - 1;
       if (nc[d] < 0 || nc[d] >= s.geo.blocks[d]) {
         if (!s.periodic) skip = true;
@@ -523,7 +443,7 @@ std::vector<std::size_t> padded_neighbours(std::size_t b, A const&... args) {
   auto add = [&](auto const& a) {
     if constexpr (arg_traits<std::remove_cvref_t<decltype(a)>>::padded)
       if (loads_padding(a))
-        for (auto nb : neighbours(a.t, b)) out.insert(nb);
+        for (auto nb : neighbours(a.t, b, a.dims)) out.insert(nb);
   };
   (add(args), ...);
   return {out.begin(), out.end()};
@@ -561,7 +481,7 @@ requires(tensor_argument<A> || ...) event
     if constexpr (tensor_detail::arg_traits<std::remove_cvref_t<decltype(a)>>::padded)
       if (tensor_detail::loads_padding(a))
         for (std::size_t b = 0; b < blocks; ++b)
-          loads[b].push_back(load_padding_fn::one(deps, a.t, b));
+          loads[b].push_back(load_padding_fn::one(deps, a.t, b, a.dims));
   };
   (load(args), ...);
   std::vector<event> done;
@@ -708,7 +628,7 @@ graph& tensor_split_kernel(graph& g, node_options o, bool then, F&& kernel_in, A
                     if constexpr (tensor_detail::arg_traits<D>::padded)
                       if (tensor_detail::loads_padding(x)) {
                         tensor_detail::check_periodic_as_built(x.t, wraps[i]);
-                        loads.push_back(load_padding_fn::one(after{}, x.t, b));
+                        loads.push_back(load_padding_fn::one(after{}, x.t, b, x.dims));
                       }
                     ++i;
                   };
@@ -739,9 +659,9 @@ graph& tensor_split_kernel(graph& g, node_options o, bool then, F&& kernel_in, A
             all = everything;
           }
           g.add_part(std::move(lo),
-                     [t = a.t, b, wraps = a.t.periodic()] {
+                     [t = a.t, b, wraps = a.t.periodic(), dims = a.dims] {
                        tensor_detail::check_periodic_as_built(t, wraps);
-                       return load_padding_fn::one(after{}, t, b);
+                       return load_padding_fn::one(after{}, t, b, dims);
                      },
                      key, b, blocks, all, {});
         }

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,6 +26,11 @@ namespace strata {
 
 template <class T, std::size_t N>
 class tensor;
+
+/// A set of dimensions, bit d for dimension d: which dimensions' padding an access loads
+/// (`padded_access::along`); `all_dims` for every one.
+using dim_mask = std::uint32_t;
+inline constexpr dim_mask all_dims = ~dim_mask{0};
 
 namespace tensor_detail {
 
@@ -56,11 +62,19 @@ struct block_home {
   void* data = nullptr;      // the padded box
 };
 
+/// One box of a block's halo and the dimensions in which it lies outside the block (a face
+/// one, an edge two, a corner three): an access along some dimensions loads the boxes
+/// that lie outside only in those.
+struct halo_copy {
+  dim_mask dims;
+  detail::view_copy copy;
+};
 /// Each block's halo copies (boundary.hpp's plan_halos).
-using halo_plans = std::vector<std::vector<detail::view_copy>>;
+using halo_plans = std::vector<std::vector<halo_copy>>;
 
-/// Fills the padding of one block at the domain's edges (set by set_boundary).
-using edge_loader = std::function<event(after const&, std::size_t block)>;
+/// Fills the padding of one block at the domain's edges (set by set_boundary), in the
+/// dimensions of `dims` only.
+using edge_loader = std::function<event(after const&, std::size_t block, dim_mask dims)>;
 
 template <class T, std::size_t N>
 struct tensor_state {
