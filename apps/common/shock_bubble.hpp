@@ -1,16 +1,17 @@
 // Ripple's 2-D Euler benchmark (ripple-tensors-graphs-scheduling §8, Figure 11, Listing 12):
 // a Mach 3.81 shock running into a low-density bubble. The domain is split in y over the
-// given places; each graph pass is one time step built as Listing 12 builds it: the
-// per-cell signal speeds and their maximum (one graph reduction with the speed as its
-// transform, where Listing 12 has a kernel and a reduction), the time step from it, then
-// the FORCE update along x (in -> out) and along y (out -> in), each with
-// `concurrent_padded_access` (padding loaded per block as its neighbours' rows are ready,
-// edges by the problem's boundary loader); the time step reaches the update kernels
-// through `deferred`, read when each block's kernel launches. Dimensional splitting, as
-// in Listing 12: each sweep is the 1-D FORCE scheme, monotone up to CFL 1 (the unsplit
-// sum of 1-D FORCE fluxes lost positivity where the shock hit the bubble at CFL 0.4).
-// Walls (reflecting) at the bottom and top, outflow (zero gradient) left and right; the
-// post-shock flow is supersonic, so the left edge keeps feeding exactly that state.
+// given places; each graph pass is one time step with Listing 12's parts: the time step
+// from the largest signal speed, then the FORCE update along x (in -> out) and along y
+// (out -> in), each with `concurrent_padded_access` along its axis (padding loaded per
+// block as its neighbours' rows are ready, edges by the problem's boundary loader). The
+// signal speeds and their maximum are not a kernel and a reduction of their own, as in
+// Listing 12: the y sweep returns each new cell's speed and a reducing split folds them
+// for the next step. The time step reaches the update kernels through `deferred`, read
+// when each block's kernel launches; one graph run makes all the steps of a run(). Dimensional
+// splitting, as in Listing 12: each sweep is the 1-D FORCE scheme, monotone up to CFL 1 (the
+// unsplit sum of 1-D FORCE fluxes lost positivity where the shock hit the bubble at CFL 0.4). Walls
+// (reflecting) at the bottom and top, outflow (zero gradient) left and right; the post-shock flow
+// is supersonic, so the left edge keeps feeding exactly that state.
 #pragma once
 
 #include "render.hpp"
@@ -75,6 +76,11 @@ template <int A>
 struct force_sweep {
   template <class In, class Out, class T>
   STRATA_FN void operator()(In& in, Out& out, T dt_dh, T gamma) const {
+    update(in, out, dt_dh, gamma);
+  }
+  /// The sweep's update of one cell; returns the state it stored.
+  template <class In, class Out, class T>
+  STRATA_FN static conserved<T> update(In& in, Out& out, T dt_dh, T gamma) {
     constexpr std::size_t dim = A == 0 ? 1 : 0;
     auto const c = load_state<T>(*in);
     auto const lo = load_state<T>(*in.offset(dim, -1));
@@ -87,6 +93,17 @@ struct force_sweep {
     u.m[1] = c.m[1] - dt_dh * (fh.m[1] - fl.m[1]);
     u.e = c.e - dt_dh * (fh.e - fl.e);
     store_state<T>(*out, u);
+    return u;
+  }
+};
+
+/// The y sweep, returning the signal speed of the cell's new state: the next step's time
+/// step is the maximum of these, folded in the same pass (a reducing split) instead of a
+/// reduction pass over the field of its own.
+struct force_sweep_y_speed {
+  template <class In, class Out, class T>
+  STRATA_FN T operator()(In& in, Out& out, T dt_dh, T gamma) const {
+    return signal_speed<T>(force_sweep<1>::update(in, out, dt_dh, gamma), gamma);
   }
 };
 
@@ -132,26 +149,27 @@ shock_bubble<T, L>::shock_bubble(std::vector<strata::place> const& places,
     return shock_bubble_setup::at(i, j, rows);
   });
   // Listing 12: set_wavespeeds, the max reduction, set_dt, update x with the padding of
-  // `in`, update y with the padding of `out`; the state ends in `in` again. The wave
-  // speeds are the reduction's transform (one pass per block, no tensor of speeds: on 8
-  // sim devices the separate kernel and its hand-off cost about a tenth of a step).
-  // Each sweep loads the padding along its own axis only (`along`): the x sweep needs no
-  // other device's rows, so one halo exchange between devices per step, not two.
+  // `in`, update y with the padding of `out`; the state ends in `in` again. Here the
+  // signal speeds are values the y sweep returns for the cells it writes, folded in the
+  // same pass (then_split_reduce): the next step's dt needs no pass over the field, and
+  // a step is two phases on the devices, not three (on 8 sim devices each phase's
+  // hand-offs cost about a tenth of a step). The first step's speeds come from the
+  // initial field. Each sweep loads the padding along its own axis only (`along`): the x
+  // sweep needs no other device's rows, so the devices exchange rows once per step.
+  w_.set(strata::transform_reduce(f_.in, T(0), strata::reduce_max{},
+                                  cell_wavespeed<T>{T(euler_gamma)}));
   auto dt_h = strata::deferred([this] { return T(dt_ / h_); });
-  g_.reduce(f_.in, w_, strata::reduce_max{}, cell_wavespeed<T>{T(euler_gamma)})
-      .then([this] {
-        dt_ = shock_bubble_setup::cfl * h_ / static_cast<double>(w_.value());
-        covered_ += dt_;
-        time_ += dt_;
-        ++steps_;
-      })
+  g_.emplace([this] {
+      dt_ = shock_bubble_setup::cfl * h_ / static_cast<double>(w_.value());
+      covered_ += dt_;
+      time_ += dt_;
+      ++steps_;
+    })
       .then_split(force_sweep<0>{}, strata::concurrent_padded_access(f_.in).along(1), f_.out, dt_h,
                   T(euler_gamma))
-      .then_split(force_sweep<1>{}, strata::concurrent_padded_access(f_.out).along(0), f_.in, dt_h,
-                  T(euler_gamma));
-  // A run of the graph makes all the steps of run(steps) (Ripple §5.3.6's conditional):
-  // the next step starts as the last node of this one ends, without a round trip through
-  // the calling thread between steps.
+      .then_split_reduce(w_, strata::reduce_max{}, force_sweep_y_speed{},
+                         strata::concurrent_padded_access(f_.out).along(0), f_.in, dt_h,
+                         T(euler_gamma));
   g_.conditional([this] { return --remaining_ > 0; });
 }
 template <class T, class L>
