@@ -454,6 +454,63 @@ TEST_P(TensorAccess, AlongSweepsInAGraphEqualTheSequentialSweeps) {
   }
 }
 
+// `along` on the graph's other paths: exclusive access (a padding-load node per block; the
+// kernel, which writes cells its neighbours' loads read, waits for the loads of its
+// neighbours in dimension 0 only) and a reducing split, against sequential references.
+TEST_P(TensorAccess, AlongWithExclusiveAccessAndAReducingSplit) {
+  auto p = places(GetParam());
+  index_t const ni = 40, nj = 13;
+  tensor_spec<2> s{
+      .extent = {ni, nj}, .partitions = {4, 1}, .sub_partitions = {1, 2}, .padding = 1};
+  tensor<std::int64_t, 2> x(p, s), y(p, s);
+  set_boundary(x, boundary::constant<std::int64_t>{11});
+  auto at = [&](std::vector<std::int64_t> const& v, index_t i, index_t j) {
+    return i < 0 || i >= ni ? std::int64_t{11} : v[static_cast<std::size_t>(i * nj + j)];
+  };
+  std::vector<std::int64_t> ref(static_cast<std::size_t>(ni * nj));
+  for (std::size_t k = 0; k < ref.size(); ++k) ref[k] = static_cast<std::int64_t>(k % 13);
+  scatter(x, ref);
+  auto const& cuts = x.cuts(0);
+  // In place: a block's first row adds the row above it, its last 5 x the row below.
+  auto bump_rows = [] STRATA_FN(auto& it) {
+    auto v = *it * 3 % 1000003;
+    if (it.index(0) == 0) v += *it.offset(0, -1);
+    if (it.index(0) == it.size(0) - 1) v += 5 * *it.offset(0, 1);
+    *it = v % 1000003;
+  };
+  auto diff = [] STRATA_FN(auto& in, auto& out) {
+    *out = *in.offset(0, 1) - 2 * *in.offset(0, -1);
+    return *out;
+  };
+  reduction_result<std::int64_t> sum(0);
+  graph g;
+  g.then_split(bump_rows, exclusive_padded_access(x).along(0))
+      .then_split_reduce(sum, reduce_sum{}, diff, concurrent_padded_access(x).along(0), y);
+  for (int run = 0; run < 50; ++run) {
+    strata::run(g).wait();
+    std::vector<std::int64_t> next(ref.size()), want_y(ref.size());
+    for (std::size_t b = 0; b + 1 < cuts.size(); ++b)
+      for (index_t i = cuts[b]; i < cuts[b + 1]; ++i)
+        for (index_t j = 0; j < nj; ++j) {
+          auto v = at(ref, i, j) * 3 % 1000003;
+          if (i == cuts[b]) v += at(ref, i - 1, j);
+          if (i + 1 == cuts[b + 1]) v += 5 * at(ref, i + 1, j);
+          next[static_cast<std::size_t>(i * nj + j)] = v % 1000003;
+        }
+    ref = next;
+    std::int64_t want_sum = 0;
+    for (index_t i = 0; i < ni; ++i)
+      for (index_t j = 0; j < nj; ++j) {
+        auto const d = at(ref, i + 1, j) - 2 * at(ref, i - 1, j);
+        want_y[static_cast<std::size_t>(i * nj + j)] = d;
+        want_sum += d;
+      }
+    ASSERT_EQ(gather(x), ref) << "run " << run;
+    ASSERT_EQ(gather(y), want_y) << "run " << run;
+    ASSERT_EQ(sum.value(), want_sum) << "run " << run;
+  }
+}
+
 TEST_P(TensorAccess, AlongOutsideTheTensorOrWithoutLoadsIsAnError) {
   auto p = places(GetParam());
   tensor_spec<2> s{.extent = {20, 20}, .partitions = {2, 1}, .padding = 1};
