@@ -48,6 +48,36 @@ STRATA_FN void next_in_row(V&) {}
 #define STRATA_CELL_INDEPENDENT
 #endif
 
+/// One row of `len` cells whose arguments include AoSoA iterators (`it...` at the row's
+/// first cell; common_aosoa_block<I...>() != 0). When the AoSoA arguments share their
+/// lane, each whole block of the row is `block(it...)`, the iterators re-addressed from
+/// the block's start (row_tiles: a loop over lanes 0..B-1 there), then moved past it; the
+/// cells before the first and after the last whole block, and every cell of a row whose
+/// arguments are at different lanes (other paddings), are `cell(it...)` one by one. One
+/// loop holds both, so a kernel called from both is inlined twice, not three times (the
+/// FORCE flux is large). The kernels over cells and the reducing kernels share it (host
+/// code only: a GPU thread takes single cells).
+template <class Block, class Cell, class... I>
+void aosoa_row(index_t len, Block const& block, Cell const& cell, I... it) {
+  constexpr auto b = static_cast<index_t>(common_aosoa_block<I...>());
+  static_assert(b != 0, "aosoa_row: no argument is an AoSoA iterator");
+  index_t lane = row_tiles::common_lane(it...);
+  bool const tiles = lane >= 0;
+  for (index_t k = 0; k < len;) {
+    if (tiles && lane == 0 && k + b <= len) {
+      (row_tiles::to_block_start(it), ...);
+      block(it...);
+      (row_tiles::advance(it, b), ...);
+      k += b;
+    } else {
+      cell(it...);
+      (next_in_row(it), ...);
+      lane = (lane + 1) & (b - 1);
+      ++k;
+    }
+  }
+}
+
 template <std::size_t N, class F>
 struct cell_kernel {
   F f;
@@ -78,29 +108,16 @@ struct cell_kernel {
   template <class... I>
   STRATA_CELL_FLATTEN STRATA_FN void row(index_t len, I... it) const {
 #if !STRATA_DEVICE_CODE
-    // AoSoA arguments whose cells share their lane: the row's whole blocks are loops over
-    // lanes 0..B-1 (row_tiles); the cells before the first and after the last whole
-    // block, and rows whose arguments are at different lanes (other paddings), are
-    // stepped one by one. One loop holds both, so the kernel is inlined twice, not three
-    // times (the FORCE flux is large).
+    // AoSoA arguments: whole blocks as loops over their lanes (aosoa_row).
     constexpr auto b = static_cast<index_t>(common_aosoa_block<I...>());
     if constexpr (b != 0) {
-      index_t lane = row_tiles::common_lane(it...);
-      bool const tiles = lane >= 0;
-      for (index_t k = 0; k < len;) {
-        if (tiles && lane == 0 && k + b <= len) {
-          (row_tiles::to_block_start(it), ...);
-          STRATA_CELL_INDEPENDENT
-          for (index_t l = 0; l < b; ++l) call_lvalues(f, row_tiles::along(it, l)...);
-          (row_tiles::advance(it, b), ...);
-          k += b;
-        } else {
-          call_lvalues(f, it...);
-          (next_in_row(it), ...);
-          lane = (lane + 1) & (b - 1);
-          ++k;
-        }
-      }
+      aosoa_row(
+          len,
+          [&](I const&... at) {
+            STRATA_CELL_INDEPENDENT
+            for (index_t l = 0; l < b; ++l) call_lvalues(f, row_tiles::along(at, l)...);
+          },
+          [&](I const&... at) { call_lvalues(f, at...); }, it...);
       return;
     }
 #endif

@@ -199,29 +199,20 @@ struct reduce_cell_kernel {
   template <class... I>
   STRATA_CELL_FLATTEN STRATA_FN R row(R acc, index_t len, I... it) const {
 #if !STRATA_DEVICE_CODE
-    // AoSoA arguments whose cells share their lane: whole blocks as loops over their lanes,
-    // as cell_kernel's rows run them (cell_rows.hpp), each block's values then folded.
+    // AoSoA arguments: whole blocks as loops over their lanes, as cell_kernel's rows run
+    // them (cell_rows.hpp's aosoa_row), each block's values then folded in order.
     constexpr auto bl = static_cast<index_t>(common_aosoa_block<I...>());
     if constexpr (bl != 0) {
-      index_t lane = row_tiles::common_lane(it...);
-      bool const tiles = lane >= 0;
-      for (index_t k = 0; k < len;) {
-        if (tiles && lane == 0 && k + bl <= len) {
-          (row_tiles::to_block_start(it), ...);
-          R v[bl];
-          STRATA_CELL_INDEPENDENT
-          for (index_t l = 0; l < bl; ++l)
-            v[l] = static_cast<R>(call_lvalues(f, row_tiles::along(it, l)...));
-          for (index_t l = 0; l < bl; ++l) acc = op(acc, v[l]);
-          (row_tiles::advance(it, bl), ...);
-          k += bl;
-        } else {
-          acc = op(acc, static_cast<R>(call_lvalues(f, it...)));
-          (next_in_row(it), ...);
-          lane = (lane + 1) & (bl - 1);
-          ++k;
-        }
-      }
+      aosoa_row(
+          len,
+          [&](I const&... at) {
+            R v[bl];
+            STRATA_CELL_INDEPENDENT
+            for (index_t l = 0; l < bl; ++l)
+              v[l] = static_cast<R>(call_lvalues(f, row_tiles::along(at, l)...));
+            for (index_t l = 0; l < bl; ++l) acc = op(acc, v[l]);
+          },
+          [&](I const&... at) { acc = op(acc, static_cast<R>(call_lvalues(f, at...))); }, it...);
       return acc;
     }
 #endif
