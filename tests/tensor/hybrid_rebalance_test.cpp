@@ -10,8 +10,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <numeric>
+#include <random>
+#include <string>
 #include <vector>
 
 using namespace strata;
@@ -250,6 +255,230 @@ TEST(HybridRebalance, ExtraTensorsOfOtherCutsAreTakenAndOfOtherShapesRefused) {
   for (std::size_t i = 0; i < cost.size(); ++i) ASSERT_NEAR(cost[i], ref[i], 1e-9 * ref[i]) << i;
   tensor<double, 2> wrong(devices, tensor_spec<2>{.extent = {rows, cols + 1}, .padding = 1});
   EXPECT_THROW(hs.solve(apps::path_update{}, wrong, step), invalid_argument);
+}
+
+// Strips whose cut lines move (tensor_detail::strip_store): the rows a strip keeps stay in
+// place, only the rows that change strips are copied, and every cell a strip owns (its
+// interior and its padding rows and columns where the grid ends) survives any sequence of
+// cuts, on host and sim memory, with one-row strips and strips that outgrow their room.
+class StripStore : public ::testing::TestWithParam<std::string> {};
+
+std::vector<place> strip_places(std::string const& name) {
+  auto host = tensor_test::host();
+  auto sims = tensor_test::sim_devices(3);
+  if (name == "host") return {host[0], host[0], host[0]};
+  if (name == "cpu+2sim") return {host[0], sims[0], sims[1]};
+  return {sims[0], host[0], sims[1], sims[2]};  // "4strips"
+}
+
+// The value of padded global cell (i, j) (both from -pad): every row and column distinct.
+double strip_value(index_t i, index_t j) {
+  return static_cast<double>(i * 1000 + j);
+}
+
+template <class Fn>
+void each_block_view(tensor<double, 2> const& t, std::size_t b, Fn&& fn) {
+  tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
+    using S = decltype(sp);
+    if constexpr (S::id == space_id::host || S::id == space_id::sim) fn(t.padded_view<S>(b));
+  });
+}
+
+// Writes every padded box of `t` (its neighbours' rows included) from strip_value.
+void write_strips(tensor<double, 2> const& t) {
+  index_t const pad = t.padding(), w = t.extent()[1] + 2 * pad;
+  for (std::size_t b = 0; b < t.blocks(); ++b) {
+    auto const& blk = t.block(b);
+    index_t const h = blk.extent[0] + 2 * pad;
+    std::vector<double> box(static_cast<std::size_t>(h * w));
+    for (index_t r = 0; r < h; ++r)
+      for (index_t c = 0; c < w; ++c)
+        box[static_cast<std::size_t>(r * w + c)] = strip_value(blk.origin[0] - pad + r, c - pad);
+    each_block_view(t, b, [&](auto v) {
+      copy(v, view<double, 2>(ptr<double, host_space>(box.data(), 0), vec<2>{h, w})).wait();
+    });
+  }
+}
+
+// Checks every row each strip owns (whole padded width): interior rows, and the padding
+// rows above the first strip and below the last.
+void check_strips(tensor<double, 2> const& t, std::string const& where) {
+  index_t const pad = t.padding(), w = t.extent()[1] + 2 * pad, rows = t.extent()[0];
+  for (std::size_t b = 0; b < t.blocks(); ++b) {
+    auto const& blk = t.block(b);
+    index_t const h = blk.extent[0] + 2 * pad;
+    std::vector<double> box(static_cast<std::size_t>(h * w), -1.0);
+    each_block_view(t, b, [&](auto v) {
+      copy(view<double, 2>(ptr<double, host_space>(box.data(), 0), vec<2>{h, w}), v).wait();
+    });
+    for (index_t r = 0; r < h; ++r) {
+      index_t const g = blk.origin[0] - pad + r;
+      bool const owned = (g >= blk.origin[0] && g < blk.origin[0] + blk.extent[0]) ||
+                         (g < 0 && blk.origin[0] == 0) ||
+                         (g >= rows && blk.origin[0] + blk.extent[0] == rows);
+      if (!owned) continue;
+      for (index_t c = 0; c < w; ++c)
+        ASSERT_EQ(box[static_cast<std::size_t>(r * w + c)], strip_value(g, c - pad))
+            << where << ": strip " << b << " global row " << g << " column " << c - pad;
+    }
+  }
+}
+
+TEST_P(StripStore, RecutKeepsEveryOwnedCellAndCopiesOnlyTheRowsThatChangeStrips) {
+  rt();
+  auto const devices = strip_places(GetParam());
+  auto const n = static_cast<index_t>(devices.size());
+  for (index_t pad : {1, 2}) {
+    index_t const rows = 37, cols = 7, spare = 3;
+    tensor_detail::strip_store<double> st(
+        devices,
+        tensor_spec<2>{.extent = {rows, cols}, .partitions = {devices.size(), 1}, .padding = pad},
+        spare);
+    write_strips(st.get());
+    check_strips(st.get(), "start");
+    // Small moves back and forth stay within the spare rows: no slab is reallocated, the
+    // rows a strip keeps keep their addresses, and exactly the moved rows are copied.
+    auto cuts = st.get().cuts(0);
+    for (int round = 0; round < 6; ++round) {
+      auto next = cuts;
+      index_t moved = 0;
+      for (index_t k = 1; k < n; ++k) {
+        index_t const d = (round % 2 == 0 ? 2 : -2) * (k % 2 == 0 ? -1 : 1);
+        next[static_cast<std::size_t>(k)] += d;
+        moved += std::abs(d);
+      }
+      auto const before = st.get();
+      auto const copied = st.rows_copied();
+      st.recut(next, true);
+      ASSERT_EQ(st.get().cuts(0), next);
+      EXPECT_EQ(st.reallocations(), 0u);
+      EXPECT_EQ(st.rows_copied() - copied, moved) << "round " << round;
+      for (std::size_t b = 0; b < st.get().blocks(); ++b) {
+        auto const& o = before.block(b);
+        auto const& c = st.get().block(b);
+        index_t const lo = std::max(o.origin[0], c.origin[0]),
+                      hi = std::min(o.origin[0] + o.extent[0], c.origin[0] + c.extent[0]);
+        for (index_t g = lo; g < hi; ++g)
+          ASSERT_EQ(o.base + (g - o.origin[0]) * o.stride[0],
+                    c.base + (g - c.origin[0]) * c.stride[0])
+              << "strip " << b << " row " << g << " moved in memory";
+      }
+      check_strips(st.get(), "round " + std::to_string(round));
+      cuts = next;
+    }
+    // Random cuts, one-row strips and jumps across the grid: strips outgrow their room.
+    std::mt19937 gen(static_cast<unsigned>(7 + pad));
+    for (int round = 0; round < 40; ++round) {
+      std::vector<index_t> pick;
+      std::vector<index_t> all(static_cast<std::size_t>(rows - 1));
+      std::iota(all.begin(), all.end(), index_t{1});
+      std::sample(all.begin(), all.end(), std::back_inserter(pick), n - 1, gen);
+      std::vector<index_t> next{0};
+      next.insert(next.end(), pick.begin(), pick.end());
+      next.push_back(rows);
+      bool thin = false;  // a strip thinner than the padding: refused, nothing changes
+      for (std::size_t k = 0; k + 1 < next.size(); ++k) thin = thin || next[k + 1] - next[k] < pad;
+      if (thin) {
+        auto const was = st.get().cuts(0);
+        EXPECT_THROW(st.recut(next, true), invalid_argument);
+        ASSERT_EQ(st.get().cuts(0), was);
+        check_strips(st.get(), "refused round " + std::to_string(round));
+        continue;
+      }
+      st.recut(next, true);
+      ASSERT_EQ(st.get().cuts(0), next);
+      check_strips(st.get(), "random round " + std::to_string(round));
+    }
+    EXPECT_GT(st.reallocations(), 0u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Mixes, StripStore, ::testing::Values("host", "cpu+2sim", "4strips"));
+
+TEST(StripStoreErrors, BadCutsAndStorageOutsideAnAllocationAreClearErrors) {
+  rt();
+  auto devices = strip_places("cpu+2sim");
+  tensor_spec<2> const spec{.extent = {12, 5}, .partitions = {3, 1}, .padding = 1};
+  tensor_detail::strip_store<double> st(devices, spec, 2);
+  EXPECT_THROW(st.recut({0, 4, 12}, true), invalid_argument);        // a cut missing
+  EXPECT_THROW(st.recut({0, 6, 6, 12}, true), invalid_argument);     // an empty strip
+  EXPECT_THROW(st.recut({0, 4, 8, 13}, true), invalid_argument);     // past the grid
+  EXPECT_THROW(st.recut({1, 4, 8, 12}, true), invalid_argument);     // not from row 0
+  EXPECT_EQ(st.get().cuts(0), (std::vector<index_t>{0, 4, 8, 12}));  // left as it was
+  // A tensor over given storage: one padded box per block, inside a live allocation of the
+  // block's space.
+  auto const host = tensor_test::host()[0];
+  tensor_spec<2> const one{.extent = {4, 4}, .padding = 1};
+  auto p = allocate<double, host_space>(host, 36);
+  std::shared_ptr<void> keep(p.get(), [p](void*) { deallocate(p); });
+  tensor<double, 2> ok({host}, one, {{p.get(), p.place_id(), keep}});
+  EXPECT_EQ(ok.block(0).base, p.get());
+  std::vector<double> plain(36);
+  using bs = tensor_detail::block_storage;
+  auto make = [&](place const& where, std::vector<bs> const& s) {
+    return tensor<double, 2>(std::vector<place>{where}, one, s);
+  };
+  EXPECT_THROW(make(host, {}), invalid_argument);
+  EXPECT_THROW(make(host, {bs{nullptr, 0, nullptr}}), invalid_argument);
+  EXPECT_THROW(make(host, {bs{plain.data(), 0, nullptr}}), invalid_argument);
+  // The box runs past the allocation's end; host memory for a sim block.
+  EXPECT_THROW(make(host, {bs{p.get() + 1, p.place_id(), keep}}), invalid_argument);
+  EXPECT_THROW(make(tensor_test::sim_devices(1)[0], {bs{p.get(), p.place_id(), keep}}),
+               invalid_argument);
+}
+
+// Re-partitions by hand between solves, many times over, both apps: only the rows that
+// change strips move (both buffers and an extra tensor, which becomes a strip store at the
+// first re-cut), and the results stay the references'.
+TEST(HybridRebalance, RepeatedRecutsKeepJacobiBitwiseAndTheShortestPathDijkstras) {
+  rt();
+  auto devices = mix("cpu+2sim");
+  index_t const rows = 40, cols = 24;
+  std::mt19937 gen(11);
+  auto random_cuts = [&] {
+    std::vector<index_t> all(static_cast<std::size_t>(rows - 1)), pick;
+    std::iota(all.begin(), all.end(), index_t{1});
+    std::sample(all.begin(), all.end(), std::back_inserter(pick), 2, gen);
+    return pick;
+  };
+  std::vector<double> init(static_cast<std::size_t>(rows * cols));
+  for (std::size_t i = 0; i < init.size(); ++i) init[i] = static_cast<double>((i * 29) % 13);
+  hybrid_stencil<double> h({rows, cols}, {.devices = devices, .boundary = 2.0, .spare_rows = 3});
+  h.set(view<double, 2>(ptr<double, host_space>(init.data(), 0), vec<2>{rows, cols}));
+  long sweeps = 0;
+  for (int round = 0; round < 12; ++round) {
+    sweeps += h.iterate(2, apps::jacobi_update{}).iterations;
+    auto c = round % 3 == 0 ? random_cuts() : h.cuts();
+    if (round % 3 != 0) c = {c[1] + (round % 2 ? 1 : -1), c[2] + (round % 2 ? -2 : 2)};
+    if (c[0] < 1 || c[1] <= c[0] || c[1] >= rows) c = random_cuts();
+    h.recut(c);
+  }
+  std::vector<double> out(init.size());
+  h.get(view<double, 2>(ptr<double, host_space>(out.data(), 0), vec<2>{rows, cols}));
+  auto ref = apps::jacobi_reference(init, rows, cols, 2.0, sweeps);
+  for (std::size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], ref[i]) << "cell " << i;
+  EXPECT_THROW(h.recut({5}), invalid_argument);
+  EXPECT_THROW(h.recut({9, 9}), invalid_argument);
+
+  double const step = 20.0, inf = std::numeric_limits<double>::infinity();
+  std::vector<double> z(init.size());
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j)
+      z[static_cast<std::size_t>(i * cols + j)] =
+          50.0 * std::sin(0.4 * static_cast<double>(i)) + static_cast<double>((i * 5 + j * 3) % 7);
+  hybrid_stencil<double> hs({rows, cols}, {.devices = devices, .boundary = inf, .spare_rows = 2});
+  tensor<double, 2> elevation(hs.devices(), hs.spec());
+  copy(elevation, view<double, 2>(ptr<double, host_space>(z.data(), 0), vec<2>{rows, cols})).wait();
+  std::vector<double> cost(z.size(), inf);
+  cost[static_cast<std::size_t>(31 * cols + 4)] = 0;
+  hs.set(view<double, 2>(ptr<double, host_space>(cost.data(), 0), vec<2>{rows, cols}));
+  for (int round = 0; round < 200; ++round) {
+    if (hs.iterate(3, apps::path_update{}, elevation, step).converged) break;
+    hs.recut(random_cuts());
+  }
+  hs.get(view<double, 2>(ptr<double, host_space>(cost.data(), 0), vec<2>{rows, cols}));
+  auto dref = apps::dijkstra(z, rows, cols, step, 31, 4);
+  for (std::size_t i = 0; i < cost.size(); ++i) ASSERT_NEAR(cost[i], dref[i], 1e-9 * dref[i]) << i;
 }
 
 }  // namespace

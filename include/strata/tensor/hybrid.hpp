@@ -14,6 +14,7 @@
 #include <strata/exec/atomic.hpp>
 #include <strata/task/graph.hpp>
 #include <strata/tensor/split.hpp>
+#include <strata/tensor/strips.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -81,8 +82,13 @@ struct hybrid_options {
   long rebalance_every = 8;
   double rebalance_threshold = 0.15;
   /// How far the lines move towards the measured optimum per re-partition (0..1); moves
-  /// of less than rows / 256 (at least one row) are not made, each one copying the field.
+  /// of less than rows / 256 (at least one row) are not made.
   double rebalance_damping = 0.5;
+  /// Rows of room each strip keeps above and below it in its device's memory, so that a
+  /// re-partition copies only the rows that change strips (a strip that outgrows its room
+  /// is moved once into a new allocation). -1: rows / 16 (at least 4) with `rebalance`
+  /// and two or more devices, else 0.
+  index_t spare_rows = -1;
   /// Called after every iteration, from the graph's last node (a place to watch the cuts,
   /// or to change a sim device's speed mid-run). An exception from it ends the solve.
   std::function<void(hybrid_progress const&)> on_iteration;
@@ -231,18 +237,7 @@ class hybrid_stencil {
       throw invalid_argument("hybrid_stencil: no devices; expected at least one place");
     auto const n = o_.devices.size();
     if (!o_.cuts.empty()) {
-      if (o_.cuts.size() != n - 1)
-        throw invalid_argument("hybrid_stencil: " + std::to_string(o_.cuts.size()) +
-                               " cut lines for " + std::to_string(n) + " devices; expected " +
-                               std::to_string(n - 1));
-      index_t prev = 0;
-      for (auto c : o_.cuts) {
-        if (c <= prev || c >= extent[0])
-          throw invalid_argument("hybrid_stencil: cut line " + std::to_string(c) + " outside (" +
-                                 std::to_string(prev) + ", " + std::to_string(extent[0]) +
-                                 "); expected increasing rows that leave every strip a row");
-        prev = c;
-      }
+      check_cuts(o_.cuts);
     } else if (!o_.weights.empty() && o_.weights.size() != n) {
       throw invalid_argument("hybrid_stencil: " + std::to_string(o_.weights.size()) +
                              " weights for " + std::to_string(n) + " devices; expected one each");
@@ -255,6 +250,9 @@ class hybrid_stencil {
                              std::to_string(o_.rebalance_every) +
                              "; expected 1 or more iterations between re-partitions");
     tensor_detail::check_rebalance(o_.rebalance_threshold, o_.rebalance_damping);
+    if (o_.spare_rows < -1)
+      throw invalid_argument("hybrid_stencil: spare_rows " + std::to_string(o_.spare_rows) +
+                             "; expected rows >= 0, or -1 for the default");
     build();
   }
 
@@ -263,13 +261,14 @@ class hybrid_stencil {
   std::vector<place> const& devices() const noexcept { return o_.devices; }
   std::vector<index_t> const& cuts() const { return field().cuts(0); }
   /// The current field (after a solve: the result).
-  tensor<T, 2> const& field() const noexcept { return buf_[parity_]; }
+  tensor<T, 2> const& field() const noexcept { return buf_[parity_].get(); }
   hybrid_options<T> const& options() const noexcept { return o_; }
 
   /// Sets the field from a host array of the grid's extent (row-major), with every
   /// strip's padding (neighbours' rows, the boundary value outside the grid).
   void set(view<T, 2> const& v) {
-    for (auto& b : buf_) {
+    for (auto& store : buf_) {
+      auto const& b = store.get();
       copy(b, v).wait();
       load_padding(b).wait();
     }
@@ -277,16 +276,23 @@ class hybrid_stencil {
   /// Copies the field into a host view of the grid's extent.
   void get(view<T, 2> const& v) const { copy(v, field()).wait(); }
 
-  /// Re-cuts the strips at `cuts` (rows where strips 1.. start), moving the cells.
+  /// Re-cuts the strips at `cuts` (rows where strips 1.. start), moving the cells: only
+  /// the rows that change strips are copied (from the strip that held them), both buffers,
+  /// then the padding between strips is loaded.
   void recut(std::vector<index_t> cuts) {
-    auto old = field();
-    o_.cuts = std::move(cuts);
-    hybrid_stencil next(extent_, o_);  // checks the cuts
-    for (auto& b : next.buf_) {
-      copy(b, old).wait();
-      load_padding(b).wait();
+    check_cuts(cuts);
+    std::vector<index_t> full{0};
+    full.insert(full.end(), cuts.begin(), cuts.end());
+    full.push_back(extent_[0]);
+    for (auto& store : buf_) {
+      store.recut(full, true);
+      set_boundary(store.get(), boundary::constant<T>{o_.boundary});
+      load_padding(store.get()).wait();
     }
-    *this = std::move(next);
+    o_.cuts = std::move(cuts);
+    spec_.weights[0].clear();
+    for (std::size_t s = 0; s + 1 < full.size(); ++s)
+      spec_.weights[0].push_back(static_cast<double>(full[s + 1] - full[s]));
   }
 
   /// Runs `update` over the grid until it converges (or max_iterations).
@@ -319,7 +325,7 @@ class hybrid_stencil {
       auto st = std::apply(
           [&](auto const&... a) {
             return run_pass(iterations - total.iterations, total.iterations, iteration_start,
-                            update, a...);
+                            update, unhold(a)...);
           },
           held);
       iteration_start = st->iteration_start;
@@ -359,7 +365,10 @@ class hybrid_stencil {
       auto h = blk.extent[0];
       auto sweep = [&] {
         std::apply(
-            [&](auto const&... a) { return launch_rows(s, update, 0, h, flag_corpus, a...); }, held)
+            [&](auto const&... a) {
+              return launch_rows(s, update, 0, h, flag_corpus, unhold(a)...);
+            },
+            held)
             .wait();
       };
       sweep();  // warm-up
@@ -383,6 +392,27 @@ class hybrid_stencil {
   }
 
  private:
+  /// Cut lines for strips 1.. : one per device but the first, increasing, inside the grid.
+  void check_cuts(std::vector<index_t> const& cuts) const {
+    auto const n = o_.devices.size();
+    if (cuts.size() != n - 1)
+      throw invalid_argument("hybrid_stencil: " + std::to_string(cuts.size()) + " cut lines for " +
+                             std::to_string(n) + " devices; expected " + std::to_string(n - 1));
+    index_t prev = 0;
+    for (auto c : cuts) {
+      if (c <= prev || c >= extent_[0])
+        throw invalid_argument("hybrid_stencil: cut line " + std::to_string(c) + " outside (" +
+                               std::to_string(prev) + ", " + std::to_string(extent_[0]) +
+                               "); expected increasing rows that leave every strip a row");
+      prev = c;
+    }
+  }
+
+  index_t spare_rows() const {
+    if (o_.spare_rows >= 0) return o_.spare_rows;
+    return o_.rebalance && o_.devices.size() > 1 ? std::max<index_t>(4, extent_[0] / 16) : 0;
+  }
+
   void build() {
     auto const n = o_.devices.size();
     spec_ = tensor_spec<2>{.extent = extent_, .partitions = {n, 1}, .padding = 1};
@@ -398,10 +428,10 @@ class hybrid_stencil {
     } else if (!o_.weights.empty()) {
       spec_.weights[0] = o_.weights;
     }
-    for (auto& b : buf_) {
-      b = tensor<T, 2>(o_.devices, spec_);
-      set_boundary(b, boundary::constant<T>{o_.boundary});
-      fill(b, o_.boundary).wait();
+    for (auto& store : buf_) {
+      store = tensor_detail::strip_store<T>(o_.devices, spec_, spare_rows());
+      set_boundary(store.get(), boundary::constant<T>{o_.boundary});
+      fill(store.get(), o_.boundary).wait();
     }
     parity_ = 0;
     flags_.clear();
@@ -568,32 +598,67 @@ class hybrid_stencil {
     return st;
   }
 
+  /// An extra tensor as a solve holds it: the caller's when cut as the stencil, else a
+  /// copy in the stencil's strips, kept in a strip store so that later re-partitions move
+  /// only the rows that change strips (record cells: copied afresh each time).
+  template <class U>
+  struct held_tensor {
+    tensor<U, 2> t;
+    std::shared_ptr<tensor_detail::strip_store<U>> store;
+  };
+  template <class A>
+  static auto const& unhold(A const& a) {
+    if constexpr (requires { a.store; })
+      return a.t;
+    else
+      return a;
+  }
+
   /// An extra argument as a solve holds it: a tensor cut into the stencil's strips (the
   /// caller's, padding loaded, or a copy of it), or the plain value.
   template <class A>
   auto hold_extra(A const& a) const {
     using D = std::remove_cvref_t<A>;
     if constexpr (tensor_detail::arg_traits<D>::is_tensor) {
-      auto t = tensor_detail::arg_traits<D>::get(a);
+      auto const& t = tensor_detail::arg_traits<D>::get(a);
       load_padding(t).wait();
-      if (!t.same_cells(field())) t = recut_copy(t);
-      return t;
+      held_tensor<typename std::remove_cvref_t<decltype(t)>::value_type> h{t, nullptr};
+      recut_extra(h);
+      return h;
     } else {
       return a;
     }
   }
   template <class A>
   void recut_extra(A& a) const {
-    if constexpr (tensor_detail::arg_traits<A>::is_tensor)
-      if (!a.same_cells(field())) a = recut_copy(a);
+    if constexpr (requires { a.store; }) {
+      using U = typename decltype(a.t)::value_type;
+      if (a.t.same_cells(field())) return;
+      if constexpr (cell_traits<U>::is_record) {
+        a.t = recut_copy(a.t);
+      } else if (a.store && &a.store->get().state() == &a.t.state()) {
+        a.store->recut(cuts(), true);
+        load_padding(a.store->get()).wait();
+        a.t = a.store->get();
+      } else {
+        a.store = std::make_shared<tensor_detail::strip_store<U>>(o_.devices, spec_, spare_rows());
+        copy_owned(a.store->get(), a.t);
+        a.t = a.store->get();
+      }
+    }
   }
-  /// `t` (padding loaded) copied into the stencil's strips, padding included: every new
-  /// block takes, from each old block, the cells the old block owns — its interior, and
-  /// its padding on the sides where the grid ends (the edge values) — that fall in the new
-  /// block's padded box.
+  /// `t` (padding loaded) copied into the stencil's strips, padding included.
   template <class U>
   tensor<U, 2> recut_copy(tensor<U, 2> const& t) const {
     tensor<U, 2> out(o_.devices, spec_);
+    copy_owned(out, t);
+    return out;
+  }
+  /// Every block of `out` (cut as the stencil) takes, from each block of `t`, the cells
+  /// that block owns — its interior, and its padding on the sides where the grid ends (the
+  /// edge values) — that fall in the new block's padded box.
+  template <class U>
+  void copy_owned(tensor<U, 2> const& out, tensor<U, 2> const& t) const {
     index_t const pad = spec_.padding;
     std::vector<event> done;
     for (std::size_t db = 0; db < out.blocks(); ++db)
@@ -614,15 +679,14 @@ class hybrid_stencil {
             tensor_detail::copy_box(after{}, out, db, lo - d.origin, t, sb, lo - src.origin, ext));
       }
     when_all(after(done)).wait();
-    return out;
   }
 
   /// Launches update over `rows` rows of strip s from `row0`, raising flag `slot`.
   template <class F, class... A>
   event launch_rows(std::size_t s, F const& update, index_t row0, index_t rows, int slot,
                     A const&... extra) {
-    auto const& in = buf_[parity_].block(s);
-    auto const& out = buf_[1 - parity_].block(s);
+    auto const& in = buf_[parity_].get().block(s);
+    auto const& out = buf_[1 - parity_].get().block(s);
     auto const& where = o_.devices[s];
     vec<2> region{rows, in.extent[1]};
     double* flags = flags_[s].block(0).base;
@@ -647,7 +711,7 @@ class hybrid_stencil {
   /// or the last: the other buffer holds the older value) into the neighbour's padding in
   /// the buffer being written.
   event send_frontiers(std::size_t s, shared& st) {
-    auto const& next = buf_[1 - parity_];
+    auto const& next = buf_[1 - parity_].get();
     auto const strips = o_.devices.size();
     index_t const h = next.block(s).extent[0], w = next.block(s).extent[1];
     std::vector<event> copies;
@@ -683,7 +747,7 @@ class hybrid_stencil {
   hybrid_options<T> o_;
   vec<2> extent_;
   tensor_spec<2> spec_;
-  tensor<T, 2> buf_[2];
+  tensor_detail::strip_store<T> buf_[2];
   std::vector<tensor<double, 1>> flags_;
   int parity_ = 0;
 };

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -71,6 +72,26 @@ struct halo_copy {
 };
 /// Each block's halo copies (boundary.hpp's plan_halos).
 using halo_plans = std::vector<std::vector<halo_copy>>;
+
+/// Memory for one block given by its creator (the tensor constructor taking storage).
+struct block_storage {
+  void* data = nullptr;        // the padded box's first cell
+  std::uint32_t memory = 0;    // the memory place's id (ptr::place_id)
+  std::shared_ptr<void> keep;  // holds the memory while a tensor uses it
+};
+
+/// Storage must lie inside one live allocation of the block's space.
+inline void check_storage(block_storage const& st, space_id space, std::size_t bytes,
+                          std::size_t b) {
+  auto const info = st.data ? detail::find_allocation(st.data) : std::nullopt;
+  auto const* p = static_cast<std::byte const*>(st.data);
+  if (!info || info->space != space ||
+      p + bytes > static_cast<std::byte const*>(info->base) + info->bytes)
+    throw invalid_argument("tensor: storage of block " + std::to_string(b) + " (" +
+                           std::to_string(bytes) + " bytes in " + std::string(to_string(space)) +
+                           " memory) is not inside one live allocation of that space; expected "
+                           "memory from allocate() for the block's place");
+}
 
 /// Fills the padding of one block at the domain's edges (set by set_boundary), in the
 /// dimensions of `dims` only.
@@ -159,6 +180,21 @@ class tensor {
   /// Partitions cycle through `places` (partition p on places[p % size]); each block is
   /// allocated in its place's memory with its padding around it.
   tensor(std::vector<place> const& places, tensor_spec<N> const& spec)
+      : tensor(places, spec, nullptr) {}
+  /// Blocks in memory the caller holds: `storage[b]` is block b's padded box (row-major,
+  /// padding included) inside a live allocation of the block's memory space, kept alive by
+  /// its `keep` while the tensor lives. The hybrid stencil's strips move rows between
+  /// neighbours this way without reallocating (tensor_detail::strip_store).
+  tensor(std::vector<place> const& places, tensor_spec<N> const& spec,
+         std::vector<tensor_detail::block_storage> const& storage)
+      : tensor(places, spec, &storage) {}
+  /// One block on `where`.
+  tensor(place const& where, vec<N> extent, index_t padding = 0)
+      : tensor(std::vector<place>{where}, tensor_spec<N>{.extent = extent, .padding = padding}) {}
+
+ private:
+  tensor(std::vector<place> const& places, tensor_spec<N> const& spec,
+         std::vector<tensor_detail::block_storage> const* storage)
       : s_(std::make_shared<tensor_detail::tensor_state<T, N>>()) {
     if (places.empty())
       throw invalid_argument("tensor: no places given; expected at least one place to hold it");
@@ -184,6 +220,18 @@ class tensor {
         step *= padded[d];
       }
       auto const count = padded.product();
+      if (storage) {
+        if (b == 0 && storage->size() != nb)
+          throw invalid_argument("tensor: storage for " + std::to_string(storage->size()) +
+                                 " blocks; expected one per block (" + std::to_string(nb) + ")");
+        auto const& st = (*storage)[b];
+        tensor_detail::check_storage(st, h.space, cell_traits<T>::bytes(count), b);
+        h.data = st.data;
+        h.memory = st.memory;
+        s_->release.push_back([keep = st.keep] {});
+        blk.base = cell_traits<T>::at(h.data, count);
+        continue;
+      }
       tensor_detail::visit_space(h.space, [&](auto sp) {
         using S = decltype(sp);
         if constexpr (S::id == space_id::host || S::id == space_id::sim ||
@@ -201,10 +249,8 @@ class tensor {
       blk.base = cell_traits<T>::at(h.data, count);
     }
   }
-  /// One block on `where`.
-  tensor(place const& where, vec<N> extent, index_t padding = 0)
-      : tensor(std::vector<place>{where}, tensor_spec<N>{.extent = extent, .padding = padding}) {}
 
+ public:
   explicit operator bool() const noexcept { return s_ != nullptr; }
   vec<N> extent() const { return state().geo.extent; }
   index_t padding() const { return state().geo.padding; }
