@@ -55,6 +55,14 @@ TEST(HybridRebalance, CutsFollowMeasuredSpeedsAndStayWhenTimesAgree) {
   EXPECT_EQ(rebalanced_cuts(cuts, {std::nan(""), 1.0}, 0.1), cuts);
   EXPECT_EQ(rebalanced_cuts({0, 100}, {1.0}, 0.1), (std::vector<index_t>{0, 100}));
   EXPECT_EQ(rebalanced_cuts({0, 2, 4}, {1.0, 1e9}, 0.1), (std::vector<index_t>{0, 3, 4}));
+  // A move must pay for itself: {1, 3} -> lines at 75 predict 1.5 for both strips, 1.5
+  // saved; damped to 63, the second strip's 37 rows predict 2.22, 0.78 saved.
+  EXPECT_EQ(rebalanced_cuts(cuts, {1.0, 3.0}, 0.1, 1.0, 1.0), (std::vector<index_t>{0, 75, 100}));
+  EXPECT_EQ(rebalanced_cuts(cuts, {1.0, 3.0}, 0.1, 1.0, 1.6), cuts);
+  EXPECT_EQ(rebalanced_cuts(cuts, {1.0, 3.0}, 0.1, 0.5, 0.7), (std::vector<index_t>{0, 63, 100}));
+  EXPECT_EQ(rebalanced_cuts(cuts, {1.0, 3.0}, 0.1, 0.5, 0.8), cuts);
+  for (double m : {std::nan(""), -1.0})
+    EXPECT_THROW(rebalanced_cuts(cuts, {1.0, 3.0}, 0.1, 1.0, m), invalid_argument) << m;
 }
 
 // An outside probe: a NaN threshold moved the lines at every window, and a NaN damping

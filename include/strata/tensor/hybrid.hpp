@@ -77,7 +77,10 @@ struct hybrid_options {
   /// are compared; when the slowest exceeds the fastest by more than `rebalance_threshold`
   /// (a fraction), the cut lines move so that each strip's rows follow its measured speed
   /// (rows per second), the rows going with their data to the neighbouring strip, and the
-  /// solve goes on from the same field (rebalanced_cuts gives the new lines).
+  /// solve goes on from the same field (rebalanced_cuts gives the new lines). After the
+  /// first move, a move is made only when the time it is predicted to save over the next
+  /// `rebalance_every` iterations exceeds what the last move took (so timing noise on a
+  /// busy machine does not buy moves that cost more than they gain).
   bool rebalance = false;
   long rebalance_every = 8;
   double rebalance_threshold = 0.15;
@@ -113,11 +116,16 @@ struct hybrid_result {
 /// a positive finite number; else lines moved `damping` of the way (1: all the way) to
 /// those that give each strip rows in proportion to its measured speed, rows / seconds
 /// (every strip keeps a row at least). A threshold that is NaN or negative, or a damping
-/// outside [0, 1], is invalid_argument (+inf: never move).
+/// outside [0, 1], is invalid_argument (+inf: never move). With `move_seconds` > 0 the
+/// lines also stay unless the move pays for itself: the slowest strip's time minus the
+/// slowest predicted at the new lines (each strip's rows / its measured speed) exceeds it.
 inline std::vector<index_t> rebalanced_cuts(std::vector<index_t> const& cuts,
                                             std::vector<double> const& seconds, double threshold,
-                                            double damping = 1.0) {
+                                            double damping = 1.0, double move_seconds = 0) {
   tensor_detail::check_rebalance(threshold, damping);
+  if (!(move_seconds >= 0))
+    throw invalid_argument("rebalanced_cuts: move_seconds " + std::to_string(move_seconds) +
+                           "; expected the time a move takes, >= 0");
   if (cuts.size() < 3 || seconds.size() + 1 != cuts.size()) return cuts;
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
   for (auto t : seconds) {
@@ -137,6 +145,12 @@ inline std::vector<index_t> rebalanced_cuts(std::vector<index_t> const& cuts,
     auto c = cuts[k] +
              static_cast<index_t>(std::llround(damping * static_cast<double>(target[k] - cuts[k])));
     target[k] = std::clamp(c, target[k - 1] + 1, cuts.back() - static_cast<index_t>(n - k));
+  }
+  if (move_seconds > 0) {
+    double predicted = 0;
+    for (std::size_t s = 0; s < n; ++s)
+      predicted = std::max(predicted, static_cast<double>(target[s + 1] - target[s]) / speeds[s]);
+    if (hi - predicted <= move_seconds) return cuts;
   }
   return target;
 }
@@ -342,8 +356,11 @@ class hybrid_stencil {
       auto const& old = cuts();
       for (std::size_t k = 1; k + 1 < old.size(); ++k)
         total.rows_moved += std::abs(st->next_cuts[k] - old[k]);
+      auto const moving = std::chrono::steady_clock::now();
       recut({st->next_cuts.begin() + 1, st->next_cuts.end() - 1});
       std::apply([&](auto&... a) { (recut_extra(a), ...); }, held);
+      last_move_seconds_ =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - moving).count();
       ++total.repartitions;
     }
     total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -575,8 +592,8 @@ class hybrid_stencil {
         for (std::size_t s = 0; s < n; ++s) st->window[s] += times[s];
         if (++st->measured >= o_.rebalance_every) {
           auto const& now = cuts();
-          auto next =
-              rebalanced_cuts(now, st->window, o_.rebalance_threshold, o_.rebalance_damping);
+          auto next = rebalanced_cuts(now, st->window, o_.rebalance_threshold, o_.rebalance_damping,
+                                      last_move_seconds_);
           index_t moved = 0;
           for (std::size_t k = 0; k < now.size(); ++k)
             moved = std::max<index_t>(moved, std::abs(next[k] - now[k]));
@@ -750,6 +767,7 @@ class hybrid_stencil {
   tensor_detail::strip_store<T> buf_[2];
   std::vector<tensor<double, 1>> flags_;
   int parity_ = 0;
+  double last_move_seconds_ = 0;  // what the last re-partition took (0: none yet)
 };
 
 }  // namespace strata
