@@ -35,6 +35,19 @@
 namespace strata {
 
 namespace tensor_detail {
+/// An extra tensor as a solve holds it: the caller's when cut as the stencil, else a copy
+/// in the stencil's strips, kept in a strip store so that later re-partitions move only
+/// the rows that change strips (record cells: copied afresh each time).
+template <class U>
+struct held_tensor {
+  tensor<U, 2> t;
+  std::shared_ptr<strip_store<U>> store;
+};
+template <class A>
+inline constexpr bool is_held_tensor = false;
+template <class U>
+inline constexpr bool is_held_tensor<held_tensor<U>> = true;
+
 // Re-partitioning's knobs (hybrid_options, rebalanced_cuts): a NaN threshold made every
 // window move the lines, and a NaN damping rounded to the smallest integer and packed the
 // strips into one row each, silently (an outside probe).
@@ -292,21 +305,25 @@ class hybrid_stencil {
 
   /// Re-cuts the strips at `cuts` (rows where strips 1.. start), moving the cells: only
   /// the rows that change strips are copied (from the strip that held them), both buffers,
-  /// then the padding between strips is loaded.
+  /// with the padding rows between strips. Both buffers change, or (on an error) neither.
   void recut(std::vector<index_t> cuts) {
     check_cuts(cuts);
+    auto const moving = std::chrono::steady_clock::now();
     std::vector<index_t> full{0};
     full.insert(full.end(), cuts.begin(), cuts.end());
     full.push_back(extent_[0]);
-    for (auto& store : buf_) {
-      store.recut(full, true);
-      set_boundary(store.get(), boundary::constant<T>{o_.boundary});
-      load_padding(store.get()).wait();
+    typename tensor_detail::strip_store<T>::prepared next[2];
+    for (int b = 0; b < 2; ++b) {
+      next[b] = buf_[b].prepare(full, true);
+      set_boundary(next[b].t, boundary::constant<T>{o_.boundary});
     }
+    for (int b = 0; b < 2; ++b) buf_[b].commit(std::move(next[b]));
     o_.cuts = std::move(cuts);
     spec_.weights[0].clear();
     for (std::size_t s = 0; s + 1 < full.size(); ++s)
       spec_.weights[0].push_back(static_cast<double>(full[s + 1] - full[s]));
+    last_move_seconds_ =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - moving).count();
   }
 
   /// Runs `update` over the grid until it converges (or max_iterations).
@@ -356,11 +373,8 @@ class hybrid_stencil {
       auto const& old = cuts();
       for (std::size_t k = 1; k + 1 < old.size(); ++k)
         total.rows_moved += std::abs(st->next_cuts[k] - old[k]);
-      auto const moving = std::chrono::steady_clock::now();
       recut({st->next_cuts.begin() + 1, st->next_cuts.end() - 1});
       std::apply([&](auto&... a) { (recut_extra(a), ...); }, held);
-      last_move_seconds_ =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - moving).count();
       ++total.repartitions;
     }
     total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -615,17 +629,10 @@ class hybrid_stencil {
     return st;
   }
 
-  /// An extra tensor as a solve holds it: the caller's when cut as the stencil, else a
-  /// copy in the stencil's strips, kept in a strip store so that later re-partitions move
-  /// only the rows that change strips (record cells: copied afresh each time).
-  template <class U>
-  struct held_tensor {
-    tensor<U, 2> t;
-    std::shared_ptr<tensor_detail::strip_store<U>> store;
-  };
+  /// What a kernel takes for a held argument (tensor_detail::held_tensor).
   template <class A>
   static auto const& unhold(A const& a) {
-    if constexpr (requires { a.store; })
+    if constexpr (tensor_detail::is_held_tensor<A>)
       return a.t;
     else
       return a;
@@ -639,7 +646,8 @@ class hybrid_stencil {
     if constexpr (tensor_detail::arg_traits<D>::is_tensor) {
       auto const& t = tensor_detail::arg_traits<D>::get(a);
       load_padding(t).wait();
-      held_tensor<typename std::remove_cvref_t<decltype(t)>::value_type> h{t, nullptr};
+      tensor_detail::held_tensor<typename std::remove_cvref_t<decltype(t)>::value_type> h{t,
+                                                                                          nullptr};
       recut_extra(h);
       return h;
     } else {
@@ -648,14 +656,13 @@ class hybrid_stencil {
   }
   template <class A>
   void recut_extra(A& a) const {
-    if constexpr (requires { a.store; }) {
+    if constexpr (tensor_detail::is_held_tensor<A>) {
       using U = typename decltype(a.t)::value_type;
       if (a.t.same_cells(field())) return;
       if constexpr (cell_traits<U>::is_record) {
         a.t = recut_copy(a.t);
       } else if (a.store && &a.store->get().state() == &a.t.state()) {
         a.store->recut(cuts(), true);
-        load_padding(a.store->get()).wait();
         a.t = a.store->get();
       } else {
         a.store = std::make_shared<tensor_detail::strip_store<U>>(o_.devices, spec_, spare_rows());
@@ -767,7 +774,7 @@ class hybrid_stencil {
   tensor_detail::strip_store<T> buf_[2];
   std::vector<tensor<double, 1>> flags_;
   int parity_ = 0;
-  double last_move_seconds_ = 0;  // what the last re-partition took (0: none yet)
+  double last_move_seconds_ = 0;  // what the last recut of the buffers took (0: none yet)
 };
 
 }  // namespace strata

@@ -22,6 +22,15 @@ template <class T>
 class strip_store {
   static_assert(!cell_traits<T>::is_record, "strip_store: plain cells only");
 
+ private:
+  struct slab {
+    void* data = nullptr;
+    std::uint32_t memory = 0;
+    std::shared_ptr<void> keep;
+    index_t capacity = 0;  // rows
+    index_t offset = 0;    // the slab row where the strip's padded box starts
+  };
+
  public:
   strip_store() = default;
   /// A tensor of `spec` (one partition per device along dimension 0, one along dimension
@@ -44,16 +53,38 @@ class strip_store {
   std::size_t reallocations() const noexcept { return reallocations_; }
   index_t rows_copied() const noexcept { return rows_copied_; }
 
+  /// A re-cut made but not yet in effect (prepare); commit puts it in effect.
+  struct prepared {
+    tensor<T, 2> t;
+    std::vector<index_t> cuts;
+    index_t rows_copied = 0;
+    std::size_t reallocations = 0;
+
+   private:
+    friend class strip_store;
+    std::vector<char> slabs_ready;  // non-empty once prepared
+    std::vector<slab> slabs;
+    tensor_spec<2> spec;
+  };
+
   /// Re-cuts the strips at `cuts` (strips + 1 values, 0 .. rows, increasing) and returns
-  /// the new tensor (get()). With `move`, every new strip receives, from each old strip,
-  /// the rows that strip owned — its interior, and its padding rows where the grid ends —
-  /// whole padded rows (the edge columns come along); rows that stay in their strip's slab
-  /// are not touched. Without `move` only the shape changes (contents undefined). The
-  /// padding between strips is not loaded (load_padding does that). Work issued on the
-  /// old tensor must have completed; this returns when the copies have.
+  /// the new tensor (get()): prepare, then commit.
   tensor<T, 2> const& recut(std::vector<index_t> const& cuts, bool move) {
-    auto const old = t_;
-    auto const& oc = old.cuts(0);
+    commit(prepare(cuts, move));
+    return t_;
+  }
+
+  /// The tensor cut at `cuts`, not yet this store's. With `move`, every new strip receives,
+  /// from each old strip, the rows that strip owned — its interior, and its padding rows
+  /// where the grid ends — as whole padded rows (the edge columns come along); rows that
+  /// stay in their strip's slab are not touched; then each strip's padding rows between
+  /// strips are copied whole (corners included) from the strips that own them. Without
+  /// `move` only the shape changes (contents undefined). Work issued on the old tensor
+  /// must have completed; this returns when the copies have. It writes only rows the old
+  /// strips did not own (padding and spare rows), so if it throws, or its result is
+  /// dropped, the store is unchanged and its tensor still valid.
+  prepared prepare(std::vector<index_t> const& cuts, bool move) const {
+    auto const& oc = t_.cuts(0);
     index_t const rows = spec_.extent[0], pad = spec_.padding;
     if (cuts.size() != oc.size() || cuts.front() != 0 || cuts.back() != rows ||
         std::adjacent_find(cuts.begin(), cuts.end(), std::greater_equal<>{}) != cuts.end())
@@ -61,12 +92,12 @@ class strip_store {
                              " cut values; expected " + std::to_string(oc.size()) +
                              " increasing rows from 0 to " + std::to_string(rows));
     auto const strips = oc.size() - 1;
-    // New slabs and spec are committed only once the new tensor exists (a strip thinner
-    // than the padding is refused by the tensor, and leaves this store as it was).
-    auto slabs = slabs_;
+    prepared p;
+    p.cuts = cuts;
+    p.slabs = slabs_;
     std::vector<char> fresh(strips, 0);
     for (std::size_t s = 0; s < strips; ++s) {
-      auto& sl = slabs[s];
+      auto& sl = p.slabs[s];
       // The same global row stays at the same slab row: the padded box slides.
       index_t const off = sl.offset + (cuts[s] - oc[s]);
       if (off >= 0 && off + (cuts[s + 1] - cuts[s]) + 2 * pad <= sl.capacity) {
@@ -74,53 +105,70 @@ class strip_store {
       } else {
         sl = make_slab(s, cuts[s + 1] - cuts[s]);
         fresh[s] = 1;
+        ++p.reallocations;
       }
     }
-    auto spec = spec_;
-    spec.weights[0].clear();
+    p.spec = spec_;
+    p.spec.weights[0].clear();
     for (std::size_t s = 0; s < strips; ++s)
-      spec.weights[0].push_back(static_cast<double>(cuts[s + 1] - cuts[s]));
+      p.spec.weights[0].push_back(static_cast<double>(cuts[s + 1] - cuts[s]));
     std::vector<block_storage> storage;
-    for (std::size_t s = 0; s < strips; ++s) storage.push_back(at(slabs[s]));
-    tensor<T, 2> next(devices_, spec, storage);
-    if (!(next.cuts(0) == cuts))  // weights of whole rows give back the same lines
+    for (std::size_t s = 0; s < strips; ++s) storage.push_back(at(p.slabs[s]));
+    p.t = tensor<T, 2>(devices_, p.spec, storage);  // refuses a strip thinner than the padding
+    if (!(p.t.cuts(0) == cuts))  // weights of whole rows give back the same lines
       throw error("strip_store::recut: the strips came out at other rows than the cuts");
-    slabs_ = std::move(slabs);
-    spec_ = std::move(spec);
-    for (auto f : fresh) reallocations_ += f ? 1 : 0;
     if (move) {
       // Rows a strip owns: its interior, plus the padding rows past the grid's ends.
       auto owned = [&](std::vector<index_t> const& c, std::size_t s) {
         return std::pair{c[s] - (c[s] == 0 ? pad : 0), c[s + 1] + (c[s + 1] == rows ? pad : 0)};
       };
       index_t const width = spec_.extent[1] + 2 * pad;
-      std::vector<event> done;
+      // Rows [lo, hi) of `from` strip r (cut at fc) into strip s of the new tensor.
+      auto rows_into = [&](std::vector<event>& done, std::size_t s, index_t lo, index_t hi,
+                           tensor<T, 2> const& from, std::vector<index_t> const& fc,
+                           std::size_t r) {
+        auto [olo, ohi] = owned(fc, r);
+        lo = std::max(lo, olo), hi = std::min(hi, ohi);
+        if (hi <= lo) return;
+        done.push_back(copy_box(after{}, p.t, s, vec<2>{lo - cuts[s], -pad}, from, r,
+                                vec<2>{lo - fc[r], -pad}, vec<2>{hi - lo, width}));
+        p.rows_copied += hi - lo;
+      };
+      std::vector<event> moved, padding;
       for (std::size_t s = 0; s < strips; ++s)
-        for (std::size_t r = 0; r < strips; ++r) {
-          if (r == s && !fresh[s]) continue;  // already in place
-          auto [nlo, nhi] = owned(cuts, s);
-          auto [olo, ohi] = owned(oc, r);
-          index_t const lo = std::max(nlo, olo), hi = std::min(nhi, ohi);
-          if (hi <= lo) continue;
-          done.push_back(copy_box(after{}, next, s, vec<2>{lo - cuts[s], -pad}, old, r,
-                                  vec<2>{lo - oc[r], -pad}, vec<2>{hi - lo, width}));
-          rows_copied_ += hi - lo;
-        }
-      when_all(after(done)).wait();
+        for (std::size_t r = 0; r < strips; ++r)
+          if (r != s || fresh[s]) {  // else already in place
+            auto [nlo, nhi] = owned(cuts, s);
+            rows_into(moved, s, nlo, nhi, t_, oc, r);
+          }
+      when_all(after(moved)).wait();
+      // Then the padding rows between strips, from their owners' (now settled) rows.
+      index_t const before = p.rows_copied;
+      for (std::size_t s = 0; s < strips; ++s)
+        for (std::size_t r = 0; r < strips; ++r)
+          if (r != s) {
+            if (cuts[s] > 0) rows_into(padding, s, cuts[s] - pad, cuts[s], p.t, cuts, r);
+            if (cuts[s + 1] < rows)
+              rows_into(padding, s, cuts[s + 1], cuts[s + 1] + pad, p.t, cuts, r);
+          }
+      when_all(after(padding)).wait();
+      p.rows_copied = before;  // padding rows are not rows that changed strips
     }
-    t_ = std::move(next);
-    return t_;
+    p.slabs_ready.assign(1, 1);
+    return p;
+  }
+
+  /// Puts a prepared re-cut in effect (it must come from this store's current state).
+  void commit(prepared&& p) noexcept {
+    if (p.slabs_ready.empty()) return;
+    slabs_ = std::move(p.slabs);
+    spec_ = std::move(p.spec);
+    t_ = std::move(p.t);
+    reallocations_ += p.reallocations;
+    rows_copied_ += p.rows_copied;
   }
 
  private:
-  struct slab {
-    void* data = nullptr;
-    std::uint32_t memory = 0;
-    std::shared_ptr<void> keep;
-    index_t capacity = 0;  // rows
-    index_t offset = 0;    // the slab row where the strip's padded box starts
-  };
-
   /// A slab for strip s of `rows` rows, with spare rows above and below.
   slab make_slab(std::size_t s, index_t rows) const {
     slab sl;

@@ -85,12 +85,12 @@ inline void check_storage(block_storage const& st, space_id space, std::size_t b
                           std::size_t b) {
   auto const info = st.data ? detail::find_allocation(st.data) : std::nullopt;
   auto const* p = static_cast<std::byte const*>(st.data);
-  if (!info || info->space != space ||
+  if (!info || info->space != space || info->place_id != st.memory ||
       p + bytes > static_cast<std::byte const*>(info->base) + info->bytes)
     throw invalid_argument("tensor: storage of block " + std::to_string(b) + " (" +
                            std::to_string(bytes) + " bytes in " + std::string(to_string(space)) +
-                           " memory) is not inside one live allocation of that space; expected "
-                           "memory from allocate() for the block's place");
+                           " memory) is not inside one live allocation of that space and memory "
+                           "place; expected memory from allocate() for the block's place");
 }
 
 /// Fills the padding of one block at the domain's edges (set by set_boundary), in the
