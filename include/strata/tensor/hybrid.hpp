@@ -91,9 +91,10 @@ struct hybrid_options {
   /// (a fraction), the cut lines move so that each strip's rows follow its measured speed
   /// (rows per second), the rows going with their data to the neighbouring strip, and the
   /// solve goes on from the same field (rebalanced_cuts gives the new lines). After the
-  /// first move, a move is made only when the time it is predicted to save over the next
-  /// `rebalance_every` iterations exceeds what the last move took (so timing noise on a
-  /// busy machine does not buy moves that cost more than they gain).
+  /// first move, a move is made only when the time it is predicted to save over a window
+  /// exceeds what the last move took (so timing noise on a busy machine does not buy
+  /// moves that cost more than they gain); while an imbalance does not pay yet, its
+  /// window keeps growing, so a lasting one moves the lines once it has cost a move.
   bool rebalance = false;
   long rebalance_every = 8;
   double rebalance_threshold = 0.15;
@@ -606,14 +607,26 @@ class hybrid_stencil {
         for (std::size_t s = 0; s < n; ++s) st->window[s] += times[s];
         if (++st->measured >= o_.rebalance_every) {
           auto const& now = cuts();
+          auto const worth_moving = [&](std::vector<index_t> const& next) {
+            index_t moved = 0;
+            for (std::size_t k = 0; k < now.size(); ++k)
+              moved = std::max<index_t>(moved, std::abs(next[k] - now[k]));
+            return moved >= std::max<index_t>(1, extent_[0] / 256);
+          };
           auto next = rebalanced_cuts(now, st->window, o_.rebalance_threshold, o_.rebalance_damping,
                                       last_move_seconds_);
-          index_t moved = 0;
-          for (std::size_t k = 0; k < now.size(); ++k)
-            moved = std::max<index_t>(moved, std::abs(next[k] - now[k]));
-          if (moved >= std::max<index_t>(1, extent_[0] / 256)) st->next_cuts = std::move(next);
-          st->window.assign(n, 0.0);
-          st->measured = 0;
+          bool const move = worth_moving(next);
+          // An imbalance that does not yet pay for a move keeps its window growing (checked
+          // every iteration): a lasting one saves more the longer it is summed, and moves
+          // once that exceeds the move's cost; noise averages out and starts a new window.
+          bool const pending = !move && last_move_seconds_ > 0 &&
+                               worth_moving(rebalanced_cuts(now, st->window, o_.rebalance_threshold,
+                                                            o_.rebalance_damping));
+          if (move) st->next_cuts = std::move(next);
+          if (!pending) {
+            st->window.assign(n, 0.0);
+            st->measured = 0;
+          }
         }
       }
       std::vector<event> zero;
