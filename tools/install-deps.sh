@@ -27,6 +27,7 @@ test_packages=(
   chromium            # the report's test opens the page in a headless browser
   libfftw3-mpi-dev    # `strata bench dist-fft` compares with FFTW's MPI transform
   libscalapack-openmpi-dev  # `strata bench --ranks N dist-summa` compares with pdgemm
+  libgdal-dev         # shortest_path's rasters through GDAL (optional for the apps; tested)
 )
 
 list_only=0

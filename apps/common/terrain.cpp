@@ -10,7 +10,9 @@
 #include <utility>
 
 #ifdef STRATA_APPS_HAVE_GDAL
+#include <cpl_error.h>
 #include <gdal_priv.h>
+#include <ogr_spatialref.h>
 #endif
 
 namespace apps {
@@ -162,35 +164,59 @@ bool have_gdal() noexcept {
 terrain read_gdal(std::string const& path) {
 #ifdef STRATA_APPS_HAVE_GDAL
   GDALAllRegister();
+  CPLErrorReset();
+  // Quiet: GDAL would print its own message to stderr; ours names the file and carries it.
+  CPLPushErrorHandler(CPLQuietErrorHandler);
+  struct unquiet {
+    ~unquiet() { CPLPopErrorHandler(); }
+  } restore;
   auto* ds = static_cast<GDALDataset*>(GDALOpen(path.c_str(), GA_ReadOnly));
-  if (!ds) fail(path + ": GDAL cannot open it (" + CPLGetLastErrorMsg() + ")");
+  if (!ds)
+    fail(path + ": GDAL cannot open it as a raster (" + CPLGetLastErrorMsg() +
+         "); expected a file in a raster format GDAL reads (GeoTIFF, ASCII grid, ...)");
   struct closer {
     GDALDataset* d;
     ~closer() { GDALClose(d); }
   } close{ds};
-  if (ds->GetRasterCount() < 1) fail(path + ": no raster band");
+  if (ds->GetRasterCount() < 1) fail(path + ": no raster band; expected an elevation band");
   terrain t;
   t.rows = ds->GetRasterYSize();
   t.cols = ds->GetRasterXSize();
+  if (t.rows < 2 || t.cols < 2)
+    fail(path + ": " + std::to_string(t.rows) + " x " + std::to_string(t.cols) +
+         " samples; expected at least 2 x 2");
   t.z.resize(static_cast<std::size_t>(t.rows * t.cols));
   auto* band = ds->GetRasterBand(1);
   if (band->RasterIO(GF_Read, 0, 0, static_cast<int>(t.cols), static_cast<int>(t.rows), t.z.data(),
-                     static_cast<int>(t.cols), static_cast<int>(t.rows), GDT_Float64, 0,
-                     0) != CE_None)
+                     static_cast<int>(t.cols), static_cast<int>(t.rows), GDT_Float64, 0, 0,
+                     nullptr) != CE_None)
     fail(path + ": GDAL could not read band 1 (" + CPLGetLastErrorMsg() + ")");
+  // Voids: the band's no-data value, and NaN or infinite samples (float rasters mark holes
+  // with NaN, which no == finds).
   int has_nodata = 0;
-  double nodata = band->GetNoDataValue(&has_nodata);
+  double const nodata = band->GetNoDataValue(&has_nodata);
   std::vector<char> is_void(t.z.size(), 0);
-  if (has_nodata)
-    for (std::size_t k = 0; k < t.z.size(); ++k) is_void[k] = t.z[k] == nodata;
+  for (std::size_t k = 0; k < t.z.size(); ++k)
+    is_void[k] = !std::isfinite(t.z[k]) || (has_nodata && t.z[k] == nodata);
   fill_voids(t, is_void);
+  // Cell size in metres. A geographic raster's spacing is in degrees: its north-south
+  // spacing times ~111.32 km (exact in that direction; east-west degrees shrink with
+  // latitude, and the solver takes one spacing for both). A projected one's is in its
+  // linear unit. Without a reference system: spacings under 1 are taken as degrees.
   double gt[6];
   t.cell = 30.0;
   if (ds->GetGeoTransform(gt) == CE_None) {
-    double dx = std::abs(gt[1]);
-    // Geographic rasters give degrees: about 111 km each (longitude at the equator).
-    t.cell = dx < 1.0 ? dx * 111320.0 : dx;
+    double const dx = std::abs(gt[1]), dy = std::abs(gt[5]) > 0 ? std::abs(gt[5]) : dx;
+    OGRSpatialReference const* srs = ds->GetSpatialRef();
+    if (srs && srs->IsGeographic())
+      t.cell = dy * 111320.0;
+    else if (srs && srs->IsProjected())
+      t.cell = dx * srs->GetLinearUnits();
+    else
+      t.cell = dx < 1.0 ? dy * 111320.0 : dx;
   }
+  if (!(t.cell > 0) || !std::isfinite(t.cell))
+    fail(path + ": cell size " + std::to_string(t.cell) + "; expected a positive spacing");
   t.what = path + " (GDAL " + ds->GetDriverName() + ")";
   return t;
 #else

@@ -224,6 +224,66 @@ TEST(HybridAppsTerrain, HgtTilesAreBigEndianAndMosaicked) {
   std::filesystem::remove_all(dir);
 }
 
+// Rasters through GDAL (tools/install-deps.sh's test set installs libgdal-dev, so CI runs
+// the first two): an ASCII grid with a no-data sample and a projected cell size; a grid in
+// degrees; files GDAL cannot read. Without GDAL the call is a not_supported error.
+void write_asc(std::string const& path, double cellsize, std::string const& rows) {
+  std::ofstream f(path);
+  f.precision(17);
+  f << "ncols 4\nnrows 3\nxllcorner 6.0\nyllcorner 45.0\ncellsize " << cellsize
+    << "\nNODATA_value -9999\n"
+    << rows;
+}
+
+TEST(HybridAppsTerrain, GdalReadsAsciiGridsWithVoidsAndCellSizes) {
+  auto dir = temp_dir();
+  auto grid = (dir / "grid.asc").string();
+  write_asc(grid, 25, "1 2 3 4\n5 -9999 7 8\n9 10 11 12\n");
+  if (!apps::have_gdal()) {
+    EXPECT_THROW((void)apps::read_gdal(grid), not_supported);
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "this build has no GDAL";
+  }
+  auto t = apps::read_gdal(grid);
+  ASSERT_EQ(t.rows, 3);
+  ASSERT_EQ(t.cols, 4);
+  EXPECT_EQ(t.cell, 25.0);
+  EXPECT_EQ(t.at(0, 0), 1.0);  // north (the file's first line) at row 0
+  EXPECT_EQ(t.at(2, 3), 12.0);
+  // The void: the mean of its eight neighbours.
+  EXPECT_DOUBLE_EQ(t.at(1, 1), (1 + 2 + 3 + 5 + 7 + 9 + 10 + 11) / 8.0);
+  EXPECT_NE(t.what.find("AAIGrid"), std::string::npos) << t.what;
+  // Three arc-seconds with no reference system: degrees, about 92.8 m north-south.
+  auto deg = (dir / "deg.asc").string();
+  write_asc(deg, 1.0 / 1200, "1 2 3 4\n5 6 7 8\n9 10 11 12\n");
+  EXPECT_NEAR(apps::read_gdal(deg).cell, 111320.0 / 1200, 1e-6);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(HybridAppsErrors, RastersGdalCannotReadAreClearErrors) {
+  if (!apps::have_gdal()) GTEST_SKIP() << "this build has no GDAL";
+  auto dir = temp_dir();
+  auto missing = (dir / "missing.tif").string();
+  try {
+    (void)apps::read_gdal(missing);
+    FAIL() << "no error";
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+  auto junk = (dir / "junk.tif").string();
+  std::ofstream(junk) << "not a raster";
+  EXPECT_THROW((void)apps::read_gdal(junk), invalid_argument);
+  auto thin = (dir / "thin.asc").string();  // one row: no grid to solve on
+  std::ofstream(thin) << "ncols 3\nnrows 1\nxllcorner 0\nyllcorner 0\ncellsize 10\n1 2 3\n";
+  try {
+    (void)apps::read_gdal(thin);
+    FAIL() << "no error";
+  } catch (invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("1 x 3"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(HybridAppsTerrain, FractalTerrainIsSeededAndSpansItsRelief) {
   auto a = apps::fractal_terrain(40, 70, 3, 1000.0);
   auto b = apps::fractal_terrain(40, 70, 3, 1000.0);
