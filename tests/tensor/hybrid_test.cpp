@@ -6,9 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -309,6 +312,112 @@ TEST(HybridErrors, AThrowingKernelEndsTheSolveWithItsError) {
   hybrid_stencil<double> h({20, 8}, {.devices = mix("sim+cpu+sim"), .max_iterations = 10});
   for (index_t bad : {0, 7, 19})
     EXPECT_THROW(h.solve(throws_on_row{bad}), std::runtime_error) << bad;
+}
+
+// Early corpus kernels (hybrid_options::early_corpus, §5-6): the next iteration's corpus
+// is queued while this one's flags travel. Converging solves (Jacobi to a tolerance, path
+// costs to no change) give the same field and iteration count, bitwise, with it on and
+// off, on every mix and with cuts that leave strips without a corpus (one or two rows).
+TEST_P(Hybrid, EarlyCorpusGivesTheSameSolveBitwise) {
+  rt();
+  auto devices = mix(GetParam());
+  auto const n = devices.size();
+  // A small grid solved to a tolerance (an early corpus dropped at the end), and one large
+  // enough that a host strip's kernels run on the pool for a while (an early corpus that
+  // did not wait for its strip's kernels would read rows still being written).
+  struct size_case {
+    index_t rows, cols;
+    double tolerance;
+    long max_iterations;
+  };
+  for (auto const sc : {size_case{37, 23, 1e-3, 1L << 40}, size_case{301, 257, 0, 9}}) {
+    index_t const rows = sc.rows, cols = sc.cols;
+    std::vector<std::vector<index_t>> cut_sets{{}};
+    if (n == 2) cut_sets.push_back({2});
+    if (n == 3) cut_sets.push_back({1, 3});
+    if (n == 4) cut_sets.push_back({2, 3, rows - 2});
+    std::vector<double> init(static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < init.size(); ++i) init[i] = static_cast<double>((i * 29) % 13);
+    view<double, 2> iv(ptr<double, host_space>(init.data(), 0), vec<2>{rows, cols});
+    for (auto const& cuts : cut_sets) {
+      std::vector<double> out[2], after[2];
+      hybrid_result res[2];
+      for (int early = 0; early < 2; ++early) {
+        hybrid_stencil<double> h({rows, cols}, {.devices = devices,
+                                                .cuts = cuts,
+                                                .boundary = 2.0,
+                                                .tolerance = sc.tolerance,
+                                                .max_iterations = sc.max_iterations,
+                                                .early_corpus = early == 1});
+        h.set(iv);
+        res[early] = h.solve(jacobi{});
+        out[early].resize(init.size());
+        h.get(view<double, 2>(ptr<double, host_space>(out[early].data(), 0), vec<2>{rows, cols}));
+        // The solve goes on from where it stopped: a corpus started for an iteration that
+        // did not run has left nothing behind that the next sweep would see.
+        h.iterate(1, jacobi{});
+        after[early].resize(init.size());
+        h.get(view<double, 2>(ptr<double, host_space>(after[early].data(), 0), vec<2>{rows, cols}));
+      }
+      std::string const what =
+          GetParam() + " " + std::to_string(rows) + " rows, cuts " + std::to_string(cuts.size());
+      EXPECT_TRUE(res[1].converged || sc.tolerance == 0) << what;
+      EXPECT_EQ(res[0].iterations, res[1].iterations) << what;
+      EXPECT_EQ(out[0], out[1]) << what;
+      EXPECT_EQ(out[1], jacobi_ref(init, rows, cols, 2.0, res[1].iterations)) << what;
+      EXPECT_EQ(after[1], jacobi_ref(init, rows, cols, 2.0, res[1].iterations + 1)) << what;
+      EXPECT_EQ(after[0], after[1]) << what;
+    }
+  }
+}
+
+/// Copies its cell, and throws once cell `at` has been updated more than `calls` times.
+struct throws_after_calls {
+  index_t at;
+  int calls;
+  std::atomic<int>* seen;
+  template <class It>
+  STRATA_FN double operator()(It& in) const {
+    if (in.global_index(0) == at && in.global_index(1) == 0 &&
+        seen->fetch_add(1, std::memory_order_relaxed) >= calls)
+      throw std::runtime_error("cell update failed");
+    return *in;
+  }
+};
+
+// A corpus started early for an iteration that does not happen (the solve converged) is
+// dropped with its error; an early corpus of an iteration that does happen brings its
+// error to the solve. Row 3 is in strip 0's corpus on every mix of 20 rows.
+TEST(HybridErrors, AnEarlyCorpusRaisesOnlyForAnIterationThatHappens) {
+  rt();
+  for (auto const& name : {"cpu", "cpu+sim", "sim+cpu+sim", "2sim"}) {
+    std::atomic<int> seen{0};
+    hybrid_stencil<double> h({20, 8}, {.devices = mix(name), .boundary = 0.0});
+    // Nothing changes: converged after one iteration; the second's corpus, started early,
+    // throws and is dropped.
+    auto r = h.solve(throws_after_calls{3, 1, &seen});
+    EXPECT_TRUE(r.converged) << name;
+    EXPECT_EQ(r.iterations, 1) << name;
+    EXPECT_LE(seen.load(), 2) << name;
+    // Changing cells (Jacobi towards the boundary's 0): the third iteration's corpus throws.
+    std::vector<double> ones(160, 1.0);
+    h.set(view<double, 2>(ptr<double, host_space>(ones.data(), 0), vec<2>{20, 8}));
+    seen = 0;
+    auto throwing_jacobi = [&seen](auto& in) {
+      if (in.global_index(0) == 3 && in.global_index(1) == 0 &&
+          seen.fetch_add(1, std::memory_order_relaxed) >= 2)
+        throw std::runtime_error("cell update failed");
+      return jacobi{}(in);
+    };
+    EXPECT_THROW(h.iterate(10, throwing_jacobi), std::runtime_error) << name;
+    // The stencil stays usable after the error: set again, it sweeps as it should.
+    seen = -1000;
+    h.set(view<double, 2>(ptr<double, host_space>(ones.data(), 0), vec<2>{20, 8}));
+    EXPECT_EQ(h.iterate(2, throwing_jacobi).iterations, 2) << name;
+    std::vector<double> out(ones.size());
+    h.get(view<double, 2>(ptr<double, host_space>(out.data(), 0), vec<2>{20, 8}));
+    EXPECT_EQ(out, jacobi_ref(ones, 20, 8, 0.0, 2)) << name;
+  }
 }
 
 TEST(Hybrid, MeasuredSpeedsGiveCutLinesInProportion) {

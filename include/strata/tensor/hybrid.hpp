@@ -13,7 +13,9 @@
 
 #include <strata/exec/atomic.hpp>
 #include <strata/task/graph.hpp>
+#include <strata/tensor/rebalance.hpp>
 #include <strata/tensor/split.hpp>
+#include <strata/tensor/strip_kernel.hpp>
 #include <strata/tensor/strips.hpp>
 
 #include <algorithm>
@@ -48,26 +50,16 @@ inline constexpr bool is_held_tensor = false;
 template <class U>
 inline constexpr bool is_held_tensor<held_tensor<U>> = true;
 
-// Re-partitioning's knobs (hybrid_options, rebalanced_cuts): a NaN threshold made every
-// window move the lines, and a NaN damping rounded to the smallest integer and packed the
-// strips into one row each, silently (an outside probe).
-inline void check_rebalance(double threshold, double damping) {
-  if (!(threshold >= 0))
-    throw invalid_argument("hybrid_stencil: rebalance_threshold " + std::to_string(threshold) +
-                           "; expected a fraction >= 0 (how far the slowest strip's time may "
-                           "exceed the fastest's)");
-  if (!(damping >= 0 && damping <= 1))
-    throw invalid_argument("hybrid_stencil: rebalance_damping " + std::to_string(damping) +
-                           "; expected 0 to 1 (how far the lines move per re-partition)");
-}
 }  // namespace tensor_detail
 
 /// What the solve reports after every iteration (hybrid_options::on_iteration).
 struct hybrid_progress {
-  long iteration = 0;                 // 1 for the first sweep of the solve
-  double seconds = 0;                 // wall time of this iteration
-  std::vector<double> strip_seconds;  // per strip: its kernels, first launch to last end
-  std::vector<index_t> cuts;          // the strips' rows: strips + 1 values, 0 .. rows
+  long iteration = 0;  // 1 for the first sweep of the solve
+  double seconds = 0;  // wall time of this iteration
+  /// Per strip: how long its device was busy with its kernels (the union of each kernel's
+  /// span, from when it could start to its end).
+  std::vector<double> strip_seconds;
+  std::vector<index_t> cuts;  // the strips' rows: strips + 1 values, 0 .. rows
 };
 
 template <class T>
@@ -85,6 +77,16 @@ struct hybrid_options {
   long max_iterations = 1L << 40;
   /// Send a frontier only when it changed (the scheme's point); false sends every one.
   bool skip_unchanged_frontiers = true;
+  /// Queue each strip's next corpus kernel on its device as soon as the strip's own
+  /// kernels of this iteration are queued, to start when they end (§5-6: the corpus in a
+  /// stream of its own), so a device does not idle while the iteration's flags travel,
+  /// the frontiers are exchanged and the convergence test runs. A corpus so started for
+  /// an iteration that does not happen (the solve converged, or stops to re-partition) is
+  /// waited for and dropped, its errors with it. After an error the field may hold some
+  /// strips' corpus rows of the next iteration (set it again before solving on); false:
+  /// every kernel of an iteration is launched after the iteration before has ended
+  /// everywhere, and after an error the field is the last iteration that ended.
+  bool early_corpus = true;
   /// Dynamic re-partitioning (§9): every `rebalance_every` iterations the strips' times
   /// (their kernels, averaged over those iterations, the first after a cut not counted)
   /// are compared; when the slowest exceeds the fastest by more than `rebalance_threshold`
@@ -123,138 +125,6 @@ struct hybrid_result {
   index_t rows_moved = 0;  // rows that changed strips in them
   double seconds = 0;
 };
-
-/// The cut lines (strips + 1 values, 0 .. rows) after a dynamic re-partition
-/// (hybrid-2d-stencil-scheme §9): `cuts` itself while the strips' `seconds` stay within
-/// `threshold` of each other (slowest <= (1 + threshold) * fastest), or when a time is not
-/// a positive finite number; else lines moved `damping` of the way (1: all the way) to
-/// those that give each strip rows in proportion to its measured speed, rows / seconds
-/// (every strip keeps a row at least). A threshold that is NaN or negative, or a damping
-/// outside [0, 1], is invalid_argument (+inf: never move). With `move_seconds` > 0 the
-/// lines also stay unless the move pays for itself: the slowest strip's time minus the
-/// slowest predicted at the new lines (each strip's rows / its measured speed) exceeds it.
-inline std::vector<index_t> rebalanced_cuts(std::vector<index_t> const& cuts,
-                                            std::vector<double> const& seconds, double threshold,
-                                            double damping = 1.0, double move_seconds = 0) {
-  tensor_detail::check_rebalance(threshold, damping);
-  if (!(move_seconds >= 0))
-    throw invalid_argument("rebalanced_cuts: move_seconds " + std::to_string(move_seconds) +
-                           "; expected the time a move takes, >= 0");
-  if (cuts.size() < 3 || seconds.size() + 1 != cuts.size()) return cuts;
-  double lo = std::numeric_limits<double>::infinity(), hi = 0;
-  for (auto t : seconds) {
-    if (!(t > 0) || !std::isfinite(t)) return cuts;
-    lo = std::min(lo, t);
-    hi = std::max(hi, t);
-  }
-  if (hi <= (1 + threshold) * lo) return cuts;
-  std::vector<double> speeds;
-  for (std::size_t s = 0; s < seconds.size(); ++s)
-    speeds.push_back(static_cast<double>(cuts[s + 1] - cuts[s]) / seconds[s]);
-  auto target = tensor_detail::weighted_cuts(cuts.back(), speeds, 0);
-  // Strip times are not quite proportional to rows (launches and flag read-backs cost
-  // the same for any height): moving part of the way keeps small grids from oscillating.
-  auto const n = cuts.size() - 1;
-  for (std::size_t k = 1; k < n; ++k) {
-    auto c = cuts[k] +
-             static_cast<index_t>(std::llround(damping * static_cast<double>(target[k] - cuts[k])));
-    target[k] = std::clamp(c, target[k - 1] + 1, cuts.back() - static_cast<index_t>(n - k));
-  }
-  if (move_seconds > 0) {
-    double predicted = 0;
-    for (std::size_t s = 0; s < n; ++s)
-      predicted = std::max(predicted, static_cast<double>(target[s + 1] - target[s]) / speeds[s]);
-    if (hi - predicted <= move_seconds) return cuts;
-  }
-  return target;
-}
-
-namespace tensor_detail {
-
-/// Updates rows [row0, row0 + region[0]) of a strip: out = update(in, extra...), and
-/// raises the strip's flags: flags[slot] = 1 if a cell changed, flags[delta_slot] = the
-/// largest change. Frontier and corpus kernels use slots of their own (hybrid_stencil::
-/// flag_*), so each node reads back exactly what its own kernels wrote.
-template <class T, class F>
-struct strip_kernel {
-  F f;
-  template <class Self, class... A>
-  STRATA_FN void operator()(Self const& self, tensor_block<T, 2> in, tensor_block<T, 2> out,
-                            index_t row0, vec<2> region, double* flags, int slot, int delta_slot,
-                            A const&... a) const {
-    auto r = self.element_chunk(region);
-    bool changed = false;
-    double delta = 0;
-    for (index_t i = 0; i < r.extent[0]; ++i) {
-      vec<2> at{row0 + r.first[0] + i, r.first[1]};
-      row(r.extent[1], changed, delta, tensor_iterator<T, 2>(in, at), out.address(at), a.at(at)...);
-    }
-    if (changed) atomic_max(flags + slot, 1.0);
-    // atomic_max skips a NaN (every comparison with it is false); exchanged in, it stays,
-    // as every later atomic_max then compares with the NaN.
-    if (delta != delta)
-      atomic_exchange(flags + delta_slot, delta);
-    else if (delta > 0)
-      atomic_max(flags + delta_slot, delta);
-  }
-  template <class... I>
-  STRATA_FN void row(index_t len, bool& changed, double& delta, tensor_iterator<T, 2> in,
-                     T* __restrict__ out, I... it) const {
-    if constexpr (std::is_arithmetic_v<T>) {
-      // A branch per cell on "did it change" kept this loop scalar (0.85 of an OpenMP
-      // Jacobi that reduces its change with `omp simd`): the change is reduced branch-free
-      // instead (change_bits), and `out` is restrict (the other buffer), so it vectorizes.
-      std::uint64_t top = 0;
-      for (index_t k = 0; k < len; ++k) {
-        T const old = *in;
-        T const v = call_value(in, it...);
-        out[k] = v;
-        std::uint64_t const bits = change_bits(old, v);
-        top = bits > top ? bits : top;
-        in.next_in_row();
-        (next_in_row(it), ...);
-      }
-      add_change(top, changed, delta);
-    } else {
-      for (index_t k = 0; k < len; ++k) {  // cells with no order: changed or not
-        T const old = *in;
-        T const v = call_value(in, it...);
-        out[k] = v;
-        if (v != old) changed = true;
-        in.next_in_row();
-        (next_in_row(it), ...);
-      }
-    }
-  }
-  /// A cell's change as an integer: the bits of |v - old|, 0 where v == old (also
-  /// infinity to infinity, whose difference is NaN). Non-negative doubles' bits order like
-  /// their values and a NaN's lie above infinity's, so the largest change is an integer
-  /// max reduction, which vectorizes without -ffast-math (a double one does not). A cell
-  /// that changed counts at least 1 (the smallest subnormal) where the difference rounds
-  /// to 0 in double (integers above 2^53, subnormals flushed to zero), so "changed" is
-  /// exactly "some v != old".
-  STRATA_FN static std::uint64_t change_bits(T old, T v) {
-    double const d = std::fabs(static_cast<double>(v) - static_cast<double>(old));
-    std::uint64_t bits;
-    std::memcpy(&bits, &d, sizeof bits);
-    bits |= static_cast<std::uint64_t>(bits == 0);
-    return bits & -static_cast<std::uint64_t>(v != old);
-  }
-  /// Folds a row's largest change_bits into the thread's flags (a NaN change stays).
-  STRATA_FN static void add_change(std::uint64_t top, bool& changed, double& delta) {
-    if (top == 0) return;
-    changed = true;
-    double d;
-    std::memcpy(&d, &top, sizeof d);
-    if (delta == delta && !(d <= delta)) delta = d;
-  }
-  template <class... I>
-  STRATA_FN T call_value(tensor_iterator<T, 2> in, I... it) const {
-    return f(in, it...);
-  }
-};
-
-}  // namespace tensor_detail
 
 /// A 2-D grid of T split into strips over devices, solved by the hybrid scheme.
 template <class T>
@@ -398,7 +268,7 @@ class hybrid_stencil {
       auto sweep = [&] {
         std::apply(
             [&](auto const&... a) {
-              return launch_rows(s, update, 0, h, flag_corpus, unhold(a)...);
+              return launch_rows(after{}, parity_, s, update, 0, h, flag_corpus, unhold(a)...);
             },
             held)
             .wait();
@@ -469,7 +339,7 @@ class hybrid_stencil {
     flags_.clear();
     for (std::size_t s = 0; s < n; ++s)
       flags_.push_back(tensor<double, 1>(std::vector<place>{o_.devices[s]},
-                                         tensor_spec<1>{.extent = {index_t{flags_per_strip}}}));
+                                         tensor_spec<1>{.extent = {2 * flags_per_set}}));
   }
 
   template <class A>
@@ -488,27 +358,53 @@ class hybrid_stencil {
   }
 
   event fill_flags(std::size_t s, double v) { return fill(flags_[s], v); }
+  /// Zeroes strip s's flag set `set` (0 or 1) by a copy from the host: on a device a fill
+  /// would be a kernel, queued behind the strip's next corpus when that started early.
+  event zero_flags(std::size_t s, int set) {
+    view<double, 1> src(ptr<double, host_space>(zeros_.data(), 0), vec<1>{flags_per_set});
+    return tensor_detail::visit_space(flags_[s].space_of(0), [&](auto sp) {
+      return copy(flags_[s].template local_view<decltype(sp)>(0, vec<1>{set * flags_per_set},
+                                                              vec<1>{flags_per_set}),
+                  src);
+    });
+  }
+
+  /// When a strip's kernels of one iteration could start and when they ended (ns on the
+  /// steady clock): its frontiers' launch and last end, its corpus's launch and end.
+  struct strip_clock {
+    std::atomic<long long> front_start, front_end, corpus_start, corpus_end;
+    void reset() {
+      for (auto* a : {&front_start, &corpus_start})
+        a->store(std::numeric_limits<long long>::max(), std::memory_order_relaxed);
+      for (auto* a : {&front_end, &corpus_end}) a->store(0, std::memory_order_relaxed);
+    }
+  };
 
   struct shared {
     explicit shared(std::size_t strips)
-        : host_flags(flags_per_strip * strips, 0.0),
+        : host_flags(static_cast<std::size_t>(flags_per_set) * strips, 0.0),
           changed_last(2 * strips, 1),
-          first_launch(new std::atomic<long long>[strips]),
-          last_end(new std::atomic<long long>[strips]),
+          clocks(new strip_clock[2 * strips]),
+          last_end(strips, 0),
+          front(strips),
+          corpus(strips),
+          pending(strips),
+          has_pending(strips, 0),
           window(strips, 0.0) {
-      for (std::size_t s = 0; s < strips; ++s) reset_times(s);
+      for (std::size_t k = 0; k < 2 * strips; ++k) clocks[k].reset();
     }
-    void reset_times(std::size_t s) {
-      first_launch[s].store(std::numeric_limits<long long>::max(), std::memory_order_relaxed);
-      last_end[s].store(0, std::memory_order_relaxed);
-    }
-    std::vector<double> host_flags;  // flags_per_strip per strip, as on the devices
+    std::vector<double> host_flags;  // flags_per_set per strip, as on the devices
     std::vector<char> changed_last;  // 2 per strip: the frontier changed last iteration
     hybrid_result result;
     std::atomic<std::size_t> sent{0}, skipped{0}, bytes{0};
-    // Per strip, this iteration: its first kernel launch and its last kernel's end (ns on
-    // the steady clock), the real execution's times the dynamic re-partition compares.
-    std::unique_ptr<std::atomic<long long>[]> first_launch, last_end;
+    // Per strip and flag set (the iteration's input buffer), the kernels' times, and per
+    // strip the end of its last measured iteration: what the dynamic re-partition compares.
+    std::unique_ptr<strip_clock[]> clocks;
+    std::vector<long long> last_end;
+    // Per strip, this iteration: its frontier kernels and its corpus kernel; the next
+    // iteration's corpus when it was started early (has_pending).
+    std::vector<event> front, corpus, pending;
+    std::vector<char> has_pending;
     std::vector<double> window;  // strip seconds summed over the measured iterations
     long measured = 0;
     std::chrono::steady_clock::time_point iteration_start = std::chrono::steady_clock::now();
@@ -530,13 +426,32 @@ class hybrid_stencil {
          v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed);) {
     }
   }
-  /// Strip s's kernel `e` launched at `launched`: its end is stamped when it completes
-  /// (continuations run in order, so before the flag read-back that follows it).
-  static event timed(event e, std::shared_ptr<shared> const& st, std::size_t s,
-                     long long launched) {
-    record_min(st->first_launch[s], launched);
-    e.then([st, s] { record_max(st->last_end[s], now_ns()); });
+  /// A kernel `e` of strip s launched at `launched`, its times kept in `start` and `end`;
+  /// its end is stamped when it completes (continuations run in order, so before the flag
+  /// read-back that follows it).
+  static event timed(event e, std::shared_ptr<shared> const& st, std::atomic<long long>& start,
+                     std::atomic<long long>& end, long long launched) {
+    record_min(start, launched);
+    e.then([st, &end] { record_max(end, now_ns()); });
     return e;
+  }
+  /// How long strip s's device was busy with the iteration of flag set `set`: the union
+  /// of its frontiers' and its corpus's spans, a corpus started early counted from the end
+  /// of the strip's iteration before (it could not start sooner). Resets the set's clock.
+  static double busy_seconds(shared& st, std::size_t s, int set, bool has_corpus) {
+    auto& c = st.clocks[2 * s + static_cast<std::size_t>(set)];
+    long long const f0 = c.front_start.load(std::memory_order_relaxed),
+                    f1 = c.front_end.load(std::memory_order_relaxed);
+    long long busy = f1 - f0, end = f1;
+    if (has_corpus) {
+      long long const c0 = std::max(c.corpus_start.load(std::memory_order_relaxed), st.last_end[s]),
+                      c1 = c.corpus_end.load(std::memory_order_relaxed);
+      busy += c1 - c0 - std::max(0LL, std::min(c1, f1) - std::max(c0, f0));
+      end = std::max(end, c1);
+    }
+    st.last_end[s] = end;
+    c.reset();
+    return 1e-9 * static_cast<double>(busy);
   }
 
   /// Sweeps until convergence, `limit` sweeps, or (with rebalance) a re-partition is due
@@ -557,12 +472,16 @@ class hybrid_stencil {
     for (std::size_t s = 0; s < strips; ++s) {
       index_t const h = field().block(s).extent[0];
       auto front = g.add("frontier[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
+        auto& c = st->clocks[2 * s + static_cast<std::size_t>(parity_)];
         auto const t = now_ns();
-        event top = timed(launch_rows(s, update, 0, 1, flag_top, extra...), st, s, t);
+        event top = timed(launch_rows(after{}, parity_, s, update, 0, 1, flag_top, extra...), st,
+                          c.front_start, c.front_end, t);
         event bottom =
-            h > 1 ? timed(launch_rows(s, update, h - 1, 1, flag_bottom, extra...), st, s, t)
+            h > 1 ? timed(launch_rows(after{}, parity_, s, update, h - 1, 1, flag_bottom, extra...),
+                          st, c.front_start, c.front_end, t)
                   : event();
-        return read_flags(after(top, bottom), s, flag_top, 3, st->host_flags);
+        st->front[s] = when_all(after(top, bottom));
+        return read_flags(after(st->front[s]), s, flag_top, 3, st->host_flags);
       });
       auto exchange = g.add("exchange[" + std::to_string(s) + "]",
                             [this, s, st] { return send_frontiers(s, *st); });
@@ -571,11 +490,35 @@ class hybrid_stencil {
       if (h > 2) {
         auto corpus =
             g.add("corpus[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
-              event e =
-                  timed(launch_rows(s, update, 1, h - 2, flag_corpus, extra...), st, s, now_ns());
-              return read_flags(after(e), s, flag_corpus, 2, st->host_flags);
+              if (st->has_pending[s]) {  // started by the iteration before
+                st->has_pending[s] = 0;
+                st->corpus[s] = std::move(st->pending[s]);
+              } else {
+                auto& c = st->clocks[2 * s + static_cast<std::size_t>(parity_)];
+                st->corpus[s] =
+                    timed(launch_rows(after{}, parity_, s, update, 1, h - 2, flag_corpus, extra...),
+                          st, c.corpus_start, c.corpus_end, now_ns());
+              }
+              return read_flags(after(st->corpus[s]), s, flag_corpus, 2, st->host_flags);
             });
         last.push_back(corpus);
+        if (o_.early_corpus) {
+          // The next iteration's corpus reads only this strip's rows of this iteration: it
+          // is queued now, to start when they are written.
+          auto next = g.add(
+              "next-corpus[" + std::to_string(s) + "]", [this, s, h, limit, update, extra..., st] {
+                if (st->result.iterations + 1 >= limit) return;
+                int const in = 1 - parity_;
+                auto& c = st->clocks[2 * s + static_cast<std::size_t>(in)];
+                st->pending[s] = timed(launch_rows(after(st->front[s], st->corpus[s]), in, s,
+                                                   update, 1, h - 2, flag_corpus, extra...),
+                                       st, c.corpus_start, c.corpus_end, now_ns());
+                st->has_pending[s] = 1;
+              });
+          front.precede(next);
+          corpus.precede(next);
+          last.push_back(next);
+        }
       }
     }
     auto end = g.add("iteration", [this, st, done_before] {
@@ -584,14 +527,13 @@ class hybrid_stencil {
       auto const n = o_.devices.size();
       std::vector<double> times(n);
       for (std::size_t s = 0; s < n; ++s) {
-        auto const* f = &st->host_flags[flags_per_strip * s];
+        auto const* f = &st->host_flags[static_cast<std::size_t>(flags_per_set) * s];
         changed = changed || f[flag_top] > 0 || f[flag_bottom] > 0 || f[flag_corpus] > 0;
         for (double d : {f[flag_top + 2], f[flag_corpus + 1]})
           if (delta == delta && !(d <= delta)) delta = d;  // a NaN change wins and stays
-        times[s] = 1e-9 * static_cast<double>(st->last_end[s].load(std::memory_order_relaxed) -
-                                              st->first_launch[s].load(std::memory_order_relaxed));
-        st->reset_times(s);
+        times[s] = busy_seconds(*st, s, parity_, field().block(s).extent[0] > 2);
       }
+      int const done_set = parity_;
       parity_ = 1 - parity_;
       auto& r = st->result;
       ++r.iterations;
@@ -629,8 +571,12 @@ class hybrid_stencil {
           }
         }
       }
+      // This iteration's flags (its input buffer's set) are back: zero them for the
+      // iteration after next (the next one's corpus may be running, on the other set).
+      // Last, so that nothing is left in flight when on_iteration throws (the next pass
+      // clears every flag first).
       std::vector<event> zero;
-      for (std::size_t s = 0; s < n; ++s) zero.push_back(fill_flags(s, 0.0));
+      for (std::size_t s = 0; s < n; ++s) zero.push_back(zero_flags(s, done_set));
       return when_all(after(zero));
     });
     for (auto& n : last) n.precede(end);
@@ -638,7 +584,30 @@ class hybrid_stencil {
       return !st->result.converged && st->result.iterations < limit && st->next_cuts.empty();
     });
     st->iteration_start = start;
-    run(g).wait();
+    // A corpus started for an iteration that will not run (converged, or a re-partition
+    // is due) still writes the other buffer: it ends before the solve goes on, and what
+    // it raised is dropped with it. After an error every kernel the pass launched ends
+    // before the error leaves (nothing writes the buffers after the solve returns).
+    auto quietly = [](event const& e) {
+      try {
+        e.wait();
+      } catch (...) {  // an iteration that does not happen, or the error being thrown
+      }
+    };
+    auto drain = [&st, &quietly](bool all) {
+      for (std::size_t s = 0; s < st->pending.size(); ++s) {
+        if (st->has_pending[s]) quietly(st->pending[s]);
+        st->has_pending[s] = 0;
+        if (all) quietly(st->front[s]), quietly(st->corpus[s]);
+      }
+    };
+    try {
+      run(g).wait();
+    } catch (...) {
+      drain(true);
+      throw;
+    }
+    drain(false);
     return st;
   }
 
@@ -718,29 +687,33 @@ class hybrid_stencil {
     when_all(after(done)).wait();
   }
 
-  /// Launches update over `rows` rows of strip s from `row0`, raising flag `slot`.
+  /// Launches update over `rows` rows of strip s from `row0`, after `deps`, from buffer
+  /// `in` into the other, raising flag `slot` of flag set `in`.
   template <class F, class... A>
-  event launch_rows(std::size_t s, F const& update, index_t row0, index_t rows, int slot,
-                    A const&... extra) {
-    auto const& in = buf_[parity_].get().block(s);
-    auto const& out = buf_[1 - parity_].get().block(s);
+  event launch_rows(after const& deps, int in, std::size_t s, F const& update, index_t row0,
+                    index_t rows, int slot, A const&... extra) {
+    auto const& from = buf_[in].get().block(s);
+    auto const& to = buf_[1 - in].get().block(s);
     auto const& where = o_.devices[s];
-    vec<2> region{rows, in.extent[1]};
-    double* flags = flags_[s].block(0).base;
-    return launch(where, divide_work(where, region), tensor_detail::strip_kernel<T, F>{update}, in,
-                  out, row0, region, flags, slot,
+    vec<2> region{rows, from.extent[1]};
+    double* flags = flags_[s].block(0).base + in * flags_per_set;
+    return launch(deps, where, divide_work(where, region),
+                  tensor_detail::strip_kernel<T, F>{update}, from, to, row0, region, flags, slot,
                   slot == flag_corpus ? flag_corpus + 1 : flag_top + 2,
                   tensor_detail::bind(extra, s)...);
   }
 
-  /// Copies flags [first, first + n) of strip s to the host, after `deps`.
+  /// Copies flags [first, first + n) of strip s's set for this iteration (its input
+  /// buffer's) to the host, after `deps`.
   event read_flags(after const& deps, std::size_t s, index_t first, index_t n,
                    std::vector<double>& host) {
-    view<double, 1> dst(ptr<double, host_space>(host.data() + flags_per_strip * s + first, 0),
-                        vec<1>{n});
+    view<double, 1> dst(
+        ptr<double, host_space>(host.data() + static_cast<index_t>(s) * flags_per_set + first, 0),
+        vec<1>{n});
     return tensor_detail::visit_space(flags_[s].space_of(0), [&](auto sp) {
       return copy(deps, dst,
-                  flags_[s].template local_view<decltype(sp)>(0, vec<1>{first}, vec<1>{n}));
+                  flags_[s].template local_view<decltype(sp)>(
+                      0, vec<1>{parity_ * flags_per_set + first}, vec<1>{n}));
     });
   }
 
@@ -755,8 +728,8 @@ class hybrid_stencil {
     for (int side = 0; side < 2; ++side) {
       bool const has_neighbour = side == 0 ? s > 0 : s + 1 < strips;
       // A one-row strip's only row is both frontiers (its flag is the top one).
-      bool const now =
-          st.host_flags[flags_per_strip * s + (h == 1 ? 0 : static_cast<std::size_t>(side))] > 0;
+      bool const now = st.host_flags[static_cast<std::size_t>(flags_per_set) * s +
+                                     (h == 1 ? 0 : static_cast<std::size_t>(side))] > 0;
       char& before = st.changed_last[2 * s + static_cast<std::size_t>(side)];
       bool const send = !o_.skip_unchanged_frontiers || now || before;
       before = now;
@@ -776,15 +749,19 @@ class hybrid_stencil {
     return when_all(after(copies));
   }
 
-  // Per strip in its device's memory: the frontier kernels' flags (top row changed,
-  // bottom row changed, their largest change), then the corpus kernel's (changed, largest).
+  // Per strip in its device's memory, two sets (one per input buffer, so an iteration's
+  // corpus started early does not write the flags of the one before): the frontier
+  // kernels' flags (top row changed, bottom row changed, their largest change), then the
+  // corpus kernel's (changed, largest).
   static constexpr int flag_top = 0, flag_bottom = 1, flag_corpus = 3;
-  static constexpr std::size_t flags_per_strip = 5;
+  static constexpr index_t flags_per_set = 5;
 
   hybrid_options<T> o_;
   vec<2> extent_;
   tensor_spec<2> spec_;
   tensor_detail::strip_store<T> buf_[2];
+  // zero_flags' source (before flags_: the flags are freed first, waiting for their copies).
+  std::vector<double> zeros_ = std::vector<double>(static_cast<std::size_t>(flags_per_set), 0.0);
   std::vector<tensor<double, 1>> flags_;
   int parity_ = 0;
   double last_move_seconds_ = 0;  // what the last recut of the buffers took (0: none yet)
