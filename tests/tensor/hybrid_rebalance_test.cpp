@@ -496,4 +496,76 @@ TEST(HybridRebalance, RepeatedRecutsKeepJacobiBitwiseAndTheShortestPathDijkstras
   for (std::size_t i = 0; i < cost.size(); ++i) ASSERT_NEAR(cost[i], dref[i], 1e-9 * dref[i]) << i;
 }
 
+// A re-partition whose new slab cannot be allocated (the device's memory is full) is an
+// out_of_memory error that leaves the stencil as it was: cut lines, field and both
+// buffers, and the solve goes on. With room for one buffer's slab only, the second
+// buffer's failure drops the first's (nothing is committed, its memory is given back).
+// Once memory is freed, the same re-partition goes through.
+TEST(HybridRebalance, ARecutThatCannotAllocateLeavesTheStencilAsItWas) {
+  rt();
+  auto devices = mix("cpu+2sim");
+  auto const sim0 = devices[1];
+  index_t const rows = 48, cols = 1022;
+  std::vector<double> init(static_cast<std::size_t>(rows * cols));
+  for (std::size_t i = 0; i < init.size(); ++i) init[i] = static_cast<double>((i * 31) % 17);
+  view<double, 2> iv(ptr<double, host_space>(init.data(), 0), vec<2>{rows, cols});
+  hybrid_stencil<double> h(
+      {rows, cols}, {.devices = devices, .cuts = {16, 32}, .boundary = 2.0, .spare_rows = 0});
+  h.set(iv);
+  long sweeps = h.iterate(2, apps::jacobi_update{}).iterations;
+  auto field = [&] {
+    std::vector<double> out(init.size());
+    h.get(view<double, 2>(ptr<double, host_space>(out.data(), 0), vec<2>{rows, cols}));
+    return out;
+  };
+  // Cut at 46, sim0's strip grows from 16 to 30 rows past its slab (no spare rows): each
+  // buffer needs a new slab of 32 padded rows of 1024 doubles on sim0.
+  std::size_t const slab = 32 * 1024 * sizeof(double);
+  struct ballast {
+    std::vector<ptr<double, sim_space>> blocks;
+    std::size_t bytes = 0;
+    ~ballast() { release(); }
+    void release() {
+      for (auto& b : blocks) deallocate(b);
+      blocks.clear();
+      bytes = 0;
+    }
+    // Takes sim memory in halving blocks until less than `left` bytes are free.
+    void fill(place const& where, std::size_t left) {
+      for (std::size_t size = std::size_t{64} << 20; size >= left; size /= 2)
+        for (;;) {
+          try {
+            blocks.push_back(allocate<double, sim_space>(where, size / sizeof(double)));
+            bytes += size;
+          } catch (out_of_memory const&) {
+            break;
+          }
+        }
+    }
+  } full;
+  full.fill(sim0, 512);  // less than 512 bytes left
+  auto const before = field();
+  EXPECT_THROW(h.recut({16, 46}), out_of_memory);
+  EXPECT_EQ(h.cuts(), (std::vector<index_t>{0, 16, 32, 48}));
+  EXPECT_EQ(field(), before);
+  // Room for one slab (one and a half, plus the few bytes left): the first buffer's is
+  // allocated, the second's is not.
+  std::size_t const taken = full.bytes;
+  full.release();
+  full.blocks.push_back(allocate<double, sim_space>(sim0, (taken - slab * 3 / 2) / sizeof(double)));
+  deallocate(allocate<double, sim_space>(sim0, slab / sizeof(double)));  // one fits
+  EXPECT_THROW(h.recut({16, 46}), out_of_memory);
+  EXPECT_EQ(h.cuts(), (std::vector<index_t>{0, 16, 32, 48}));
+  EXPECT_EQ(field(), before);
+  // The first slab was given back: one more fits.
+  deallocate(allocate<double, sim_space>(sim0, slab / sizeof(double)));
+  sweeps += h.iterate(2, apps::jacobi_update{}).iterations;
+  EXPECT_EQ(field(), apps::jacobi_reference(init, rows, cols, 2.0, sweeps));
+  full.release();
+  h.recut({16, 46});
+  EXPECT_EQ(h.cuts(), (std::vector<index_t>{0, 16, 46, 48}));
+  sweeps += h.iterate(3, apps::jacobi_update{}).iterations;
+  EXPECT_EQ(field(), apps::jacobi_reference(init, rows, cols, 2.0, sweeps));
+}
+
 }  // namespace
