@@ -67,6 +67,22 @@ TEST(HybridRebalance, CutsFollowMeasuredSpeedsAndStayWhenTimesAgree) {
 
 // An outside probe: a NaN threshold moved the lines at every window, and a NaN damping
 // packed every strip but the last into one row; neither was an error.
+// A strip's busy time per iteration (what re-partitioning compares): the union of its
+// frontier and corpus spans, an early corpus counted from the end of the strip's previous
+// iteration, idle gaps not counted.
+TEST(HybridRebalance, StripBusyTimeIsTheUnionOfItsKernelSpans) {
+  using tensor_detail::strip_busy_ns;
+  EXPECT_EQ(strip_busy_ns(10, 15, false, 0, 0, 0), 5);        // frontiers only
+  EXPECT_EQ(strip_busy_ns(10, 15, true, 20, 50, 0), 35);      // a gap between them
+  EXPECT_EQ(strip_busy_ns(10, 15, true, 10, 50, 0), 40);      // launched together
+  EXPECT_EQ(strip_busy_ns(30, 60, true, 5, 50, 0), 55);       // overlapping: 5..60
+  EXPECT_EQ(strip_busy_ns(20, 22, true, 10, 50, 0), 40);      // frontiers inside
+  EXPECT_EQ(strip_busy_ns(100, 101, true, 20, 100, 60), 41);  // early: from 60, not 20
+  EXPECT_EQ(strip_busy_ns(100, 101, true, 70, 100, 60), 31);  // launched after that end
+  EXPECT_EQ(strip_busy_ns(10, 15, true, 40, 30, 0), 5);       // no negative spans
+  EXPECT_EQ(strip_busy_ns(10, 15, true, 20, 50, 60), 5);      // a corpus before last_end
+}
+
 TEST(HybridRebalance, BadThresholdsAndDampingsAreClearErrors) {
   std::vector<index_t> const cuts{0, 50, 100};
   double const nan = std::nan(""), inf = std::numeric_limits<double>::infinity();

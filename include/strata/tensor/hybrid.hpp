@@ -441,15 +441,11 @@ class hybrid_stencil {
   static double busy_seconds(shared& st, std::size_t s, int set, bool has_corpus) {
     auto& c = st.clocks[2 * s + static_cast<std::size_t>(set)];
     long long const f0 = c.front_start.load(std::memory_order_relaxed),
-                    f1 = c.front_end.load(std::memory_order_relaxed);
-    long long busy = f1 - f0, end = f1;
-    if (has_corpus) {
-      long long const c0 = std::max(c.corpus_start.load(std::memory_order_relaxed), st.last_end[s]),
-                      c1 = c.corpus_end.load(std::memory_order_relaxed);
-      busy += c1 - c0 - std::max(0LL, std::min(c1, f1) - std::max(c0, f0));
-      end = std::max(end, c1);
-    }
-    st.last_end[s] = end;
+                    f1 = c.front_end.load(std::memory_order_relaxed),
+                    c0 = c.corpus_start.load(std::memory_order_relaxed),
+                    c1 = c.corpus_end.load(std::memory_order_relaxed);
+    long long const busy = tensor_detail::strip_busy_ns(f0, f1, has_corpus, c0, c1, st.last_end[s]);
+    st.last_end[s] = has_corpus ? std::max(f1, c1) : f1;
     c.reset();
     return 1e-9 * static_cast<double>(busy);
   }

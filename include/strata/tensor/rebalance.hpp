@@ -31,6 +31,24 @@ inline void check_rebalance(double threshold, double damping) {
     throw invalid_argument("hybrid_stencil: rebalance_damping " + std::to_string(damping) +
                            "; expected 0 to 1 (how far the lines move per re-partition)");
 }
+/// How long a strip's device was busy with one iteration's kernels (ns on one clock): the
+/// union of its frontier kernels' span [front_start, front_end] and, with a corpus, the
+/// corpus's [max(corpus_start, last_end), corpus_end] — a corpus queued early (its launch
+/// before the strip's previous iteration ended, hybrid_options::early_corpus) cannot start
+/// before that end. What dynamic re-partitioning compares, so idle gaps are not counted.
+inline long long strip_busy_ns(long long front_start, long long front_end, bool has_corpus,
+                               long long corpus_start, long long corpus_end, long long last_end) {
+  long long busy = std::max(0LL, front_end - front_start);
+  if (has_corpus) {
+    long long const c0 = std::max(corpus_start, last_end);
+    long long const corpus = std::max(0LL, corpus_end - c0);
+    long long const overlap =
+        std::max(0LL, std::min(corpus_end, front_end) - std::max(c0, front_start));
+    busy += corpus - std::min(overlap, corpus);
+  }
+  return busy;
+}
+
 }  // namespace tensor_detail
 
 /// The cut lines (strips + 1 values, 0 .. rows) after a dynamic re-partition
