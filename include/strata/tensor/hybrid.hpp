@@ -385,6 +385,7 @@ class hybrid_stencil {
         : host_flags(static_cast<std::size_t>(flags_per_set) * strips, 0.0),
           changed_last(2 * strips, 1),
           clocks(new strip_clock[2 * strips]),
+          kernels_queued(new std::atomic<int>[strips]),
           last_end(strips, 0),
           front(strips),
           corpus(strips),
@@ -392,6 +393,7 @@ class hybrid_stencil {
           has_pending(strips, 0),
           window(strips, 0.0) {
       for (std::size_t k = 0; k < 2 * strips; ++k) clocks[k].reset();
+      for (std::size_t k = 0; k < strips; ++k) kernels_queued[k].store(0);
     }
     std::vector<double> host_flags;  // flags_per_set per strip, as on the devices
     std::vector<char> changed_last;  // 2 per strip: the frontier changed last iteration
@@ -401,6 +403,9 @@ class hybrid_stencil {
     // strip the end of its last measured iteration: what the dynamic re-partition compares.
     std::unique_ptr<strip_clock[]> clocks;
     std::vector<long long> last_end;
+    // Per strip, this iteration: how many of its frontier and corpus nodes have queued
+    // their kernels (the second starts the next corpus early).
+    std::unique_ptr<std::atomic<int>[]> kernels_queued;
     // Per strip, this iteration: its frontier kernels and its corpus kernel; the next
     // iteration's corpus when it was started early (has_pending).
     std::vector<event> front, corpus, pending;
@@ -450,6 +455,25 @@ class hybrid_stencil {
     return 1e-9 * static_cast<double>(busy);
   }
 
+  /// Called by strip s's frontier and corpus nodes once each has its kernels' event: the
+  /// second (an acq_rel count orders the first's event before it) queues the strip's next
+  /// corpus after both (early_corpus). It reads only this strip's rows of this iteration,
+  /// so it waits for nothing else and starts as soon as they are written.
+  template <class F, class... A>
+  void queued(std::shared_ptr<shared> const& st, std::size_t s, long limit, F const& update,
+              A const&... extra) {
+    if (!o_.early_corpus || st->kernels_queued[s].fetch_add(1, std::memory_order_acq_rel) != 1)
+      return;
+    if (st->result.iterations + 1 >= limit) return;  // no iteration after this one
+    int const in = 1 - parity_;
+    index_t const h = field().block(s).extent[0];
+    auto& c = st->clocks[2 * s + static_cast<std::size_t>(in)];
+    st->pending[s] = timed(launch_rows(after(st->front[s], st->corpus[s]), in, s, update, 1, h - 2,
+                                       flag_corpus, extra...),
+                           st, c.corpus_start, c.corpus_end, now_ns());
+    st->has_pending[s] = 1;
+  }
+
   /// Sweeps until convergence, `limit` sweeps, or (with rebalance) a re-partition is due
   /// (then next_cuts holds the new lines). One graph pass per sweep (Fig. 2).
   template <class F, class... A>
@@ -467,25 +491,27 @@ class hybrid_stencil {
     std::vector<node_ref> last;
     for (std::size_t s = 0; s < strips; ++s) {
       index_t const h = field().block(s).extent[0];
-      auto front = g.add("frontier[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
-        auto& c = st->clocks[2 * s + static_cast<std::size_t>(parity_)];
-        auto const t = now_ns();
-        event top = timed(launch_rows(after{}, parity_, s, update, 0, 1, flag_top, extra...), st,
-                          c.front_start, c.front_end, t);
-        event bottom =
-            h > 1 ? timed(launch_rows(after{}, parity_, s, update, h - 1, 1, flag_bottom, extra...),
-                          st, c.front_start, c.front_end, t)
-                  : event();
-        st->front[s] = when_all(after(top, bottom));
-        return read_flags(after(st->front[s]), s, flag_top, 3, st->host_flags);
-      });
+      auto front =
+          g.add("frontier[" + std::to_string(s) + "]", [this, s, h, limit, update, extra..., st] {
+            auto& c = st->clocks[2 * s + static_cast<std::size_t>(parity_)];
+            auto const t = now_ns();
+            event top = timed(launch_rows(after{}, parity_, s, update, 0, 1, flag_top, extra...),
+                              st, c.front_start, c.front_end, t);
+            event bottom = h > 1 ? timed(launch_rows(after{}, parity_, s, update, h - 1, 1,
+                                                     flag_bottom, extra...),
+                                         st, c.front_start, c.front_end, t)
+                                 : event();
+            st->front[s] = when_all(after(top, bottom));
+            if (h > 2) queued(st, s, limit, update, extra...);
+            return read_flags(after(st->front[s]), s, flag_top, 3, st->host_flags);
+          });
       auto exchange = g.add("exchange[" + std::to_string(s) + "]",
                             [this, s, st] { return send_frontiers(s, *st); });
       front.precede(exchange);
       last.push_back(exchange);
       if (h > 2) {
         auto corpus =
-            g.add("corpus[" + std::to_string(s) + "]", [this, s, h, update, extra..., st] {
+            g.add("corpus[" + std::to_string(s) + "]", [this, s, h, limit, update, extra..., st] {
               if (st->has_pending[s]) {  // started by the iteration before
                 st->has_pending[s] = 0;
                 st->corpus[s] = std::move(st->pending[s]);
@@ -495,26 +521,10 @@ class hybrid_stencil {
                     timed(launch_rows(after{}, parity_, s, update, 1, h - 2, flag_corpus, extra...),
                           st, c.corpus_start, c.corpus_end, now_ns());
               }
+              queued(st, s, limit, update, extra...);
               return read_flags(after(st->corpus[s]), s, flag_corpus, 2, st->host_flags);
             });
         last.push_back(corpus);
-        if (o_.early_corpus) {
-          // The next iteration's corpus reads only this strip's rows of this iteration: it
-          // is queued now, to start when they are written.
-          auto next = g.add(
-              "next-corpus[" + std::to_string(s) + "]", [this, s, h, limit, update, extra..., st] {
-                if (st->result.iterations + 1 >= limit) return;
-                int const in = 1 - parity_;
-                auto& c = st->clocks[2 * s + static_cast<std::size_t>(in)];
-                st->pending[s] = timed(launch_rows(after(st->front[s], st->corpus[s]), in, s,
-                                                   update, 1, h - 2, flag_corpus, extra...),
-                                       st, c.corpus_start, c.corpus_end, now_ns());
-                st->has_pending[s] = 1;
-              });
-          front.precede(next);
-          corpus.precede(next);
-          last.push_back(next);
-        }
       }
     }
     auto end = g.add("iteration", [this, st, done_before] {
@@ -528,6 +538,7 @@ class hybrid_stencil {
         for (double d : {f[flag_top + 2], f[flag_corpus + 1]})
           if (delta == delta && !(d <= delta)) delta = d;  // a NaN change wins and stays
         times[s] = busy_seconds(*st, s, parity_, field().block(s).extent[0] > 2);
+        st->kernels_queued[s].store(0, std::memory_order_relaxed);
       }
       int const done_set = parity_;
       parity_ = 1 - parity_;
