@@ -27,6 +27,9 @@ std::vector<place> mix(std::string const& name) {
   if (name == "cpu+sim") return {host[0], sims[0]};
   if (name == "sim+cpu+sim") return {sims[0], host[0], sims[1]};
   if (name == "2sim") return {sims[0], sims[1]};
+  // One PU for the host strip: its kernels, an early corpus and the graph's nodes share it.
+  if (name == "pu+sim")
+    return {rt().machine().slice(isa::host).descendants(place_type::pu)[0], sims[0]};
   return {sims[0], host[0], sims[1], sims[2]};  // "4 strips"
 }
 
@@ -275,7 +278,8 @@ TEST_P(Hybrid, IntegerChangesThatRoundAwayInDoubleStillCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Mixes, Hybrid,
-                         ::testing::Values("cpu", "cpu+sim", "sim+cpu+sim", "2sim", "4strips"));
+                         ::testing::Values("cpu", "cpu+sim", "sim+cpu+sim", "2sim", "4strips",
+                                           "pu+sim"));
 
 TEST(HybridErrors, BadCutsAndDevicesAreClearErrors) {
   rt();
@@ -390,7 +394,7 @@ struct throws_after_calls {
 // error to the solve. Row 3 is in strip 0's corpus on every mix of 20 rows.
 TEST(HybridErrors, AnEarlyCorpusRaisesOnlyForAnIterationThatHappens) {
   rt();
-  for (auto const& name : {"cpu", "cpu+sim", "sim+cpu+sim", "2sim"}) {
+  for (auto const& name : {"cpu", "cpu+sim", "sim+cpu+sim", "2sim", "pu+sim"}) {
     std::atomic<int> seen{0};
     hybrid_stencil<double> h({20, 8}, {.devices = mix(name), .boundary = 0.0});
     // Nothing changes: converged after one iteration; the second's corpus, started early,
