@@ -8,6 +8,7 @@
 #include <strata/error.hpp>
 #include <strata/exec/launch.hpp>
 
+#include "exec/threads/pool.hpp"
 #include "exec/wait_hook.hpp"
 #include "log.hpp"
 
@@ -153,6 +154,18 @@ mpi_thread* the_thread = nullptr;
 std::mutex the_thread_mutex;
 thread_local bool holding_token = false;
 
+// The MPI thread leaves the polling to waiting threads while one of them has run a round
+// within the window, napping meanwhile (mpi_thread::main). A waiter that parks wakes it;
+// after one that returns, at most window + nap pass without a poll.
+constexpr std::chrono::microseconds waiter_window{20};
+constexpr std::chrono::microseconds waiter_nap{200};
+
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // Runs one queued operation, logging (not propagating) its failure: the operations
 // report errors through their events.
 void run_op(std::function<void()>& op) noexcept {
@@ -184,6 +197,10 @@ struct token_scope {
 bool wait_hook() noexcept {
   auto* t = the_thread;  // set once, before any engine attaches; never deleted
   return t && t->try_progress();
+}
+
+void wait_park_hook() noexcept {
+  if (auto* t = the_thread) t->waiter_parks();
 }
 
 }  // namespace
@@ -362,13 +379,17 @@ void mpi_thread::attach(engine* e) {
     std::lock_guard lock(mutex_);
     engine_ = e;
   }
-  if (level_ == MPI_THREAD_MULTIPLE) strata::detail::set_wait_hook(&wait_hook);
+  if (level_ == MPI_THREAD_MULTIPLE) {
+    strata::detail::set_wait_park_hook(&wait_park_hook);
+    strata::detail::set_wait_hook(&wait_hook);
+  }
   cv_.notify_all();
 }
 
 void mpi_thread::detach() {
   // Called in a progress round (the token is held), so no other round uses the engine.
   strata::detail::set_wait_hook(nullptr);
+  strata::detail::set_wait_park_hook(nullptr);
   std::lock_guard lock(mutex_);
   engine_ = nullptr;
 }
@@ -377,6 +398,8 @@ bool mpi_thread::try_progress() noexcept {
   if (level_ != MPI_THREAD_MULTIPLE || holding_token || !token_.try_lock()) return false;
   token_scope held(token_);
   if (closed_.load(std::memory_order_acquire)) return false;
+  if (!strata::detail::is_pool_worker())
+    waiter_round_ns_.store(steady_ns(), std::memory_order_relaxed);
   engine* e;
   {
     std::lock_guard lock(mutex_);
@@ -391,6 +414,15 @@ bool mpi_thread::try_progress() noexcept {
                         std::string("strata::dist: a progress round failed: ") + x.what());
   }
   return run_ops() || did;
+}
+
+void mpi_thread::waiter_parks() noexcept {
+  // Sequentially consistent with main()'s nap: either it sees the cleared stamp before
+  // it sleeps, or this sees it napping and wakes it (under the mutex: no lost wake-up).
+  waiter_round_ns_.store(0);
+  if (!deferring_.load()) return;
+  { std::lock_guard lock(mutex_); }
+  cv_.notify_one();
 }
 
 bool mpi_thread::run_ops() {
@@ -439,6 +471,24 @@ void mpi_thread::main() {
     auto const now = clock::now();
     if (did) {
       last_active = now;
+      continue;
+    }
+    // A thread waiting for an event ran a round just now (try_progress): it polls for its
+    // reply and completes its event itself, so this one naps instead of taking turns with
+    // it for a core (each turn a context switch, several times a message's latency on an
+    // oversubscribed machine: docs/dist.md "Progress and its latency"). A waiter that
+    // parks wakes it (waiter_parks); one that returns leaves it napping for at most
+    // waiter_nap, after which it polls hot (the nap counts as activity).
+    auto const now_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+    if (std::chrono::nanoseconds(now_ns - waiter_round_ns_.load(std::memory_order_relaxed)) <
+        waiter_window) {
+      last_active = now;
+      std::unique_lock lock(mutex_);
+      deferring_.store(true);
+      cv_.wait_for(lock, waiter_nap,
+                   [&] { return stop_ || !ops_.empty() || waiter_round_ns_.load() == 0; });
+      deferring_.store(false);
       continue;
     }
     // Back-off (docs/dist.md): poll hot (yielding the core to any runnable thread) for a

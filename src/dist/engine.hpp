@@ -78,6 +78,9 @@ class mpi_thread {
   /// it can take the progress token; returns whether anything happened. The wait hook
   /// of every thread that waits (src/exec/wait_hook.hpp).
   bool try_progress() noexcept;
+  /// A thread that ran try_progress every round stops polling (it parks): the MPI thread
+  /// polls again (the exec layer's park hook).
+  void waiter_parks() noexcept;
   void attach(engine* e);
   void detach();
   int level() const noexcept { return level_; }
@@ -103,6 +106,9 @@ class mpi_thread {
   std::deque<std::function<void()>> ops_;
   std::atomic<bool> has_ops_{false};
   std::atomic<bool> closed_{false};  // stop() began: other threads make no more MPI calls
+  // When a thread other than the MPI thread last ran a progress round (steady clock, ns).
+  std::atomic<std::int64_t> waiter_round_ns_{0};
+  std::atomic<bool> deferring_{false};  // main() naps, leaving the polling to waiters
   bool stop_ = false;
   engine* engine_ = nullptr;
   std::thread thread_;

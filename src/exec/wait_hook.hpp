@@ -21,6 +21,17 @@ void set_device_wait_hook(wait_hook h) noexcept;
 /// Runs the registered hooks, if any; returns whether they did anything.
 bool run_wait_hook() noexcept;
 
+/// Called by a thread that ran the wait hook every round (not a pool worker) when it
+/// stops spinning to park: whoever left its polling to such threads takes it back (dist's
+/// MPI thread naps while a waiter polls). It must not block and must not throw.
+using wait_park_hook = void (*)() noexcept;
+
+/// Registers `h` (nullptr removes it). One per process.
+void set_wait_park_hook(wait_park_hook h) noexcept;
+
+/// Runs the registered park hook, if any.
+void run_wait_park_hook() noexcept;
+
 /// Whether any hook is registered.
 bool has_wait_hook() noexcept;
 

@@ -66,5 +66,48 @@ TEST(WaitHook, AWaitWithoutAnExecutorRunsIt) {
   EXPECT_GE(hook_calls.load(), 10);
 }
 
+// The park hook (dist's MPI thread naps while a waiter polls and must poll again when it
+// parks): a waiter that runs the hook every round and stops spinning runs it. Here the
+// event completes only from the park hook, so a waiter that parked without it would
+// sleep forever.
+std::atomic<int> park_calls{0};
+bool no_work() noexcept {
+  return false;
+}
+void complete_on_park() noexcept {
+  if (park_calls.fetch_add(1) == 0) gate->complete();
+}
+
+struct park_hooked {
+  event e = event::pending();
+  park_hooked() {
+    park_calls = 0;
+    gate = &e;
+    detail::set_wait_park_hook(&complete_on_park);
+    detail::set_wait_hook(&no_work);
+  }
+  ~park_hooked() {
+    detail::set_wait_hook(nullptr);
+    detail::set_wait_park_hook(nullptr);
+    gate = nullptr;
+  }
+};
+
+TEST(WaitHook, AThreadOutsideThePoolRunsTheParkHookBeforeItParks) {
+  runtime rt;
+  park_hooked h;
+  finishes_within(limit, "an external wait that needs the park hook", [&] {
+    std::thread waiter([&] { h.e.wait(); });
+    waiter.join();
+  });
+  EXPECT_GE(park_calls.load(), 1);
+}
+
+TEST(WaitHook, AWaitWithoutAnExecutorRunsTheParkHookBeforeItParks) {
+  park_hooked h;
+  finishes_within(limit, "a wait without a pool that needs the park hook", [&] { h.e.wait(); });
+  EXPECT_GE(park_calls.load(), 1);
+}
+
 }  // namespace
 }  // namespace strata

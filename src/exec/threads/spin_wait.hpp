@@ -23,7 +23,8 @@ namespace strata::detail {
 // (the sim devices' threads outnumber the cores), and a yield hands the core over.
 // While it spins it runs the wait hook (src/exec/wait_hook.hpp): every round for a
 // thread that yields, every 64 pauses for a worker, and at least spin::min_hook_runs
-// times before it gives up, however long it was descheduled meanwhile.
+// times before it gives up, however long it was descheduled meanwhile; a thread that ran
+// it every round runs the park hook when it gives up.
 template <class Found>
 bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   auto const start = std::chrono::steady_clock::now();
@@ -41,8 +42,11 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
     } else if (!run_wait_hook()) {
       std::this_thread::yield();
     }
-    if (n % rounds_per_hook == 0 && n >= min_rounds && std::chrono::steady_clock::now() > deadline)
+    if (n % rounds_per_hook == 0 && n >= min_rounds &&
+        std::chrono::steady_clock::now() > deadline) {
+      if (!worker && min_rounds) run_wait_park_hook();  // this thread stops polling
       return false;
+    }
   }
 }
 

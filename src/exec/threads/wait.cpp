@@ -34,6 +34,18 @@ bool run_wait_hook() noexcept {
   return (h && h()) || device;
 }
 
+namespace {
+std::atomic<wait_park_hook> the_park_hook{nullptr};
+}  // namespace
+
+void set_wait_park_hook(wait_park_hook h) noexcept {
+  the_park_hook.store(h, std::memory_order_release);
+}
+
+void run_wait_park_hook() noexcept {
+  if (auto h = the_park_hook.load(std::memory_order_acquire)) h();
+}
+
 bool has_wait_hook() noexcept {
   return the_wait_hook.load(std::memory_order_relaxed) != nullptr ||
          the_device_wait_hook.load(std::memory_order_relaxed) != nullptr;
