@@ -232,6 +232,63 @@ TEST_P(Rebalance, ShortestPathAcrossRepartitionsEqualsDijkstra) {
 
 INSTANTIATE_TEST_SUITE_P(Mixes, Rebalance, ::testing::Values("cpu+sim", "cpu+2sim", "2sim"));
 
+// An extra tensor moves with the rows at every re-partition of one solve: the first move
+// copies the caller's tensor into a strip store of the solve, later moves re-cut that
+// store (copying only the rows that change strips). The speeds swap once the first move
+// is seen, so the rows go back the other way: at least two moves in one solve, with the
+// costs still Dijkstra's.
+TEST(HybridRebalance, AnExtraTensorMovesAgainWithinOneSolve) {
+  rt();
+  index_t const rows = 96, cols = 48;
+  double const step = 25.0, inf = std::numeric_limits<double>::infinity();
+  auto devices = mix("2sim");
+  speed_guard g0(devices.front()), g1(devices.back());
+  std::vector<double> z(static_cast<std::size_t>(rows * cols));
+  for (index_t i = 0; i < rows; ++i)
+    for (index_t j = 0; j < cols; ++j)
+      z[static_cast<std::size_t>(i * cols + j)] =
+          80.0 * std::cos(0.25 * static_cast<double>(i)) * std::sin(0.3 * static_cast<double>(j)) +
+          static_cast<double>((i * 11 + j * 5) % 13);
+  index_t const ti = 90, tj = 7;  // far from the top: the solve lasts over 100 sweeps
+  auto ref = apps::dijkstra(z, rows, cols, step, ti, tj);
+  std::vector<index_t> first_cuts;
+  int swapped_at = 0;
+  hybrid_stencil<double> hs({rows, cols},
+                            {.devices = devices,
+                             .boundary = inf,
+                             .rebalance = true,
+                             .rebalance_every = 3,
+                             .on_iteration = [&](hybrid_progress const& p) {
+                               if (p.iteration == 2) {
+                                 first_cuts = p.cuts;
+                                 sim::set_speed(devices.back(), 0.05);
+                               } else if (!swapped_at && p.iteration > 2 && p.cuts != first_cuts) {
+                                 swapped_at = static_cast<int>(p.iteration);
+                                 sim::set_speed(devices.back(), 1.0);
+                                 sim::set_speed(devices.front(), 0.05);
+                               }
+                             }});
+  std::vector<double> cost(z.size(), inf);
+  cost[static_cast<std::size_t>(ti * cols + tj)] = 0;
+  hs.set(view<double, 2>(ptr<double, host_space>(cost.data(), 0), vec<2>{rows, cols}));
+  tensor<double, 2> elevation(hs.devices(), hs.spec());
+  copy(elevation, view<double, 2>(ptr<double, host_space>(z.data(), 0), vec<2>{rows, cols})).wait();
+  auto r = hs.solve(apps::path_update{}, elevation, step);
+  EXPECT_TRUE(r.converged);
+  ASSERT_GT(swapped_at, 0) << "the slowed device never lost rows";
+  EXPECT_GE(r.repartitions, 2);
+  // The second device was fast again and the first slow: the line moved back up.
+  EXPECT_LT(hs.cuts()[1], first_cuts[1]);
+  hs.get(view<double, 2>(ptr<double, host_space>(cost.data(), 0), vec<2>{rows, cols}));
+  for (std::size_t i = 0; i < cost.size(); ++i)
+    ASSERT_NEAR(cost[i], ref[i], 1e-9 * ref[i]) << "cell " << i;
+  // The caller's tensor was never written: it still holds the elevations.
+  std::vector<double> back(z.size());
+  copy(view<double, 2>(ptr<double, host_space>(back.data(), 0), vec<2>{rows, cols}), elevation)
+      .wait();
+  EXPECT_EQ(back, z);
+}
+
 // Without divergence nothing moves: rebalancing off, or a threshold no time gap reaches
 // (the decision itself is checked with given times above).
 TEST(HybridRebalance, NoRepartitionWhenOffOrBelowTheThreshold) {
