@@ -477,18 +477,21 @@ void mpi_thread::main() {
     // reply and completes its event itself, so this one naps instead of taking turns with
     // it for a core (each turn a context switch, several times a message's latency on an
     // oversubscribed machine: docs/dist.md "Progress and its latency"). A waiter that
-    // parks wakes it (waiter_parks); one that returns leaves it napping for at most
-    // waiter_nap, after which it polls hot (the nap counts as activity).
+    // parks wakes it (waiter_parks); one that returns or helps with a job leaves it
+    // napping for at most waiter_nap, after which it polls hot (the nap counts as
+    // activity).
     auto const now_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
     if (std::chrono::nanoseconds(now_ns - waiter_round_ns_.load(std::memory_order_relaxed)) <
         waiter_window) {
-      last_active = now;
-      std::unique_lock lock(mutex_);
-      deferring_.store(true);
-      cv_.wait_for(lock, waiter_nap,
-                   [&] { return stop_ || !ops_.empty() || waiter_round_ns_.load() == 0; });
-      deferring_.store(false);
+      {
+        std::unique_lock lock(mutex_);
+        deferring_.store(true);
+        cv_.wait_for(lock, waiter_nap,
+                     [&] { return stop_ || !ops_.empty() || waiter_round_ns_.load() == 0; });
+        deferring_.store(false);
+      }
+      last_active = clock::now();
       continue;
     }
     // Back-off (docs/dist.md): poll hot (yielding the core to any runnable thread) for a

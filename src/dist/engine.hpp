@@ -107,7 +107,9 @@ class mpi_thread {
   std::atomic<bool> has_ops_{false};
   std::atomic<bool> closed_{false};  // stop() began: other threads make no more MPI calls
   // When a thread other than the MPI thread last ran a progress round (steady clock, ns).
-  std::atomic<std::int64_t> waiter_round_ns_{0};
+  // Its own cache line: written by every waiter's round, while the MPI thread's rounds
+  // read the flags around it.
+  alignas(64) std::atomic<std::int64_t> waiter_round_ns_{0};
   std::atomic<bool> deferring_{false};  // main() naps, leaving the polling to waiters
   bool stop_ = false;
   engine* engine_ = nullptr;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 
+#include "exec/threads/pool.hpp"
 #include "exec/wait_hook.hpp"
 #include "support/hang_guard.hpp"
 
@@ -107,6 +108,41 @@ TEST(WaitHook, AWaitWithoutAnExecutorRunsTheParkHookBeforeItParks) {
   park_hooked h;
   finishes_within(limit, "a wait without a pool that needs the park hook", [&] { h.e.wait(); });
   EXPECT_GE(park_calls.load(), 1);
+}
+
+// Pool workers do not count as pollers (dist's MPI thread naps only for threads outside
+// the pool, which poll every round): a worker that gives up a spin does not run the park
+// hook, also not a timed spin through an expected end (where it polls every round too).
+std::atomic<int> worker_park_calls{0};
+void count_worker_parks() noexcept {
+  if (detail::is_pool_worker()) worker_park_calls.fetch_add(1);
+}
+
+TEST(WaitHook, APoolWorkerDoesNotRunTheParkHook) {
+  runtime rt;
+  auto pus = rt.machine().descendants(place_type::pu);
+  if (pus.size() < 2) GTEST_SKIP() << "needs a second PU (a worker that is not the first's)";
+  worker_park_calls = 0;
+  detail::set_wait_park_hook(&count_worker_parks);
+  detail::set_wait_hook(&no_work);
+  struct unhook {
+    ~unhook() {
+      detail::set_wait_hook(nullptr);
+      detail::set_wait_park_hook(nullptr);
+    }
+  } restore;
+  auto e = event::pending();
+  // Expected to end soon (as an emulated transfer announces): the worker parks until just
+  // before, then spins through the expected end, a timed spin, and parks again.
+  e.expect(std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
+  std::thread completer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    e.complete();
+  });
+  finishes_within(limit, "a worker's wait",
+                  [&] { launch(pus[1], grid(1), [&](auto const&) { e.wait(); }).wait(); });
+  completer.join();
+  EXPECT_EQ(worker_park_calls.load(), 0);
 }
 
 }  // namespace

@@ -44,7 +44,9 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
     }
     if (n % rounds_per_hook == 0 && n >= min_rounds &&
         std::chrono::steady_clock::now() > deadline) {
-      if (!worker && min_rounds) run_wait_park_hook();  // this thread stops polling
+      // This thread stopped polling (timed spins of workers poll every round too, but
+      // only threads outside the pool count as pollers: dist's try_progress).
+      if (min_rounds && !is_pool_worker()) run_wait_park_hook();
       return false;
     }
   }
