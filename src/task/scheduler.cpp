@@ -247,7 +247,32 @@ void scheduler::start_pass(graph_state& g) {
   // has run.
   g.sinks_left.store(g.conditions ? static_cast<long>(g.roots.size()) : g.sinks,
                      std::memory_order_relaxed);
-  for (auto* r : g.roots) push(r);
+  // From outside the graph's arena (a thread calling run): every root of the arena is
+  // queued before any worker is woken, so a worker woken on this thread's CPU (which
+  // preempts it) cannot hold back the roots not yet pushed (session 46: a graph's other
+  // roots waited for a whole first-PU kernel that way). Roots placed elsewhere, and
+  // runs started from inside the arena (conditional passes), push one by one.
+  auto& a = *g.where;
+  if (my_arena == &a || g.roots.size() == 1) {
+    for (auto* r : g.roots) push(r);
+    return;
+  }
+  int cpu = 0, dev = 0;
+  {
+    std::lock_guard lock(a.injected_mutex);
+    for (auto* r : g.roots) {
+      node* const plain = strip(r);
+      if (&arena_of(plain) != &a) continue;
+      bool const device = plain->kind == execution_kind::device || is_completion(r);
+      (device ? a.injected_dev : a.injected_cpu).push_back(r);
+      ++(device ? dev : cpu);
+    }
+  }
+  a.injected.fetch_add(cpu + dev, std::memory_order_seq_cst);
+  if (dev) pool_.wake_some(a.members, &a.device_priority, dev);
+  if (cpu) pool_.wake_some(a.members, nullptr, cpu);
+  for (auto* r : g.roots)
+    if (&arena_of(strip(r)) != &a) push(r);
 }
 
 void scheduler::inject(arena& a, node* n, bool device) {

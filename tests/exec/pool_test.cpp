@@ -16,6 +16,12 @@
 #include <vector>
 
 #include "exec/backends.hpp"
+#include "exec/threads/pool.hpp"
+#include "task/scheduler.hpp"
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 namespace strata {
 namespace {
@@ -210,6 +216,48 @@ TEST(Pool, NestedLaunchAndWaitOnTheFirstProcessorFromAWorker) {
   outer.wait();
   EXPECT_TRUE(inner_done.load());
 }
+
+#if defined(__linux__)
+// A thread outside the pool that runs a graph queues all of the graph's roots before it
+// wakes any worker: a worker woken on the caller's own CPU preempts the caller there, and
+// roots not yet pushed then waited until the OS let the caller run again (a first-PU
+// kernel long, session 46: the hybrid stencil's other strips started milliseconds late).
+// The caller is pinned to the only PU of the graph's place, so that its worker's wake-up
+// takes its CPU: the first root to run must find the others queued.
+TEST(Pool, AGraphRunFromOutsideQueuesEveryRootBeforeAWorkerRuns) {
+  runtime rt;
+  auto const pu = rt.machine().descendants(place_type::pu).back();
+  cpu_set_t before, only;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  CPU_ZERO(&only);
+  CPU_SET(static_cast<int>(pu.os_index()), &only);
+  ASSERT_EQ(sched_setaffinity(0, sizeof only, &only), 0);
+  struct restore {
+    cpu_set_t set;
+    ~restore() { sched_setaffinity(0, sizeof set, &set); }
+  } back{before};
+  for (int round = 0; round < 20; ++round) {
+    std::this_thread::sleep_for(2ms);  // the worker parks
+    // and this thread computes a while, as a program does before it runs a graph (the OS
+    // then lets a woken thread preempt it at once)
+    for (auto until = std::chrono::steady_clock::now() + 4ms;
+         std::chrono::steady_clock::now() < until;) {
+    }
+    std::atomic<int> first_saw_others{-1};
+    std::atomic<int> ran{0};
+    graph g;
+    for (int k = 0; k < 3; ++k)
+      g.add("root", [&] {
+        if (ran.fetch_add(1) == 0)
+          first_saw_others =
+              detail::pool::instance()->tasks().available(detail::current_slot()) ? 1 : 0;
+      });
+    run(g, pu).wait();
+    EXPECT_EQ(ran.load(), 3);
+    EXPECT_EQ(first_saw_others.load(), 1) << "round " << round;
+  }
+}
+#endif
 
 TEST(Pool, AThrowingContinuationDoesNotStrandOthers) {
   runtime rt;

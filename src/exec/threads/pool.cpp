@@ -9,6 +9,7 @@
 #include "task/scheduler.hpp"
 
 #include <hwloc.h>
+#include <sched.h>
 
 #include <chrono>
 #include <string>
@@ -75,7 +76,8 @@ pool* pool::instance() noexcept {
 }
 
 pool::pool(std::vector<int> slot_os_index, bool pin, int devices)
-    : slot_waiter_(std::make_unique<std::atomic<waiter*>[]>(slot_os_index.size())),
+    : slot_os_(slot_os_index),
+      slot_waiter_(std::make_unique<std::atomic<waiter*>[]>(slot_os_index.size())),
       sleeping_((slot_os_index.size() + 63) / 64),
       tasks_(std::make_unique<task::detail::scheduler>(
           *this, static_cast<int>(slot_os_index.size()), devices)) {
@@ -153,21 +155,36 @@ void pool::wake_slot(int slot) {
 }
 
 void pool::wake_one(std::vector<int> const& slots, std::vector<char> const* prefer) {
+  wake_some(slots, prefer, 1);
+}
+
+void pool::wake_some(std::vector<int> const& slots, std::vector<char> const* prefer, int count) {
   // Pairs with the parker's registration then re-check (Dekker): either it sees the
   // pushed task or this sees it registered.
   std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleepers_.load(std::memory_order_relaxed) == 0) return;
+  if (count <= 0 || sleepers_.load(std::memory_order_relaxed) == 0) return;
+  // Several wake-ups: workers on other CPUs first. One woken on the caller's own CPU
+  // preempts the caller there (the OS favours the woken thread), and the caller may then
+  // wait milliseconds for the OS to move it before it wakes the others (session 46). A
+  // single wake-up keeps slot order: waking a worker on the caller's CPU needs no
+  // inter-processor interrupt, and on a VM an idle vCPU takes tens of microseconds to
+  // wake (`strata bench sleep-wake`).
+  int const here = count > 1 ? sched_getcpu() : -1;
   // Claim the sleeper by clearing its bit: pushes that follow before it is up see it
   // awake and make no further futex calls (one wake per sleep, not one per push).
-  for (int pass = prefer ? 0 : 1; pass < 2; ++pass)
+  for (int pass = prefer ? 0 : 2; pass < 4; ++pass)
     for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (pass == 0 && !(*prefer)[i]) continue;
+      if (pass < 2 && !(*prefer)[i]) continue;
       auto const slot = static_cast<std::size_t>(slots[i]);
+      bool const local = slot_os_[slot] == here;
+      if (local != (pass % 2 == 1)) continue;
       auto const bit = std::uint64_t{1} << (slot % 64);
       auto& word = sleeping_[slot / 64];
       if ((word.load(std::memory_order_relaxed) & bit) &&
-          (word.fetch_and(~bit, std::memory_order_seq_cst) & bit))
-        return wake_slot(static_cast<int>(slot));
+          (word.fetch_and(~bit, std::memory_order_seq_cst) & bit)) {
+        wake_slot(static_cast<int>(slot));
+        if (--count == 0) return;
+      }
     }
 }
 

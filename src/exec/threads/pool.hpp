@@ -65,6 +65,9 @@ class pool {
   /// Wakes one sleeping worker among `slots` because tasks were pushed, preferring those
   /// with `prefer[i]` set (device-priority workers for device work) when given.
   void wake_one(std::vector<int> const& slots, std::vector<char> const* prefer);
+  /// The same for `count` tasks pushed at once: wakes up to `count` sleeping workers,
+  /// for more than one those on other CPUs than the caller's first.
+  void wake_some(std::vector<int> const& slots, std::vector<char> const* prefer, int count);
 
   /// Parks the calling thread (src/exec/threads/wake.hpp) until a producer may have
   /// made `check` true, or `deadline` (if set). A worker announces itself as a sleeping
@@ -98,6 +101,7 @@ class pool {
   void wake_slot(int slot);
   bool idle() const noexcept;
 
+  std::vector<int> slot_os_;  // each slot's PU (OS index)
   std::mutex mutex_;
   std::vector<std::shared_ptr<job>> active_;
   std::atomic<long> outstanding_{0};       // submitted and not yet finished
