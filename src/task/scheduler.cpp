@@ -13,6 +13,7 @@
 #include <new>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace strata::task::detail {
 namespace {
@@ -257,12 +258,20 @@ void scheduler::start_pass(graph_state& g) {
     for (auto* r : g.roots) push(r);
     return;
   }
+  // Once this arena's roots are published the run may end and the graph be destroyed
+  // (when every root is here): from then on only the arena and locals are touched. Roots
+  // placed in other arenas are gathered first and pushed last (until then they keep the
+  // pass from ending).
   int cpu = 0, dev = 0;
+  std::vector<node*> elsewhere;
   {
     std::lock_guard lock(a.injected_mutex);
     for (auto* r : g.roots) {
       node* const plain = strip(r);
-      if (&arena_of(plain) != &a) continue;
+      if (&arena_of(plain) != &a) {
+        elsewhere.push_back(r);
+        continue;
+      }
       bool const device = plain->kind == execution_kind::device || is_completion(r);
       (device ? a.injected_dev : a.injected_cpu).push_back(r);
       ++(device ? dev : cpu);
@@ -271,8 +280,7 @@ void scheduler::start_pass(graph_state& g) {
   a.injected.fetch_add(cpu + dev, std::memory_order_seq_cst);
   if (dev) pool_.wake_some(a.members, &a.device_priority, dev);
   if (cpu) pool_.wake_some(a.members, nullptr, cpu);
-  for (auto* r : g.roots)
-    if (&arena_of(strip(r)) != &a) push(r);
+  for (auto* r : elsewhere) push(r);
 }
 
 void scheduler::inject(arena& a, node* n, bool device) {

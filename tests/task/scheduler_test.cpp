@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <numeric>
@@ -572,6 +573,27 @@ TEST(Places, NodesRunOnTheirOwnPus) {
   run(g).wait();
   EXPECT_EQ(ran.load(), 50);
   EXPECT_EQ(off.load(), 0);
+}
+
+// A sub-graph node placed on other PUs starts the sub-graph from a worker outside the
+// sub-graph's arena, which queues its roots in one batch: once they are queued the whole
+// run may end and the graphs be destroyed, so the start must not touch them after that
+// (a review found a loop over the roots after the batch; ASan sees the use after free).
+TEST(Places, SubgraphsPlacedOnOtherPusStartAndEndWithoutTouchingFreedGraphs) {
+  runtime rt;
+  auto pus = rt.machine().descendants(place_type::pu);
+  if (pus.size() < 2) GTEST_SKIP() << "needs two PUs";
+  for (int round = 0; round < 200; ++round) {
+    std::atomic<int> ran{0};
+    auto sub = std::make_unique<graph>();
+    for (int k = 0; k < 4; ++k) sub->emplace([&] { ran++; });
+    auto parent = std::make_unique<graph>();
+    parent->emplace(*sub, node_options("sub", pus.back()));
+    run(*parent, pus.front()).wait();
+    ASSERT_EQ(ran.load(), 4) << "round " << round;
+    parent.reset();  // at once, while the thread that started the sub-graph may still run
+    sub.reset();
+  }
 }
 
 // A 1-node graph costs well under 1 KiB; building N nodes costs O(N).
