@@ -577,8 +577,10 @@ TEST(Places, NodesRunOnTheirOwnPus) {
 
 // A sub-graph node placed on other PUs starts the sub-graph from a worker outside the
 // sub-graph's arena, which queues its roots in one batch: once they are queued the whole
-// run may end and the graphs be destroyed, so the start must not touch them after that
-// (a review found a loop over the roots after the batch; ASan sees the use after free).
+// run may end and the graphs be destroyed, so the start must not touch them after that.
+// (A review found a loop over the roots after the batch. The window is too short for
+// this test to hit it reliably — it passed 3 of 3 times under ASan with that loop — so it
+// checks the path runs and ends, and ASan would report a hit.)
 TEST(Places, SubgraphsPlacedOnOtherPusStartAndEndWithoutTouchingFreedGraphs) {
   runtime rt;
   auto pus = rt.machine().descendants(place_type::pu);
