@@ -28,16 +28,19 @@ bool complete_on_tenth_call() noexcept {
   return true;
 }
 
-// Registers the hook for one test and removes it, whatever happens.
+// Registers the hooks for one test and removes them, whatever happens.
 struct hooked {
   event e = event::pending();
-  hooked() {
+  explicit hooked(detail::wait_hook h = &complete_on_tenth_call,
+                  detail::wait_park_hook park = nullptr) {
     hook_calls = 0;
     gate = &e;
-    detail::set_wait_hook(&complete_on_tenth_call);
+    detail::set_wait_park_hook(park);
+    detail::set_wait_hook(h);
   }
   ~hooked() {
     detail::set_wait_hook(nullptr);
+    detail::set_wait_park_hook(nullptr);
     gate = nullptr;
   }
 };
@@ -79,19 +82,8 @@ void complete_on_park() noexcept {
   if (park_calls.fetch_add(1) == 0) gate->complete();
 }
 
-struct park_hooked {
-  event e = event::pending();
-  park_hooked() {
-    park_calls = 0;
-    gate = &e;
-    detail::set_wait_park_hook(&complete_on_park);
-    detail::set_wait_hook(&no_work);
-  }
-  ~park_hooked() {
-    detail::set_wait_hook(nullptr);
-    detail::set_wait_park_hook(nullptr);
-    gate = nullptr;
-  }
+struct park_hooked : hooked {
+  park_hooked() : hooked(&no_work, &complete_on_park) { park_calls = 0; }
 };
 
 TEST(WaitHook, AThreadOutsideThePoolRunsTheParkHookBeforeItParks) {
@@ -123,15 +115,8 @@ TEST(WaitHook, APoolWorkerDoesNotRunTheParkHook) {
   auto pus = rt.machine().descendants(place_type::pu);
   if (pus.size() < 2) GTEST_SKIP() << "needs a second PU (a worker that is not the first's)";
   worker_park_calls = 0;
-  detail::set_wait_park_hook(&count_worker_parks);
-  detail::set_wait_hook(&no_work);
-  struct unhook {
-    ~unhook() {
-      detail::set_wait_hook(nullptr);
-      detail::set_wait_park_hook(nullptr);
-    }
-  } restore;
-  auto e = event::pending();
+  hooked h(&no_work, &count_worker_parks);
+  auto& e = h.e;
   // Expected to end soon (as an emulated transfer announces): the worker parks until just
   // before, then spins through the expected end, a timed spin, and parks again.
   e.expect(std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
