@@ -168,7 +168,7 @@ std::int64_t steady_ns() noexcept {
 
 // Runs one queued operation, logging (not propagating) its failure: the operations
 // report errors through their events.
-void run_op(std::function<void()>& op) noexcept {
+void run_op(mpi_thread::op_fn& op) noexcept {
   try {
     op();
   } catch (std::exception const& e) {
@@ -338,7 +338,7 @@ bool mpi_thread::holds_token() noexcept {
   return holding_token;
 }
 
-void mpi_thread::post(std::function<void()> op) {
+void mpi_thread::post(op_fn op) {
   // Under MPI_THREAD_MULTIPLE the caller does it now when nobody else is making
   // progress: the operations queued before it first, so one thread's operations keep
   // their order (messages with the same tag arrive in order).
@@ -427,7 +427,7 @@ void mpi_thread::waiter_parks() noexcept {
 
 bool mpi_thread::run_ops() {
   if (!has_ops_.load(std::memory_order_acquire)) return false;
-  std::deque<std::function<void()>> batch;
+  std::deque<op_fn> batch;
   {
     std::lock_guard lock(mutex_);
     batch.swap(ops_);
@@ -1107,8 +1107,10 @@ bool engine::progress() {
     did = true;
   }
   if (!requests_.empty()) {
-    std::vector<int> done(requests_.size());
-    std::vector<MPI_Status> statuses(requests_.size());
+    auto& done = done_scratch_;
+    auto& statuses = status_scratch_;
+    done.resize(requests_.size());
+    statuses.resize(requests_.size());
     int count = 0;
     // MPI_ERR_IN_STATUS: some request failed (a truncated receive); its callback sees the
     // error in its status, the others complete as usual.
@@ -1118,7 +1120,10 @@ bool engine::progress() {
       check_mpi(rc, "MPI_Testsome");
     if (count > 0 && count != MPI_UNDEFINED) {
       did = true;
-      std::vector<std::pair<callback, MPI_Status>> run;
+      // Taken out while the callbacks run: one may track new requests (a continuation
+      // that posts an operation while this thread holds the token runs it here).
+      auto run = std::move(run_scratch_);
+      run.clear();
       for (int i = 0; i < count; ++i)
         run.emplace_back(std::move(callbacks_[static_cast<std::size_t>(done[i])]),
                          statuses[static_cast<std::size_t>(i)]);
@@ -1132,6 +1137,8 @@ bool engine::progress() {
       requests_.resize(kept);
       callbacks_.resize(kept);
       for (auto& [cb, st] : run) cb(st);
+      run.clear();
+      if (run.capacity() > run_scratch_.capacity()) run_scratch_ = std::move(run);
     }
   }
   did = poll_watches() || did;

@@ -11,6 +11,7 @@
 #include <strata/dist/async.hpp>
 #include <strata/dist/collectives.hpp>
 #include <strata/dist/global_ptr.hpp>
+#include <strata/exec/inline_function.hpp>
 
 #include <mpi.h>
 
@@ -66,11 +67,14 @@ struct team_state {
 /// and finalizes it at process exit; between runtimes it sleeps.
 class mpi_thread {
  public:
+  /// An operation for the MPI thread: the data path's sends and receives capture up to
+  /// 96 bytes (team, buffer, sizes, event), kept without a heap allocation.
+  using op_fn = strata::detail::inline_function<void(), 96>;
   static mpi_thread& get();
   /// Runs `op` on the MPI thread, soon (any thread may call it).
   /// Under MPI_THREAD_MULTIPLE a caller that can take the progress token runs `op`
   /// itself, after the operations queued before it (docs/dist.md "Progress").
-  void post(std::function<void()> op);
+  void post(op_fn op);
   /// Runs `op` on the MPI thread (or, as post, in the caller holding the progress
   /// token) and waits for it; rethrows its exception.
   void run_sync(std::function<void()> op);
@@ -103,7 +107,7 @@ class mpi_thread {
   std::mutex token_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> ops_;
+  std::deque<op_fn> ops_;
   std::atomic<bool> has_ops_{false};
   std::atomic<bool> closed_{false};  // stop() began: other threads make no more MPI calls
   // When a thread other than the MPI thread last ran a progress round (steady clock, ns).
@@ -204,7 +208,8 @@ class engine {
     std::vector<MPI_Request> receives;  // gets: to cancel on failure
     std::shared_ptr<void> keep;         // a buffer that must live until completion
   };
-  using callback = std::function<void(MPI_Status const&)>;
+  // Kept in place up to 64 bytes (a point-to-point completion captures 48).
+  using callback = strata::detail::inline_function<void(MPI_Status const&), 64>;
 
   // A peer's segment on this node, mapped here (docs/dist.md "Put and get on one
   // node"): puts, gets and atomics into it are loads and stores, no message.
@@ -264,6 +269,11 @@ class engine {
   // MPI-thread state.
   std::vector<MPI_Request> requests_;
   std::vector<callback> callbacks_;
+  // progress()'s MPI_Testsome arrays and completed callbacks, kept between rounds (a
+  // waiter runs a round per spin: allocating them each time was most of a round's cost).
+  std::vector<int> done_scratch_;
+  std::vector<MPI_Status> status_scratch_;
+  std::vector<std::pair<callback, MPI_Status>> run_scratch_;
   // Pending watch() predicates and their events (the MPI thread's only).
   std::vector<std::pair<std::function<bool()>, event>> watches_;
   std::unordered_map<std::uint64_t, pending> pending_;

@@ -9,38 +9,50 @@
 namespace strata {
 namespace detail {
 
+namespace {
+
+// A continuation must not throw; if one does, the others still run and waiters are still
+// woken, and the exception is reported rather than lost silently.
+void run_continuation(continuation& fn) noexcept {
+  try {
+    fn();
+  } catch (std::exception const& e) {
+    log(log_level::info,
+        std::string("an event continuation threw (continuations must not throw): ") + e.what());
+  } catch (...) {
+    log(log_level::info, "an event continuation threw a non-standard exception");
+  }
+}
+
+}  // namespace
+
 void event_state::complete(std::exception_ptr error) {
-  std::vector<std::function<void()>> run;
+  continuation first;
+  std::vector<continuation> more;
   {
     std::lock_guard lock(mutex_);
     if (status_.load(std::memory_order_relaxed) != pending) return;  // completes once
     error_ = std::move(error);
     status_.store(error_ ? failed : done, std::memory_order_release);
-    run.swap(continuations_);
+    first = std::move(first_);
+    more.swap(more_);
     // Under the lock: a woken waiter takes itself off the list under it too, so its
     // links stay valid until every waiter here has been notified.
     notify_all(waiters_, &waiter::on_event);
   }
-  // A continuation must not throw; if one does, the others still run and waiters are
-  // still woken, and the exception is reported rather than lost silently.
-  for (auto& fn : run) {
-    try {
-      fn();
-    } catch (std::exception const& e) {
-      log(log_level::info, std::string("an event continuation threw (continuations must not "
-                                       "throw): ") +
-                               e.what());
-    } catch (...) {
-      log(log_level::info, "an event continuation threw a non-standard exception");
-    }
-  }
+  // In the order they were added: `first_` holds the earliest.
+  if (first) run_continuation(first);
+  for (auto& fn : more) run_continuation(fn);
 }
 
-void event_state::then(std::function<void()> fn) {
+void event_state::then(continuation fn) {
   {
     std::lock_guard lock(mutex_);
     if (status_.load(std::memory_order_relaxed) == pending) {
-      continuations_.push_back(std::move(fn));
+      if (!first_ && more_.empty())
+        first_ = std::move(fn);
+      else
+        more_.push_back(std::move(fn));
       return;
     }
   }
@@ -61,24 +73,58 @@ void event_state::remove_waiter(waiter& w) {
 
 }  // namespace detail
 
+namespace {
+
+// A join's event, its countdown and its parts' errors in one allocation: the result event
+// shares this block's ownership (an aliasing shared_ptr), and each part's continuation
+// holds it with 32 bytes of captures, kept in place by `continuation`.
+struct join_state {
+  explicit join_state(std::size_t parts)
+      : n(parts), more(parts > inline_parts ? new std::exception_ptr[parts] : nullptr) {}
+  static constexpr std::size_t inline_parts = 4;
+  detail::event_state state;
+  std::atomic<std::size_t> left{0};
+  std::size_t n;
+  std::exception_ptr first_errors[inline_parts];
+  std::unique_ptr<std::exception_ptr[]> more;
+  std::exception_ptr* errors() noexcept { return more ? more.get() : first_errors; }
+  /// One part (or the registering thread) is done; the last completes the join with the
+  /// first error in the parts' order.
+  void arrive() {
+    if (left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    std::exception_ptr first;
+    auto* e = errors();
+    for (std::size_t i = 0; i < n && !first; ++i) first = e[i];
+    state.complete(std::move(first));
+  }
+};
+
+}  // namespace
+
 event when_all(after const& deps) {
-  std::vector<std::size_t> waiting;
-  for (std::size_t i = 0; i < deps.events.size(); ++i)
-    if (!deps.events[i].ready()) waiting.push_back(i);
-  if (waiting.empty()) {
+  auto const& parts = deps.events;
+  std::size_t waiting = 0, last = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    if (!parts[i].ready()) {
+      ++waiting;
+      last = i;
+    }
+  if (waiting == 0) {
     auto err = deps.error();
     return err ? event::failed(err) : event::completed();
   }
   // One event still pending and no failure among the others: that event is the result
   // (the same completion and error), without a new event and continuation per call —
   // halo exchanges and graph passes join single events often.
-  if (waiting.size() == 1 && !deps.error()) return deps.events[waiting.front()];
-  auto result = event::pending();
+  if (waiting == 1 && !deps.error()) return parts[last];
+  auto join = std::make_shared<join_state>(parts.size());
+  event result(std::shared_ptr<detail::event_state>(join, &join->state));
   // Expected to end when the last of its parts is (if each says when): a waiter on the
   // join of emulated transfers spins for their end instead of parking.
   std::chrono::steady_clock::time_point due{};
-  for (auto i : waiting) {
-    auto const when = deps.events[i].state()->expected();
+  for (auto const& e : parts) {
+    if (e.ready()) continue;
+    auto const when = e.state()->expected();
     if (when.time_since_epoch().count() == 0) {
       due = {};
       break;
@@ -86,30 +132,27 @@ event when_all(after const& deps) {
     due = std::max(due, when);
   }
   if (due.time_since_epoch().count() != 0) result.expect(due);
-  // The first failure in the order of `deps`: each event's error lands in its slot. The
-  // continuations hold no event (a continuation that owned its own event would keep it,
+  // The first failure in the order of `deps`: each part's continuation puts its error in
+  // its slot, and the last one completes the join. Every part with a state gets one (one
+  // that has completed since it was counted runs it here, at once), and the count holds
+  // one more until all are registered, so the join cannot complete halfway through. The
+  // continuations hold no part (a continuation that owned its own event would keep it,
   // and whatever waits on it, alive forever if it never completes); each reads its
   // event's state, alive while it runs its continuations.
-  struct countdown {
-    std::atomic<std::size_t> left;
-    std::vector<std::exception_ptr> errors;
-  };
-  auto shared = std::make_shared<countdown>();
-  shared->left.store(waiting.size(), std::memory_order_relaxed);
-  shared->errors.resize(deps.events.size());
-  for (std::size_t i = 0; i < deps.events.size(); ++i) shared->errors[i] = deps.events[i].error();
-  for (auto i : waiting) {
-    detail::event_state* state = deps.events[i].state();
-    deps.events[i].then([shared, result, state, i] {
-      shared->errors[i] = state->error();
-      if (shared->left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::exception_ptr first;
-        for (auto const& err : shared->errors)
-          if (err && !first) first = err;
-        result.complete(first);
-      }
-    });
+  std::size_t with_state = 0;
+  for (auto const& e : parts) with_state += e.state() != nullptr;
+  join->left.store(with_state + 1, std::memory_order_relaxed);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    detail::event_state* state = parts[i].state();
+    if (!state) continue;
+    auto arrive = [join, state, i] {
+      join->errors()[i] = state->error();
+      join->arrive();
+    };
+    static_assert(detail::continuation::fits<decltype(arrive)>);
+    state->then(std::move(arrive));
   }
+  join->arrive();
   return result;
 }
 

@@ -23,6 +23,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <strata/exec/inline_function.hpp>
+
 namespace strata {
 
 namespace detail {
@@ -49,7 +51,7 @@ class event_state {
         std::chrono::steady_clock::duration(expected_ns_.load(std::memory_order_relaxed)));
   }
   /// Runs `fn` when the event completes: now, in this thread, if it already has.
-  void then(std::function<void()> fn);
+  void then(continuation fn);
 
   /// The device-side marker of the work (a cudaEvent_t and its device), set by the
   /// producer before the event is shared, so that later work on a device waits for it on
@@ -73,7 +75,10 @@ class event_state {
   std::atomic<std::chrono::steady_clock::rep> expected_ns_{0};
   std::exception_ptr error_;
   std::mutex mutex_;
-  std::vector<std::function<void()>> continuations_;
+  // Most events have one continuation (the join or the next step waiting for them): it
+  // is kept here, and only further ones in the vector, which then allocates.
+  continuation first_;
+  std::vector<continuation> more_;
   waiter* waiters_ = nullptr;  // parked threads, woken by complete (under mutex_)
   std::shared_ptr<void> native_;
   int native_device_ = -1;
@@ -154,8 +159,9 @@ class event {
   }
 
   /// Runs `fn` once this event completes (in the completing thread, or now). `fn` must
-  /// not throw: an exception from it is logged and dropped.
-  void then(std::function<void()> fn) const {
+  /// not throw: an exception from it is logged and dropped. Any callable taking no
+  /// arguments; captures up to 48 bytes are kept without a heap allocation.
+  void then(detail::continuation fn) const {
     if (state_)
       state_->then(std::move(fn));
     else
