@@ -304,12 +304,14 @@ class tensor {
             "dist::tensor: the padding of a local tensor whose distributed tensor was "
             "destroyed; expected the dist::tensor to outlive the use of local()");
       strata::event ready = s->policy ? s->policy(deps, b, dims) : when_all(deps);
-      if (!(dims & 1u)) return ready;  // the ranks share faces in dimension 0 only
-      std::vector<strata::event> done{ready};
+      if (!(dims & 1u)) return ready;   // the ranks share faces in dimension 0 only
+      std::vector<strata::event> done;  // one allocation per exchange, handed to the join
+      done.reserve(3);
+      done.push_back(ready);
       for (int side = 0; side < 2; ++side)
         if (s->faces[b][static_cast<std::size_t>(side)]->peer >= 0)
           done.push_back(detail::exchange_face(s, b, side, ready));
-      return when_all(after(done));
+      return when_all(after(std::move(done)));
     };
   }
 

@@ -240,7 +240,7 @@ event load_halo(after const& deps, tensor<T, N> const& t, std::size_t b, dim_mas
                         if (loads_box(outside, dims))
                           copies.push_back(copy_box(deps, t, b, dlo, t, nb, slo, ext));
                       });
-    return copies.empty() ? when_all(deps) : when_all(after(copies));
+    return copies.empty() ? when_all(deps) : when_all(after(std::move(copies)));
   }
 }
 

@@ -259,7 +259,7 @@ event fill(after const& deps, tensor<records<D, L>, N> const& t, record_value<D>
     done.push_back(launch(deps, where, divide_work(where, t.block(b).padded_extent()),
                           tensor_detail::fill_records_kernel{}, t.block(b), value));
   }
-  return t.state().keep(when_all(after(done)));
+  return t.state().keep(when_all(after(std::move(done))));
 }
 template <class D, class L, std::size_t N>
 event fill(tensor<records<D, L>, N> const& t, record_value<D> const& value) {
@@ -275,7 +275,7 @@ event copy(after const& deps, record_view<D, LG, host_space> const& out,
   std::vector<event> done;
   for (std::size_t b = 0; b < t.blocks(); ++b)
     done.push_back(tensor_detail::exchange_block<true>(deps, t, b, out.span()));
-  return t.state().keep(when_all(after(done)));
+  return t.state().keep(when_all(after(std::move(done))));
 }
 /// Scatters the host record array `in` into the cells of `t`.
 template <class D, class L, std::size_t N, class LG>
@@ -285,7 +285,7 @@ event copy(after const& deps, tensor<records<D, L>, N> const& t,
   std::vector<event> done;
   for (std::size_t b = 0; b < t.blocks(); ++b)
     done.push_back(tensor_detail::exchange_block<false>(deps, t, b, in.span()));
-  return t.state().keep(when_all(after(done)));
+  return t.state().keep(when_all(after(std::move(done))));
 }
 template <class D, class L, std::size_t N, class LG>
 event copy(record_view<D, LG, host_space> const& out, tensor<records<D, L>, N> const& t) {

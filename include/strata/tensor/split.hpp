@@ -493,7 +493,7 @@ requires(tensor_argument<A> || ...) event
     if (before.empty()) before.push_back(when_all(deps));
     done.push_back(tensor_detail::launch_block(after(before), kernel, b, n, args...));
   }
-  return tensor_detail::keep_tensors(when_all(after(done)), args...);
+  return tensor_detail::keep_tensors(when_all(after(std::move(done))), args...);
 }
 template <class F, class... A>
 requires(tensor_argument<A> || ...) event for_each_cell(F const& kernel, A const&... args) {

@@ -385,7 +385,7 @@ requires(!is_record_cell_v<T>) event
     done.push_back(tensor_detail::visit_space(t.space_of(b), [&](auto sp) {
       return fill(deps, t.template padded_view<decltype(sp)>(b), value);
     }));
-  return t.state().keep(when_all(after(done)));
+  return t.state().keep(when_all(after(std::move(done))));
 }
 template <class T, std::size_t N>
 requires(!is_record_cell_v<T>) event fill(tensor<T, N> const& t, T const& value) {
@@ -414,7 +414,7 @@ requires(std::is_same_v<TD, TS> || (is_record_cell_v<TD> && is_record_cell_v<TS>
         done.push_back(tensor_detail::record_copy_box(deps, dst, db, lo - d.origin, src, sb,
                                                       lo - s.origin, ext));
     }
-  return src.state().keep(dst.state().keep(when_all(after(done))));
+  return src.state().keep(dst.state().keep(when_all(after(std::move(done)))));
 }
 template <class TD, class TS, std::size_t N>
 requires(std::is_same_v<TD, TS> || (is_record_cell_v<TD> && is_record_cell_v<TS>)) event
@@ -438,7 +438,7 @@ requires(!is_record_cell_v<T>) event
                   t.template local_view<decltype(sp)>(b, vec<N>{}, blk.extent));
     }));
   }
-  return t.state().keep(when_all(after(done)));
+  return t.state().keep(when_all(after(std::move(done))));
 }
 /// Scatters `in` (a view of the tensor's extent) into the blocks of `t`.
 template <class T, std::size_t N, memory_space S>
@@ -456,7 +456,7 @@ requires(!is_record_cell_v<T>) event
                   in.window(blk.origin, blk.extent));
     }));
   }
-  return t.state().keep(when_all(after(done)));
+  return t.state().keep(when_all(after(std::move(done))));
 }
 template <class T, std::size_t N, memory_space S>
 event copy(view<T, N, S> const& out, tensor<T, N> const& t) {
