@@ -46,6 +46,9 @@ void event_state::complete(std::exception_ptr error) {
 }
 
 void event_state::then(continuation fn) {
+  // An empty one (an empty std::function) fails when run, as with std::function: logged
+  // at completion like any other continuation that throws, in its place in the order.
+  if (!fn) fn = [] { throw std::bad_function_call(); };
   {
     std::lock_guard lock(mutex_);
     if (status_.load(std::memory_order_relaxed) == pending) {
@@ -88,8 +91,8 @@ struct join_state {
   std::exception_ptr first_errors[inline_parts];
   std::unique_ptr<std::exception_ptr[]> more;
   std::exception_ptr* errors() noexcept { return more ? more.get() : first_errors; }
-  /// One part (or the registering thread) is done; the last completes the join with the
-  /// first error in the parts' order.
+  /// One part is done; the last completes the join with the first error in the parts'
+  /// order.
   void arrive() {
     if (left.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     std::exception_ptr first;
@@ -134,14 +137,15 @@ event when_all(after const& deps) {
   if (due.time_since_epoch().count() != 0) result.expect(due);
   // The first failure in the order of `deps`: each part's continuation puts its error in
   // its slot, and the last one completes the join. Every part with a state gets one (one
-  // that has completed since it was counted runs it here, at once), and the count holds
-  // one more until all are registered, so the join cannot complete halfway through. The
+  // that has completed since it was counted runs it here, at once) and arrives once, so
+  // the join completes at the last arrival, never before the last part is registered. The
   // continuations hold no part (a continuation that owned its own event would keep it,
   // and whatever waits on it, alive forever if it never completes); each reads its
-  // event's state, alive while it runs its continuations.
+  // event's state, alive while it runs its continuations. (A continuation that the user
+  // adds to the join and that captures one of its parts does make such a cycle.)
   std::size_t with_state = 0;
   for (auto const& e : parts) with_state += e.state() != nullptr;
-  join->left.store(with_state + 1, std::memory_order_relaxed);
+  join->left.store(with_state, std::memory_order_relaxed);
   for (std::size_t i = 0; i < parts.size(); ++i) {
     detail::event_state* state = parts[i].state();
     if (!state) continue;
@@ -152,7 +156,6 @@ event when_all(after const& deps) {
     static_assert(detail::continuation::fits<decltype(arrive)>);
     state->then(std::move(arrive));
   }
-  join->arrive();
   return result;
 }
 

@@ -69,6 +69,42 @@ TEST(InlineFunction, EmptyOnesThrowBadFunctionCallAndOthersPassArguments) {
   EXPECT_FALSE(add);
 }
 
+// Moving into a function the continuation that owns the source (a review found the source
+// freed before it was read: the old callable was destroyed first).
+TEST(InlineFunction, MoveAssignmentFromSomethingTheOldCallableOwns) {
+  int hit = 0;
+  auto inner = std::make_unique<continuation>([&hit] { ++hit; });
+  continuation* owned = inner.get();
+  continuation f([keep = std::move(inner)] {});
+  f = std::move(*owned);
+  f();
+  EXPECT_EQ(hit, 1);
+}
+
+// `then` takes any callable, as with std::function: one that returns a value too.
+TEST(Events, ThenTakesCallablesThatReturnAValue) {
+  auto e = event::pending();
+  int x = 0;
+  e.then([&x] { return ++x; });
+  inline_function<int(int), 16> twice = [](int v) { return 2 * v; };
+  EXPECT_EQ(twice(21), 42);
+  e.complete();
+  EXPECT_EQ(x, 1);
+}
+
+// An empty continuation fails where it stands (logged) and takes no other's place.
+TEST(Events, EmptyContinuationsFailAloneAndTheOthersRunInOrder) {
+  auto e = event::pending();
+  std::vector<int> order;
+  e.then(std::function<void()>());
+  e.then([&order] { order.push_back(1); });
+  e.then(std::function<void()>());
+  e.then([&order] { order.push_back(2); });
+  e.complete();
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_THROW(e.then(std::function<void()>()), std::bad_function_call);  // complete: runs now
+}
+
 TEST(Events, ContinuationsRunOnceInTheOrderTheyWereAdded) {
   auto e = event::pending();
   std::vector<int> order;

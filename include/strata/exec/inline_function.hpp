@@ -30,6 +30,8 @@ inline constexpr bool is_std_function<std::function<S>> = true;
 
 template <class R, class... Args, std::size_t Size>
 class inline_function<R(Args...), Size> {
+  static_assert(Size >= sizeof(void*), "inline_function: room for at least a pointer");
+
  public:
   inline_function() noexcept = default;
   inline_function(std::nullptr_t) noexcept {}
@@ -54,10 +56,10 @@ class inline_function<R(Args...), Size> {
 
   inline_function(inline_function&& other) noexcept { take(other); }
   inline_function& operator=(inline_function&& other) noexcept {
-    if (this != &other) {
-      reset();
-      take(other);
-    }
+    // Taken first: `other` may be owned by the callable this one replaces.
+    inline_function incoming(std::move(other));
+    reset();
+    take(incoming);
     return *this;
   }
   inline_function(inline_function const&) = delete;
@@ -95,7 +97,10 @@ class inline_function<R(Args...), Size> {
   template <class D>
   static constexpr ops_t in_place_ops{
       [](void* p, Args&&... a) -> R {
-        return std::invoke(*std::launder(static_cast<D*>(p)), std::forward<Args>(a)...);
+        if constexpr (std::is_void_v<R>)
+          std::invoke(*std::launder(static_cast<D*>(p)), std::forward<Args>(a)...);
+        else
+          return std::invoke(*std::launder(static_cast<D*>(p)), std::forward<Args>(a)...);
       },
       [](void* from, void* to) noexcept {
         D* f = std::launder(static_cast<D*>(from));
@@ -107,10 +112,13 @@ class inline_function<R(Args...), Size> {
   template <class D>
   static constexpr ops_t on_heap_ops{
       [](void* p, Args&&... a) -> R {
-        return std::invoke(**static_cast<D**>(p), std::forward<Args>(a)...);
+        if constexpr (std::is_void_v<R>)
+          std::invoke(**std::launder(static_cast<D**>(p)), std::forward<Args>(a)...);
+        else
+          return std::invoke(**std::launder(static_cast<D**>(p)), std::forward<Args>(a)...);
       },
-      [](void* from, void* to) noexcept { ::new (to) D*(*static_cast<D**>(from)); },
-      [](void* p) noexcept { delete *static_cast<D**>(p); }};
+      [](void* from, void* to) noexcept { ::new (to) D*(*std::launder(static_cast<D**>(from))); },
+      [](void* p) noexcept { delete *std::launder(static_cast<D**>(p)); }};
 
   void take(inline_function& other) noexcept {
     if (!other.ops_) return;
@@ -123,7 +131,8 @@ class inline_function<R(Args...), Size> {
   ops_t const* ops_ = nullptr;
 };
 
-/// An event continuation: runs once, in the thread that completes the event.
+/// An event continuation: runs once, in the thread that completes the event. Its buffer
+/// is 48 bytes (the object 64, aligned to 16).
 using continuation = inline_function<void()>;
 
 }  // namespace strata::detail
