@@ -154,6 +154,17 @@ mpi_thread* the_thread = nullptr;
 std::mutex the_thread_mutex;
 thread_local bool holding_token = false;
 
+// Remote calls a thread received in its own progress round (engine::handle), run by it
+// once the round ends (mpi_thread::try_progress), and how many it is running now.
+struct inline_call {
+  engine* owner;
+  int source;
+  std::uint64_t id, fn, signature;
+  bytes payload;
+};
+thread_local std::vector<inline_call> inline_calls;
+thread_local int inline_calls_depth = 0;
+
 // The MPI thread leaves the polling to waiting threads while one of them has run a round
 // within the window, napping meanwhile (mpi_thread::main). A waiter that parks wakes it;
 // after one that returns, at most window + nap pass without a poll.
@@ -396,24 +407,39 @@ void mpi_thread::detach() {
 
 bool mpi_thread::try_progress() noexcept {
   if (level_ != MPI_THREAD_MULTIPLE || holding_token || !token_.try_lock()) return false;
-  token_scope held(token_);
-  if (closed_.load(std::memory_order_acquire)) return false;
-  if (!strata::detail::is_pool_worker())
-    waiter_round_ns_.store(steady_ns(), std::memory_order_relaxed);
-  engine* e;
+  bool did = false;
   {
-    std::lock_guard lock(mutex_);
-    e = engine_;
+    token_scope held(token_);
+    if (closed_.load(std::memory_order_acquire)) return false;
+    // Stamped every 16th round of a thread (and its first): a clock read costs as much as
+    // the rest of an empty round, and the MPI thread's window is 20 us.
+    thread_local unsigned rounds = 0;
+    if (rounds++ % 16 == 0) waiter_round_ns_.store(steady_ns(), std::memory_order_relaxed);
+    engine* e = engine_.load(std::memory_order_acquire);  // changes only under the token
+    did = run_ops();
+    if (!e) return did;
+    try {
+      did = e->progress() || did;
+    } catch (std::exception const& x) {
+      strata::detail::log(strata::detail::log_level::info,
+                          std::string("strata::dist: a progress round failed: ") + x.what());
+    }
+    did = run_ops() || did;
   }
-  bool did = run_ops();
-  if (!e) return did;
-  try {
-    did = e->progress() || did;
-  } catch (std::exception const& x) {
-    strata::detail::log(strata::detail::log_level::info,
-                        std::string("strata::dist: a progress round failed: ") + x.what());
+  // The remote calls this round received (engine::handle), run here, token released: a
+  // call may wait, post and poll like any task. One at a time per thread: a call's own
+  // waits hand further calls to the pool.
+  if (!inline_calls.empty()) {
+    auto calls = std::move(inline_calls);
+    inline_calls.clear();
+    ++inline_calls_depth;
+    for (auto& c : calls) c.owner->run_call(c.source, c.id, c.fn, c.signature, c.payload);
+    --inline_calls_depth;
+    calls.clear();
+    if (inline_calls.capacity() < calls.capacity()) inline_calls = std::move(calls);
+    did = true;
   }
-  return run_ops() || did;
+  return did;
 }
 
 void mpi_thread::waiter_parks() noexcept {
@@ -591,14 +617,16 @@ void engine::track(MPI_Request r, callback done) {
 }
 
 void engine::send(int to, header const& h, void const* payload, std::size_t n) {
-  auto buffer = std::make_shared<bytes>(sizeof(header) + n);
-  std::memcpy(buffer->data(), &h, sizeof h);
-  if (n) std::memcpy(buffer->data() + sizeof h, payload, n);
+  bytes buffer(sizeof(header) + n);
+  std::memcpy(buffer.data(), &h, sizeof h);
+  if (n) std::memcpy(buffer.data() + sizeof h, payload, n);
   MPI_Request r;
   check_mpi(
-      MPI_Isend(buffer->data(), static_cast<int>(buffer->size()), MPI_BYTE, to, am_tag, am_, &r),
+      MPI_Isend(buffer.data(), static_cast<int>(buffer.size()), MPI_BYTE, to, am_tag, am_, &r),
       "MPI_Isend");
-  track(r, [buffer](MPI_Status const&) {});
+  // The buffer lives in the completion callback until the send completes (a vector's move
+  // keeps its data where it is).
+  track(r, [buffer = std::move(buffer)](MPI_Status const&) {});
 }
 
 std::uint64_t engine::begin(pending p) {
@@ -621,44 +649,65 @@ void engine::fail(std::uint64_t id, std::string const& message) {
   if (it == pending_.end()) return;
   for (auto& r : it->second.receives)
     if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-  finish(id, remote(it->second.rank, it->second.what + ": " + message));
+  auto const& p = it->second;
+  finish(id,
+         remote(p.rank, (p.call ? "remote call of " + demangle(p.what) : p.what) + ": " + message));
 }
 
 event engine::call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what,
                    bytes args, std::shared_ptr<bytes> result, after const& deps) {
   check_rank(rank, "dist::async");
   auto ev = event::pending();
-  auto payload = std::make_shared<bytes>(std::move(args));
-  auto ready = when_all(deps);
   outstanding_.fetch_add(1, std::memory_order_acq_rel);
-  auto* rs = ready.state();  // alive while it runs its continuations (see when_all)
-  auto start = [this, rank, id, signature, what, payload, result, ev, rs] {
-    if (auto err = rs ? rs->error() : nullptr) {
+  // Everything the call carries, in one block: its continuations then capture a pointer
+  // (kept in place), and the function's name is demangled only for an error message.
+  struct outgoing {
+    int rank;
+    std::uint64_t id, signature;
+    std::string what;
+    bytes payload;
+    std::shared_ptr<bytes> result;
+    event ev;
+  };
+  auto c = std::make_unique<outgoing>(
+      outgoing{rank, id, signature, what, std::move(args), std::move(result), ev});
+  auto start = [this](std::unique_ptr<outgoing> c, std::exception_ptr err) {
+    if (err) {
       outstanding_.fetch_sub(1, std::memory_order_acq_rel);
-      return ev.complete(err);
+      return c->ev.complete(err);
     }
-    if (rank == rank_) {
+    if (c->rank == rank_) {
       // A call to this rank runs through the same code, minus the network.
-      strata::detail::defer([this, id, signature, what, payload, result, ev] {
-        auto error_text = invoke(id, signature, *payload, *result);
+      strata::detail::defer([this, c = std::shared_ptr<outgoing>(std::move(c))] {
+        auto error_text = invoke(c->id, c->signature, c->payload, *c->result);
         outstanding_.fetch_sub(1, std::memory_order_acq_rel);
-        ev.complete(error_text.empty()
-                        ? nullptr
-                        : remote(rank_, "remote call of " + demangle(what) + ": " + error_text));
+        c->ev.complete(error_text.empty() ? nullptr
+                                          : remote(rank_, "remote call of " + demangle(c->what) +
+                                                              ": " + error_text));
       });
       return;
     }
-    mpi_thread::get().post([this, rank, id, signature, what, payload, result, ev] {
-      auto req = begin(
-          {.ev = ev, .rank = rank, .what = "remote call of " + demangle(what), .result = result});
-      header h{.kind = am::call, .id = req, .a = id, .b = signature};
-      send(rank, h, payload->data(), payload->size());
+    mpi_thread::get().post([this, c = std::move(c)] {
+      auto req = begin({.ev = std::move(c->ev),
+                        .rank = c->rank,
+                        .what = std::move(c->what),
+                        .call = true,
+                        .result = std::move(c->result)});
+      header h{.kind = am::call, .id = req, .a = c->id, .b = c->signature};
+      send(c->rank, h, c->payload.data(), c->payload.size());
     });
   };
-  if (ready.ready())
-    start();
-  else
-    ready.then(std::move(start));
+  if (deps.events.empty()) {
+    start(std::move(c), nullptr);
+    return ev;
+  }
+  auto ready = when_all(deps);
+  if (ready.ready()) {
+    start(std::move(c), ready.error());
+  } else {
+    auto* rs = ready.state();  // alive while it runs its continuations (see when_all)
+    ready.then([start, c = std::move(c), rs]() mutable { start(std::move(c), rs->error()); });
+  }
   return ev;
 }
 
@@ -909,18 +958,17 @@ std::string engine::invoke(std::uint64_t fn, std::uint64_t signature, bytes cons
 }
 
 void engine::run_call(int source, std::uint64_t id, std::uint64_t fn, std::uint64_t signature,
-                      std::shared_ptr<bytes> payload) {
+                      bytes const& payload) {
   bytes out;
-  auto error_text = invoke(fn, signature, *payload, out);
-  auto reply = std::make_shared<bytes>(error_text.empty() ? std::move(out) : bytes());
-  if (!error_text.empty()) {
-    reply->resize(error_text.size());
-    std::memcpy(reply->data(), error_text.data(), error_text.size());
-  }
+  auto error_text = invoke(fn, signature, payload, out);
   bool const ok = error_text.empty();
-  mpi_thread::get().post([this, source, id, reply, ok] {
-    send(source, {.kind = ok ? am::reply_ok : am::reply_err, .id = id}, reply->data(),
-         reply->size());
+  bytes reply = ok ? std::move(out) : bytes();
+  if (!ok) {
+    reply.resize(error_text.size());
+    std::memcpy(reply.data(), error_text.data(), error_text.size());
+  }
+  mpi_thread::get().post([this, source, id, reply = std::move(reply), ok] {
+    send(source, {.kind = ok ? am::reply_ok : am::reply_err, .id = id}, reply.data(), reply.size());
   });
 }
 
@@ -938,10 +986,18 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
   auto text = [&] { return std::string(reinterpret_cast<char const*>(body), body_n); };
   switch (h.kind) {
     case am::call: {
-      // The handler only enqueues (Phalanx §IV-C): the function runs on the pool.
+      // The handler only enqueues (Phalanx §IV-C). A thread that polls in its own wait or
+      // idle spin keeps the call and runs it right after its round, without the token (as
+      // a waiting thread helps with the pool's work): no hand-off, no wake-up, which is
+      // most of a remote call's latency on a loaded machine. The MPI thread, and a thread
+      // already inside such a call, hand it to the pool.
+      if (!mpi_thread::get().on_thread() && inline_calls_depth == 0) {
+        inline_calls.push_back({this, source, h.id, h.a, h.b, bytes(body, body + body_n)});
+        return;
+      }
       auto payload = std::make_shared<bytes>(body, body + body_n);
       strata::detail::defer([this, source, id = h.id, fn = h.a, sig = h.b, payload] {
-        run_call(source, id, fn, sig, payload);
+        run_call(source, id, fn, sig, *payload);
       });
       return;
     }
@@ -1101,9 +1157,12 @@ bool engine::progress() {
     if (!flag) break;
     int count = 0;
     MPI_Get_count(&st, MPI_BYTE, &count);
-    bytes buffer(static_cast<std::size_t>(count));
+    // Into a buffer kept between rounds: handle() copies what it keeps.
+    auto& buffer = receive_scratch_;
+    buffer.resize(static_cast<std::size_t>(count));
     check_mpi(MPI_Mrecv(buffer.data(), count, MPI_BYTE, &msg, &st), "MPI_Mrecv");
     handle(st.MPI_SOURCE, buffer.data(), buffer.size());
+    if (buffer.capacity() > 65536) bytes().swap(buffer);  // a large message's memory goes back
     did = true;
   }
   if (!requests_.empty()) {

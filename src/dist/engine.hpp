@@ -116,7 +116,7 @@ class mpi_thread {
   alignas(64) std::atomic<std::int64_t> waiter_round_ns_{0};
   std::atomic<bool> deferring_{false};  // main() naps, leaving the polling to waiters
   bool stop_ = false;
-  engine* engine_ = nullptr;
+  std::atomic<engine*> engine_{nullptr};  // set under mutex_; cleared under the token
   std::thread thread_;
   int level_ = MPI_THREAD_SINGLE;
   bool owns_ = false;
@@ -201,6 +201,7 @@ class engine {
     event ev;
     int rank = -1;
     std::string what;
+    bool call = false;  // `what` is a remote call's function type (demangled in fail)
     std::shared_ptr<bytes> result;
     void* dst = nullptr;  // gets: where the data goes
     std::size_t n = 0;
@@ -251,7 +252,8 @@ class engine {
   void fail(std::uint64_t id, std::string const& message);
   void handle(int source, std::byte const* msg, std::size_t n);
   void run_call(int source, std::uint64_t id, std::uint64_t fn, std::uint64_t signature,
-                std::shared_ptr<bytes> payload);
+                bytes const& payload);
+  friend class mpi_thread;
   /// Runs registered function `fn`; returns the error text ("" on success).
   std::string invoke(std::uint64_t fn, std::uint64_t signature, bytes const& payload,
                      bytes& out) const;
@@ -274,6 +276,7 @@ class engine {
   std::vector<int> done_scratch_;
   std::vector<MPI_Status> status_scratch_;
   std::vector<std::pair<callback, MPI_Status>> run_scratch_;
+  bytes receive_scratch_;  // progress()'s incoming active message
   // Pending watch() predicates and their events (the MPI thread's only).
   std::vector<std::pair<std::function<bool()>, event>> watches_;
   std::unordered_map<std::uint64_t, pending> pending_;

@@ -20,6 +20,9 @@ void set_device_wait_hook(wait_hook h) noexcept;
 
 /// Runs the registered hooks, if any; returns whether they did anything.
 bool run_wait_hook() noexcept;
+/// Runs only the set_wait_hook one (dist's progress), or only the devices' one.
+bool run_process_wait_hook() noexcept;
+bool run_device_wait_hook() noexcept;
 
 /// Called by a thread that ran the wait hook every round (not a pool worker) when it
 /// stops spinning to park: whoever left its polling to such threads takes it back (dist's
@@ -32,7 +35,8 @@ void set_wait_park_hook(wait_park_hook h) noexcept;
 /// Runs the registered park hook, if any.
 void run_wait_park_hook() noexcept;
 
-/// Whether any hook is registered.
+/// Whether any hook is registered; whether the set_wait_hook one is.
 bool has_wait_hook() noexcept;
+bool has_process_wait_hook() noexcept;
 
 }  // namespace strata::detail

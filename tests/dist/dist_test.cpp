@@ -96,6 +96,24 @@ struct my_rank {
   int operator()() const { return dist::runtime::current().rank(); }
 };
 
+// A remote call that calls the next rank and waits for it, `hops` deep: the thread that
+// runs it (often one that received it in its own wait) waits inside it, and the calls that
+// reach its rank meanwhile must still run.
+struct bounce {
+  int hops;
+  long operator()() const {
+    auto& rt = dist::runtime::current();
+    if (hops == 0) return rt.rank();
+    auto next = dist::async(rt.rank_place((rt.rank() + 1) % rt.size()), bounce{hops - 1});
+    return next.get() * 10 + rt.rank();
+  }
+};
+long bounce_expected(int from, int hops, int size) {
+  long v = (from + hops) % size;  // the last hop's rank
+  for (int h = hops - 1; h >= 0; --h) v = v * 10 + (from + h) % size;
+  return v;
+}
+
 }  // namespace
 
 TEST(DistCluster, OneRankPlacePerProcessEachHoldingItsMachine) {
@@ -264,6 +282,25 @@ TEST(DistAsync, TenThousandConcurrentSmallTasks) {
                    dist::reduce_op::sum)
       .wait();
   EXPECT_EQ(all, total);
+}
+
+TEST(DistAsync, RemoteCallsThatCallOnAndWait) {
+  dist::runtime rt;
+  // Every rank starts chains of 1..4 hops at once, 16 of them, while the others do the
+  // same: calls arrive at threads that are themselves inside a call's wait.
+  std::vector<dist::future<long>> fs;
+  std::vector<long> expected;
+  int const next = (rt.rank() + 1) % rt.size();
+  for (int i = 0; i < 16; ++i) {
+    int const hops = i % 4;
+    fs.push_back(dist::async(rt.rank_place(next), bounce{hops}));
+    expected.push_back(bounce_expected(next, hops, rt.size()));
+  }
+  for (std::size_t i = 0; i < fs.size(); ++i) {
+    wait_or_fail(fs[i].event(), "a chain of calls");
+    EXPECT_EQ(fs[i].get(), expected[i]) << "chain " << i;
+  }
+  dist::barrier(rt.world()).wait();
 }
 
 TEST(DistAsync, RemoteExceptionsNameTheRank) {

@@ -102,32 +102,62 @@ TEST(WaitHook, AWaitWithoutAnExecutorRunsTheParkHookBeforeItParks) {
   EXPECT_GE(park_calls.load(), 1);
 }
 
-// Pool workers do not count as pollers (dist's MPI thread naps only for threads outside
-// the pool, which poll every round): a worker that gives up a spin does not run the park
-// hook, also not a timed spin through an expected end (where it polls every round too).
+// Pool workers poll the process hook (dist's progress) every round while they spin, so
+// they count as pollers: one that gives up its spin runs the park hook (the MPI thread
+// napping meanwhile polls again). Here the event completes only from a worker's park
+// hook: a worker that parked without running it would leave the kernel waiting forever.
 std::atomic<int> worker_park_calls{0};
-void count_worker_parks() noexcept {
-  if (detail::is_pool_worker()) worker_park_calls.fetch_add(1);
+void complete_on_worker_park() noexcept {
+  if (detail::is_pool_worker() && worker_park_calls.fetch_add(1) == 0) gate->complete();
 }
 
-TEST(WaitHook, APoolWorkerDoesNotRunTheParkHook) {
+TEST(WaitHook, APoolWorkerThatPolledRunsTheParkHook) {
   runtime rt;
   auto pus = rt.machine().descendants(place_type::pu);
   if (pus.size() < 2) GTEST_SKIP() << "needs a second PU (a worker that is not the first's)";
   worker_park_calls = 0;
-  hooked h(&no_work, &count_worker_parks);
+  hooked h(&no_work, &complete_on_worker_park);
   auto& e = h.e;
-  // Expected to end soon (as an emulated transfer announces): the worker parks until just
-  // before, then spins through the expected end, a timed spin, and parks again.
-  e.expect(std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
-  std::thread completer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-    e.complete();
-  });
-  finishes_within(limit, "a worker's wait",
+  finishes_within(limit, "a worker's wait that needs its park hook",
                   [&] { launch(pus[1], grid(1), [&](auto const&) { e.wait(); }).wait(); });
+  EXPECT_GE(worker_park_calls.load(), 1);
+}
+
+// A round in which the hook did something moves the thread's park deadline: a thread that
+// keeps receiving messages keeps polling (and the MPI thread keeps napping). Here the hook
+// has work until the waiter has returned (the event completes 20 ms in), far beyond
+// spin::before_park: the waiter must not park (and run the park hook) meanwhile.
+std::atomic<bool> busy_until_done{true};
+bool always_work() noexcept {
+  hook_calls.fetch_add(1, std::memory_order_relaxed);
+  return busy_until_done.load();
+}
+thread_local bool the_waiter = false;  // idle pool workers poll (and park) too
+void count_parks() noexcept {
+  if (the_waiter) park_calls.fetch_add(1);
+}
+
+TEST(WaitHook, AThreadWhosePollsFindWorkKeepsPolling) {
+  runtime rt;
+  park_calls = 0;
+  busy_until_done = true;
+  hooked h(&always_work, &count_parks);
+  std::thread completer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    h.e.complete();
+  });
+  finishes_within(limit, "a wait whose hook keeps finding work", [&] {
+    std::thread waiter([&] {
+      the_waiter = true;
+      h.e.wait();
+    });
+    waiter.join();
+  });
   completer.join();
-  EXPECT_EQ(worker_park_calls.load(), 0);
+  busy_until_done = false;  // only now: a waiter descheduled past its deadline after an
+                            // empty poll would park, rightly, on its way out
+  EXPECT_EQ(park_calls.load(), 0) << "the waiter parked while its polls found work";
+  EXPECT_GT(hook_calls.load(), 32);
 }
 
 }  // namespace

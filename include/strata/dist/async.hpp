@@ -157,8 +157,9 @@ auto async(after const& deps, place const& target, F&& f, Args&&... args) {
   w(static_cast<Fn const&>(f));
   (w(static_cast<std::decay_t<Args> const&>(args)), ...);
   auto result = std::make_shared<detail::bytes>();
-  static std::uint64_t const sig = detail::signature_id(inv::signature());
-  auto e = detail::call(rank, inv::id, sig, inv::signature(), std::move(payload), result, deps);
+  static std::string const what = inv::signature();
+  static std::uint64_t const sig = detail::signature_id(what);
+  auto e = detail::call(rank, inv::id, sig, what, std::move(payload), result, deps);
   return future<Rv>(std::move(e), std::move(result));
 }
 

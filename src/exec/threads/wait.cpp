@@ -27,11 +27,19 @@ void set_device_wait_hook(wait_hook h) noexcept {
   the_device_wait_hook.store(h, std::memory_order_release);
 }
 
-bool run_wait_hook() noexcept {
+bool run_process_wait_hook() noexcept {
   auto h = the_wait_hook.load(std::memory_order_acquire);
+  return h && h();
+}
+
+bool run_device_wait_hook() noexcept {
   auto d = the_device_wait_hook.load(std::memory_order_acquire);
-  bool const device = d && d();
-  return (h && h()) || device;
+  return d && d();
+}
+
+bool run_wait_hook() noexcept {
+  bool const device = run_device_wait_hook();
+  return run_process_wait_hook() || device;
 }
 
 namespace {
@@ -44,6 +52,10 @@ void set_wait_park_hook(wait_park_hook h) noexcept {
 
 void run_wait_park_hook() noexcept {
   if (auto h = the_park_hook.load(std::memory_order_acquire)) h();
+}
+
+bool has_process_wait_hook() noexcept {
+  return the_wait_hook.load(std::memory_order_relaxed) != nullptr;
 }
 
 bool has_wait_hook() noexcept {
