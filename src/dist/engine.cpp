@@ -154,7 +154,7 @@ mpi_thread* the_thread = nullptr;
 std::mutex the_thread_mutex;
 thread_local bool holding_token = false;
 
-// Remote calls a thread received in its own progress round (engine::handle), run by it
+// The remote call a thread received in its own progress round (engine::handle), run by it
 // once the round ends (mpi_thread::try_progress), and how many it is running now.
 struct inline_call {
   engine* owner;
@@ -162,7 +162,7 @@ struct inline_call {
   std::uint64_t id, fn, signature;
   bytes payload;
 };
-thread_local std::vector<inline_call> inline_calls;
+thread_local std::optional<inline_call> inline_call_kept;
 thread_local int inline_calls_depth = 0;
 
 // The MPI thread leaves the polling to waiting threads while one of them has run a round
@@ -411,10 +411,8 @@ bool mpi_thread::try_progress() noexcept {
   {
     token_scope held(token_);
     if (closed_.load(std::memory_order_acquire)) return false;
-    // Stamped every 16th round of a thread (and its first): a clock read costs as much as
-    // the rest of an empty round, and the MPI thread's window is 20 us.
-    thread_local unsigned rounds = 0;
-    if (rounds++ % 16 == 0) waiter_round_ns_.store(steady_ns(), std::memory_order_relaxed);
+    if (!strata::detail::is_pool_worker())
+      waiter_round_ns_.store(steady_ns(), std::memory_order_relaxed);
     engine* e = engine_.load(std::memory_order_acquire);  // changes only under the token
     did = run_ops();
     if (!e) return did;
@@ -426,17 +424,25 @@ bool mpi_thread::try_progress() noexcept {
     }
     did = run_ops() || did;
   }
-  // The remote calls this round received (engine::handle), run here, token released: a
-  // call may wait, post and poll like any task. One at a time per thread: a call's own
-  // waits hand further calls to the pool.
-  if (!inline_calls.empty()) {
-    auto calls = std::move(inline_calls);
-    inline_calls.clear();
-    ++inline_calls_depth;
-    for (auto& c : calls) c.owner->run_call(c.source, c.id, c.fn, c.signature, c.payload);
-    --inline_calls_depth;
-    calls.clear();
-    if (inline_calls.capacity() < calls.capacity()) inline_calls = std::move(calls);
+  // The remote call this round received and kept (engine::handle), run here, the token
+  // released: a call may wait, post and poll like any task. One per round and one at a
+  // time per thread: the round's other calls, and those that reach this thread while
+  // the call waits, go to the pool (a kept call that waits for a later one of the same
+  // round must not hold it back).
+  if (inline_call_kept) {
+    auto c = std::move(*inline_call_kept);
+    inline_call_kept.reset();
+    struct depth {
+      depth() { ++inline_calls_depth; }
+      ~depth() { --inline_calls_depth; }
+    } inside;
+    try {
+      c.owner->run_call(c.source, c.id, c.fn, c.signature, c.payload);
+    } catch (std::exception const& x) {  // the call's own errors are its reply: this is
+                                         // out of memory for the reply itself
+      strata::detail::log(strata::detail::log_level::info,
+                          std::string("strata::dist: a remote call could not reply: ") + x.what());
+    }
     did = true;
   }
   return did;
@@ -669,7 +675,7 @@ event engine::call(int rank, std::uint64_t id, std::uint64_t signature, std::str
     std::shared_ptr<bytes> result;
     event ev;
   };
-  auto c = std::make_unique<outgoing>(
+  auto call = std::make_unique<outgoing>(
       outgoing{rank, id, signature, what, std::move(args), std::move(result), ev});
   auto start = [this](std::unique_ptr<outgoing> c, std::exception_ptr err) {
     if (err) {
@@ -698,15 +704,15 @@ event engine::call(int rank, std::uint64_t id, std::uint64_t signature, std::str
     });
   };
   if (deps.events.empty()) {
-    start(std::move(c), nullptr);
+    start(std::move(call), nullptr);
     return ev;
   }
   auto ready = when_all(deps);
   if (ready.ready()) {
-    start(std::move(c), ready.error());
+    start(std::move(call), ready.error());
   } else {
     auto* rs = ready.state();  // alive while it runs its continuations (see when_all)
-    ready.then([start, c = std::move(c), rs]() mutable { start(std::move(c), rs->error()); });
+    ready.then([start, c = std::move(call), rs]() mutable { start(std::move(c), rs->error()); });
   }
   return ev;
 }
@@ -986,13 +992,14 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
   auto text = [&] { return std::string(reinterpret_cast<char const*>(body), body_n); };
   switch (h.kind) {
     case am::call: {
-      // The handler only enqueues (Phalanx §IV-C). A thread that polls in its own wait or
-      // idle spin keeps the call and runs it right after its round, without the token (as
-      // a waiting thread helps with the pool's work): no hand-off, no wake-up, which is
-      // most of a remote call's latency on a loaded machine. The MPI thread, and a thread
-      // already inside such a call, hand it to the pool.
-      if (!mpi_thread::get().on_thread() && inline_calls_depth == 0) {
-        inline_calls.push_back({this, source, h.id, h.a, h.b, bytes(body, body + body_n)});
+      // The handler only enqueues (Phalanx §IV-C). A thread that polls in its own wait
+      // keeps the round's first call and runs it right after the round, without the token
+      // (as a waiting thread helps with the pool's work): no hand-off, no wake-up, which
+      // is most of a remote call's latency on a loaded machine. The MPI thread, a thread
+      // already inside such a call, and the round's further calls go to the pool.
+      if (inline_calls_depth == 0 && !inline_call_kept && !the_thread->on_thread()) {
+        inline_call_kept.emplace(
+            inline_call{this, source, h.id, h.a, h.b, bytes(body, body + body_n)});
         return;
       }
       auto payload = std::make_shared<bytes>(body, body + body_n);

@@ -102,25 +102,32 @@ TEST(WaitHook, AWaitWithoutAnExecutorRunsTheParkHookBeforeItParks) {
   EXPECT_GE(park_calls.load(), 1);
 }
 
-// Pool workers poll the process hook (dist's progress) every round while they spin, so
-// they count as pollers: one that gives up its spin runs the park hook (the MPI thread
-// napping meanwhile polls again). Here the event completes only from a worker's park
-// hook: a worker that parked without running it would leave the kernel waiting forever.
+// Pool workers do not count as pollers (dist's MPI thread naps only for threads outside
+// the pool, which poll every round): a worker that gives up a spin does not run the park
+// hook, also not a timed spin through an expected end (where it polls every round too).
 std::atomic<int> worker_park_calls{0};
-void complete_on_worker_park() noexcept {
-  if (detail::is_pool_worker() && worker_park_calls.fetch_add(1) == 0) gate->complete();
+void count_worker_parks() noexcept {
+  if (detail::is_pool_worker()) worker_park_calls.fetch_add(1);
 }
 
-TEST(WaitHook, APoolWorkerThatPolledRunsTheParkHook) {
+TEST(WaitHook, APoolWorkerDoesNotRunTheParkHook) {
   runtime rt;
   auto pus = rt.machine().descendants(place_type::pu);
   if (pus.size() < 2) GTEST_SKIP() << "needs a second PU (a worker that is not the first's)";
   worker_park_calls = 0;
-  hooked h(&no_work, &complete_on_worker_park);
+  hooked h(&no_work, &count_worker_parks);
   auto& e = h.e;
-  finishes_within(limit, "a worker's wait that needs its park hook",
+  // Expected to end soon (as an emulated transfer announces): the worker parks until just
+  // before, then spins through the expected end, a timed spin, and parks again.
+  e.expect(std::chrono::steady_clock::now() + std::chrono::milliseconds(1));
+  std::thread completer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    e.complete();
+  });
+  finishes_within(limit, "a worker's wait",
                   [&] { launch(pus[1], grid(1), [&](auto const&) { e.wait(); }).wait(); });
-  EXPECT_GE(worker_park_calls.load(), 1);
+  completer.join();
+  EXPECT_EQ(worker_park_calls.load(), 0);
 }
 
 // A round in which the hook did something moves the thread's park deadline: a thread that
@@ -158,6 +165,37 @@ TEST(WaitHook, AThreadWhosePollsFindWorkKeepsPolling) {
                             // empty poll would park, rightly, on its way out
   EXPECT_EQ(park_calls.load(), 0) << "the waiter parked while its polls found work";
   EXPECT_GT(hook_calls.load(), 32);
+}
+
+// ... but not while the pool has work (a job runs): a thread that kept its core then would
+// take it from the workers, so it parks as before and leaves the polling to the MPI thread.
+// Here the event completes only when the waiter parks.
+void complete_on_waiter_park() noexcept {
+  if (the_waiter && park_calls.fetch_add(1) == 0) gate->complete();
+}
+
+TEST(WaitHook, AThreadWhosePollsFindWorkParksWhileThePoolHasWork) {
+  runtime rt;
+  auto pus = rt.machine().descendants(place_type::pu);
+  if (pus.size() < 2) GTEST_SKIP() << "needs a worker that is not the first PU's";
+  park_calls = 0;
+  busy_until_done = true;
+  hooked h(&always_work, &complete_on_waiter_park);
+  std::atomic<bool> release{false};
+  auto busy = launch(pus.back(), grid(1), [&](auto const&) {
+    while (!release.load()) std::this_thread::yield();
+  });
+  finishes_within(limit, "a wait beside a running job, whose hook keeps finding work", [&] {
+    std::thread waiter([&] {
+      the_waiter = true;
+      h.e.wait();
+    });
+    waiter.join();
+  });
+  release = true;
+  busy.wait();
+  busy_until_done = false;
+  EXPECT_GE(park_calls.load(), 1);
 }
 
 }  // namespace

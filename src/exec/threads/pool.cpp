@@ -149,6 +149,10 @@ void pool::submit(std::shared_ptr<job> j) {
   if (slots->has(0)) notify_external();
 }
 
+bool pool::has_work() const noexcept {
+  return outstanding_.load(std::memory_order_relaxed) > 0 || tasks_->active_runs() > 0;
+}
+
 void pool::wake_slot(int slot) {
   if (auto* w = slot_waiter_[static_cast<std::size_t>(slot)].load(std::memory_order_acquire))
     w->notify();

@@ -82,6 +82,10 @@ class pool {
   /// The pool of the live runtime, or null when none has been started.
   static pool* instance() noexcept;
 
+  /// Whether jobs or task-graph runs are in flight (racy: for a spinning thread's choice
+  /// between keeping its core and leaving it to the workers).
+  bool has_work() const noexcept;
+
   /// Wakes the threads waiting outside the pool (in event waits or drain).
   void notify_external() noexcept;
 
