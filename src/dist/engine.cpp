@@ -150,7 +150,8 @@ std::exception_ptr remote(int rank, std::string const& message) {
   return std::make_exception_ptr(remote_error(rank, message));
 }
 
-mpi_thread* the_thread = nullptr;
+// Set once under the_thread_mutex, never deleted: read without the lock once set.
+std::atomic<mpi_thread*> the_thread{nullptr};
 std::mutex the_thread_mutex;
 thread_local bool holding_token = false;
 
@@ -206,12 +207,12 @@ struct token_scope {
 };
 
 bool wait_hook() noexcept {
-  auto* t = the_thread;  // set once, before any engine attaches; never deleted
+  auto* t = the_thread.load(std::memory_order_acquire);  // set before any engine attaches
   return t && t->try_progress();
 }
 
 void wait_park_hook() noexcept {
-  if (auto* t = the_thread) t->waiter_parks();
+  if (auto* t = the_thread.load(std::memory_order_acquire)) t->waiter_parks();
 }
 
 }  // namespace
@@ -263,8 +264,9 @@ std::string fmt_hex(std::uintptr_t v) {
 // --- the MPI thread -------------------------------------------------------------------
 
 mpi_thread& mpi_thread::get() {
+  if (auto* t = the_thread.load(std::memory_order_acquire)) return *t;  // every message
   std::lock_guard lock(the_thread_mutex);
-  if (!the_thread) {
+  if (!the_thread.load(std::memory_order_relaxed)) {
     auto* t = new mpi_thread();  // lives until exit: MPI is initialized once per process
     if (t->init_error_) {
       auto err = t->init_error_;
@@ -272,12 +274,12 @@ mpi_thread& mpi_thread::get() {
       delete t;
       std::rethrow_exception(err);
     }
-    the_thread = t;
+    the_thread.store(t, std::memory_order_release);
     std::atexit([] {
-      if (the_thread) the_thread->stop();
+      if (auto* live = the_thread.load(std::memory_order_acquire)) live->stop();
     });
   }
-  return *the_thread;
+  return *the_thread.load(std::memory_order_relaxed);
 }
 
 mpi_thread::mpi_thread() {
@@ -997,7 +999,8 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
       // (as a waiting thread helps with the pool's work): no hand-off, no wake-up, which
       // is most of a remote call's latency on a loaded machine. The MPI thread, a thread
       // already inside such a call, and the round's further calls go to the pool.
-      if (inline_calls_depth == 0 && !inline_call_kept && !the_thread->on_thread()) {
+      if (inline_calls_depth == 0 && !inline_call_kept &&
+          !the_thread.load(std::memory_order_relaxed)->on_thread()) {
         inline_call_kept.emplace(
             inline_call{this, source, h.id, h.a, h.b, bytes(body, body + body_n)});
         return;
