@@ -26,6 +26,13 @@ namespace strata::detail {
 // thread that yields, every 64 pauses for a worker, and at least spin::min_hook_runs
 // times before it gives up, however long it was descheduled meanwhile; a thread that ran
 // it every round runs the park hook when it gives up.
+// When the calling thread's progress polls last found something (one per thread: a local
+// of the template would be one per instantiation, i.e. per waiting site).
+inline std::chrono::steady_clock::time_point& last_poll_found() noexcept {
+  thread_local std::chrono::steady_clock::time_point t{};
+  return t;
+}
+
 template <class Found>
 bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   auto const start = std::chrono::steady_clock::now();
@@ -41,7 +48,7 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   // only every poll_yield_interval; a cold one yields after every empty round, as without
   // dist, so that a thread waiting for local work leaves its core to that work.
   bool const dist = !worker && !timed && has_process_wait_hook();
-  thread_local std::chrono::steady_clock::time_point last_found{};
+  auto& last_found = last_poll_found();
   // Hot also needs an idle pool: a thread that keeps its core while jobs or tasks run
   // (more threads than cores) takes it from them.
   auto* const p = dist ? pool::instance() : nullptr;
