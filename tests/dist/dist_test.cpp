@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <stdexcept>
@@ -108,6 +110,25 @@ struct bounce {
     return next.get() * 10 + rt.rank();
   }
 };
+// A call that waits for a later call of the same sender (a gate on the target rank that the
+// later call opens): both may arrive in one progress round of one thread, which must not
+// run them one after the other (the first would wait for ever, src/dist/engine.cpp).
+std::mutex gates_mutex;
+std::map<long, event> gates;
+event gate(long key) {
+  std::lock_guard lock(gates_mutex);
+  auto [it, fresh] = gates.try_emplace(key, event::pending());
+  return it->second;
+}
+struct wait_at_gate {
+  long key;
+  int operator()() const { return gate(key).wait_for(std::chrono::seconds(20)) ? 1 : 0; }
+};
+struct open_gate {
+  long key;
+  void operator()() const { gate(key).complete(); }
+};
+
 long bounce_expected(int from, int hops, int size) {
   long v = (from + hops) % size;  // the last hop's rank
   for (int h = hops - 1; h >= 0; --h) v = v * 10 + (from + h) % size;
@@ -299,6 +320,24 @@ TEST(DistAsync, RemoteCallsThatCallOnAndWait) {
   for (std::size_t i = 0; i < fs.size(); ++i) {
     wait_or_fail(fs[i].event(), "a chain of calls");
     EXPECT_EQ(fs[i].get(), expected[i]) << "chain " << i;
+  }
+  dist::barrier(rt.world()).wait();
+}
+
+TEST(DistAsync, ACallThatWaitsForALaterCallDoesNotHoldItBack) {
+  dist::runtime rt;
+  auto const target = rt.rank_place((rt.rank() + 1) % rt.size());
+  std::vector<dist::future<int>> waits;
+  std::vector<dist::future<void>> opens;
+  for (long k = 0; k < 32; ++k) {
+    long const key = rt.rank() * 1000 + k;  // distinct per sender on the shared target
+    waits.push_back(dist::async(target, wait_at_gate{key}));
+    opens.push_back(dist::async(target, open_gate{key}));
+  }
+  for (std::size_t i = 0; i < waits.size(); ++i) {
+    wait_or_fail(waits[i].event(), "a call waiting for a later one");
+    EXPECT_EQ(waits[i].get(), 1) << "call " << i << " waited 20 s for the call after it";
+    opens[i].get();
   }
   dist::barrier(rt.world()).wait();
 }
