@@ -245,6 +245,128 @@ TEST_F(SimLinks, AnEngineThatParkedAfterWaitersRanItsTransfersStillRunsAnUnwaite
   deallocate(c);
 }
 
+// Session 49: after idle both engines of a device are parked; the thread that issues an
+// upload and then a download wakes the first, and the second is left to the first to
+// wake when it resumes. Nobody waits here (plain sleeps run no wait hook), so a
+// download whose wake-up was left to an engine that never passes it on never completes.
+void upload_and_download_after_idle(place const& dev, place const& other, int rounds) {
+  constexpr std::size_t n = 64 << 10;
+  std::vector<char> up_src(n), down_dst(n), across_dst(n);
+  auto up_dev = allocate<char, sim_space>(dev, n);
+  auto down_dev = allocate<char, sim_space>(dev, n);
+  auto across_dev = allocate<char, sim_space>(other, n);
+  int never = 0;
+  finishes_within(limit, "an upload and a download issued together after idle", [&] {
+    for (int round = 0; round < rounds; ++round) {
+      char const v = static_cast<char>(round % 100 + 1);
+      std::fill(up_src.begin(), up_src.end(), v);
+      std::vector<char> fresh(n, static_cast<char>(v + 1));
+      copy(down_dev, ptr<char>(fresh.data(), 0), n).wait();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // both engines park
+      std::vector<event> all{copy(up_dev, ptr<char>(up_src.data(), 0), n),
+                             copy(ptr<char>(down_dst.data(), 0), down_dev, n)};
+      if (round % 3 == 2) all.push_back(copy(across_dev, down_dev, n));  // dev's outgoing link
+      auto const t0 = std::chrono::steady_clock::now();
+      auto done = [&] {
+        return std::all_of(all.begin(), all.end(), [](event const& e) { return e.ready(); });
+      };
+      while (!done() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (!done()) ++never;
+      wait_all(all);
+      EXPECT_EQ(down_dst[0], static_cast<char>(v + 1)) << "round " << round;
+      EXPECT_EQ(down_dst[n - 1], static_cast<char>(v + 1)) << "round " << round;
+      std::vector<char> back(n, 0);
+      copy(ptr<char>(back.data(), 0), up_dev, n).wait();
+      EXPECT_EQ(back[n - 1], v) << "round " << round;
+      if (round % 3 == 2) {
+        copy(ptr<char>(back.data(), 0), across_dev, n).wait();
+        EXPECT_EQ(back[0], static_cast<char>(v + 1)) << "round " << round;
+      }
+    }
+  });
+  EXPECT_EQ(never, 0) << "rounds whose transfers did not complete within 5 s unwaited";
+  deallocate(up_dev);
+  deallocate(down_dev);
+  deallocate(across_dev);
+}
+
+TEST_F(SimLinks, AnUploadAndADownloadIssuedTogetherAfterIdleBothRunUnwaited) {
+  upload_and_download_after_idle(sim0, sim1, 60);
+}
+
+TEST_F(SimLinks, TwoThreadsIssuingToOneDeviceAfterIdleLoseNoWakeUp) {
+  // Two threads each issue an upload and a download to the same device at once, after
+  // idle: wake-ups left to an engine by one thread must not be lost by the other's.
+  constexpr std::size_t n = 16 << 10;
+  int never = 0;
+  std::mutex m;
+  finishes_within(limit, "two threads issuing to one device after idle", [&] {
+    auto body = [&](int id) {
+      std::vector<char> src(n, static_cast<char>(id + 1)), dst(n, 0);
+      auto a = allocate<char, sim_space>(sim0, n);
+      auto b = allocate<char, sim_space>(sim0, n);
+      copy(b, ptr<char>(src.data(), 0), n).wait();
+      for (int round = 0; round < 40; ++round) {
+        std::this_thread::sleep_for(std::chrono::microseconds(round % 2 ? 300 : 1500));
+        auto up = copy(a, ptr<char>(src.data(), 0), n);
+        auto down = copy(ptr<char>(dst.data(), 0), b, n);
+        auto const t0 = std::chrono::steady_clock::now();
+        while (!(up.ready() && down.ready()) &&
+               std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (!(up.ready() && down.ready())) {
+          std::lock_guard lock(m);
+          ++never;
+        }
+        wait_all({up, down});
+        EXPECT_EQ(dst[n - 1], static_cast<char>(id + 1));
+      }
+      deallocate(a);
+      deallocate(b);
+    };
+    std::thread other(body, 1);
+    body(2);
+    other.join();
+  });
+  EXPECT_EQ(never, 0) << "rounds whose transfers did not complete within 5 s unwaited";
+}
+
+TEST_F(SimLinks, AWakeUpCreditNeverMovesAModeledStartBeforeTheIssuesBegan) {
+  // The wake-ups of parked engines that a thread pays are credited to the transfers it
+  // issues right after (their modeled start moves back by them), never to one issued
+  // after a pause, and never before the thread began issuing.
+  constexpr std::size_t n = 64 << 10;
+  double const model_s = 10e-6 + double(n) / 100e6;  // the fixture's link
+  auto const model = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(model_s));
+  std::vector<char> h(n, 1), back(n, 0);
+  auto a = allocate<char, sim_space>(sim0, n);
+  auto b = allocate<char, sim_space>(sim1, n);
+  finishes_within(limit, "wake-up credits", [&] {
+    for (int round = 0; round < 20; ++round) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the engines park
+      auto const t0 = std::chrono::steady_clock::now();
+      std::vector<event> burst{
+          copy(a, ptr<char>(h.data(), 0), n), copy(ptr<char>(back.data(), 0), a, n),
+          copy(b, ptr<char>(h.data(), 0), n), copy(ptr<char>(back.data(), 0), b, n)};
+      for (std::size_t i = 0; i < burst.size(); ++i)
+        EXPECT_GE(modeled_end(burst[i]), t0 + model) << "round " << round << ", transfer " << i;
+      wait_all(burst);
+      // A pause longer than the credit's gap: the next transfer gets none of it.
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      auto first = copy(a, ptr<char>(h.data(), 0), n);  // pays a wake-up
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      auto const t1 = std::chrono::steady_clock::now();
+      auto later = copy(b, ptr<char>(h.data(), 0), n);
+      EXPECT_GE(modeled_end(later), t1 + model) << "round " << round << ": a stale credit";
+      wait_all({first, later});
+    }
+  });
+  deallocate(a);
+  deallocate(b);
+}
+
 TEST_F(SimLinks, ManyUnwaitedUploadsToNeighbouringElementsKeepTheirOrderAndBytes) {
   // Session 27: an engine's queue is a ring that grows when full. Rounds of a long upload
   // (about 10 ms, taken by the engine: the ring's front moves on) and then 40 uploads of
@@ -312,6 +434,14 @@ TEST(SimLinksOnePu, BothDirectionsFromAKernelOnTheOnlyPu) {
     deallocate(a);
     deallocate(b);
   });
+}
+
+TEST(SimLinksOnePu, AnUploadAndADownloadIssuedTogetherAfterIdleOnTheOnlyPu) {
+  // One PU: the issuing thread, both engines and the engine that passes a wake-up on all
+  // share it.
+  runtime rt({.topology = "synthetic:pack:1 core:1 pu:1", .sim_devices = "2:bw=1GB/s,lat=10us"});
+  auto devs = rt.machine().slice(isa::sim).descendants(place_type::device);
+  upload_and_download_after_idle(devs[0], devs[1], 30);
 }
 
 }  // namespace

@@ -157,6 +157,11 @@ class sim_device {
     // Under mutex_: a transfer of this link is running, on the engine's thread or on a
     // waiter's that took it first (help_engines); one at a time per link.
     bool running = false;
+    // Under mutex_: the engine waits on `ready`; an issuing thread has notified it (or left
+    // that to the device's other engine) and it has not resumed yet; it is to notify the
+    // other engine when it resumes. An upload and a download issued together after idle
+    // then cost the issuing thread one wake-up, not two (issue 21, session 49).
+    bool parked = false, wake_pending = false, wake_other = false;
   };
 
   void unit_main();
@@ -177,6 +182,13 @@ class sim_device {
   // The device wait hook: runs the due transfers that no engine has taken yet.
   static bool help_engines() noexcept;
   copy_engine& engine(link_dir dir) noexcept { return engines_[static_cast<std::size_t>(dir)]; }
+  copy_engine& other(copy_engine& e) noexcept {
+    return &e == &engines_[0] ? engines_[1] : engines_[0];
+  }
+  // Under mutex_, after queueing a transfer on `e`: whether the issuing thread must notify
+  // it (parked, and no wake-up on its way), or the device's other engine, being woken,
+  // is to do so when it resumes.
+  bool needs_wake(copy_engine& e) noexcept;
   // track() with mutex_ held: queueing an operation records it in the same critical
   // section (one lock per issue, which a waiting engine would otherwise contend for).
   void track_locked(event const& done);
