@@ -638,9 +638,16 @@ void sim_device::copy_main(copy_engine& e) {
         e.ready.wait(lock);
         e.parked = e.wake_pending = false;
         if (std::exchange(e.wake_other, false)) {
-          lock.unlock();
-          other(e).ready.notify_one();
-          lock.lock();
+          auto& o = other(e);
+          if (o.queue.empty() && !stop_) {
+            // A waiter took the transfer it was woken for: it stays parked (and spins on
+            // no core the waiter needs); the next issue wakes it.
+            o.wake_pending = false;
+          } else {
+            lock.unlock();
+            o.ready.notify_one();
+            lock.lock();
+          }
         }
         // Woken for a transfer that a waiter took meanwhile, or spuriously: the same.
         if (!due()) continue;
