@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <future>
@@ -291,6 +292,44 @@ strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, 
       return direct_count(p.pid, p.handle, p.mapped.get(), block_count::pulls_done) >= n;
     });
     return waiting.empty();
+  });
+}
+
+strata::event pull_halo(team const& t, int q, shared_block const& mine, block_handle peer,
+                        std::shared_ptr<void const> peer_mapped, void* into, std::size_t expected,
+                        std::uint64_t n, std::shared_ptr<void const> keep) {
+  int const w = t.world_rank(q);
+  long const pid = runtime::current().impl().direct.pids[static_cast<std::size_t>(w)];
+  // One predicate for both halves (one watch, polled each round): copy once q has
+  // published, then wait for q's copy of ours.
+  return current_engine().watch([pid, w, q, &mine, peer, mapped = std::move(peer_mapped), into,
+                                 expected, n, keep = std::move(keep), pulled = false]() mutable {
+    if (!pulled) {
+      if (direct_count(pid, peer, mapped.get(), block_count::started) < n) return false;
+      std::uint64_t published = 0;
+      if (mapped) {
+        published =
+            static_cast<halo_slot const*>(mapped.get())->bytes.load(std::memory_order_relaxed);
+      } else {
+        remote_run const run{static_cast<std::uintptr_t>(peer.address), sizeof published};
+        direct_read(pid, w, std::span(&run, 1), &published);
+      }
+      if (published != expected)
+        throw invalid_argument("dist::tensor: team rank " + std::to_string(q) + " sends " +
+                               std::to_string(published) + " bytes of halo rows; this rank " +
+                               "expects " + std::to_string(expected) +
+                               " (the tensor's shape or padding differs between the ranks)");
+      if (mapped) {
+        std::memcpy(into, static_cast<char const*>(mapped.get()) + halo_rows_offset, expected);
+      } else {
+        remote_run const rows{static_cast<std::uintptr_t>(peer.address + halo_rows_offset),
+                              expected};
+        direct_read(pid, w, std::span(&rows, 1), into);
+      }
+      mine.pulls_done();
+      pulled = true;
+    }
+    return direct_count(pid, peer, mapped.get(), block_count::pulls_done) >= n;
   });
 }
 

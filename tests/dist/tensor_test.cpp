@@ -8,9 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -203,6 +205,65 @@ TEST(DistTensor, SweepsAlongOneDimensionEqualSweepsOnOneGrid) {
               "sweeps along x, then y");
 }
 
+// The padding rows of block `b` on side 0 (above) or 1 (below), with their padding
+// columns, copied to the host.
+template <class S>
+std::vector<double> padding_rows(strata::tensor<double, 2> const& t, std::size_t b, int side) {
+  index_t const p = t.padding();
+  auto const ext = t.block(b).extent;
+  vec<2> const lo{side == 0 ? -p : ext[0], -p}, box{p, ext[1] + 2 * p};
+  std::vector<double> v(static_cast<std::size_t>(box.product()));
+  copy(view<double, 2>(ptr<double, host_space>(v.data(), 0), box),
+       t.template local_view<S>(b, lo, box))
+      .wait();
+  return v;
+}
+
+// Every cell of the padding rows that face a neighbouring rank holds `value(neighbour)`.
+template <class S>
+void expect_neighbours_rows(dist::tensor<double, 2> const& t, auto value, std::string const& what) {
+  int const me = t.members().rank(), size = t.members().size();
+  auto const& g = t.local().state().geo;
+  for (std::size_t b = 0; b < t.local().blocks(); ++b) {
+    auto const c = g.coord(b);
+    for (int side = 0; side < 2; ++side) {
+      int const peer = side == 0 ? me - 1 : me + 1;
+      bool const outer = side == 0 ? c[0] == 0 : c[0] == g.blocks[0] - 1;
+      if (!outer || peer < 0 || peer >= size) continue;
+      auto const rows = padding_rows<S>(t.local(), b, side);
+      auto const bad =
+          std::count_if(rows.begin(), rows.end(), [&](double x) { return x != value(peer); });
+      EXPECT_EQ(bad, 0) << what << ": rank " << me << ", block " << b << ", side " << side
+                        << ": cells not from rank " << peer << " (first " << rows.front()
+                        << ", expected " << value(peer) << ")";
+    }
+  }
+}
+
+// Ranks at uneven paces (one sleeps before some exchanges): every exchange delivers the
+// neighbour's rows of that same exchange, never those it writes next. On one node the
+// rows go through a block the neighbour maps (docs/dist.md "Halo rows on one node"): an
+// exchange that ended before the neighbour had read it would let the next one overwrite
+// it. Several column blocks of uneven widths, padding 2; ctest runs it with messages
+// (dist.messages) and with process_vm_readv (dist.reads) too.
+TEST(DistTensor, UnevenRanksNeverReadANeighboursNextRows) {
+  dist::runtime rt;
+  index_t const n = 3 * rt.size() + 4, m = 29;
+  tensor_spec<2> spec{.partitions = {1, 3}, .padding = 2};
+  dist::tensor<double, 2> t(rt.world(), {n, m}, {rt.machine()}, spec);
+  unsigned seed = 12345u + static_cast<unsigned>(rt.rank());
+  for (int i = 0; i < 150; ++i) {
+    auto value = [i](int r) { return (r + 1) * 1000.0 + i; };
+    fill(t.local(), value(rt.rank())).wait();  // the padding too
+    seed = seed * 1103515245u + 12345u;
+    if (rt.rank() % 2 == i % 2)
+      std::this_thread::sleep_for(std::chrono::microseconds((seed >> 16) % 300));
+    load_padding(t.local()).wait();
+    expect_neighbours_rows<host_space>(t, value, "exchange " + std::to_string(i));
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
 TEST(DistTensor, MistakesAreErrors) {
   dist::runtime rt;
   tensor_spec<2> spec{.padding = 1};
@@ -279,4 +340,30 @@ TEST(DistTensor, AMistakeOnOneRankIsAnErrorOnEveryRank) {
                             tensor_spec<2>{.sub_partitions = {2, 1}, .padding = 2});
   dist::set_boundary(t, boundary::constant<double>{0.0});
   EXPECT_TRUE(load_padding(t.local()).wait_for(std::chrono::seconds(30)));
+}
+
+// Ranks whose rows live in different memories (ctest dist.devices: one sim device per
+// rank): even ranks on the host, odd ranks on their device. The two sides of a face must
+// pick the same protocol (a host block on one node would exchange directly, a device
+// block by messages): both use messages, and the rows arrive.
+TEST(DistDevice, TensorRowsBetweenHostAndDeviceRanks) {
+  dist::runtime rt;
+  auto devices = rt.machine().slice(isa::sim).descendants(place_type::device);
+  if (devices.empty()) {
+    if (std::getenv("STRATA_SIM_DEVICES")) FAIL() << "STRATA_SIM_DEVICES is set, yet no device";
+    GTEST_SKIP() << "no device on this rank (ctest dist.devices.* sets STRATA_SIM_DEVICES)";
+  }
+  bool const on_device = rt.rank() % 2 == 1;
+  std::vector<place> where{on_device ? devices.front() : rt.machine()};
+  index_t const n = 4 * rt.size() + 1, m = 13;
+  dist::tensor<double, 2> t(rt.world(), {n, m}, where, tensor_spec<2>{.padding = 1});
+  for (int i = 0; i < 20; ++i) {
+    auto value = [i](int r) { return (r + 1) * 100.0 + i; };
+    fill(t.local(), value(rt.rank())).wait();
+    load_padding(t.local()).wait();
+    if (on_device)
+      expect_neighbours_rows<sim_space>(t, value, "exchange " + std::to_string(i));
+    else
+      expect_neighbours_rows<host_space>(t, value, "exchange " + std::to_string(i));
+  }
 }

@@ -12,6 +12,7 @@
 #include <strata/dist/runtime.hpp>
 #include <strata/exec/event.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -97,6 +98,25 @@ std::shared_ptr<void const> map_peer_block(team const& t, int q, block_handle co
 strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, std::uint64_t n,
                                 std::vector<std::shared_ptr<void const>> mapped);
 
+/// A dist::tensor face's block on one node (dist/tensor.hpp, docs/dist.md "Halo rows on
+/// one node"): this header, then the rows its owner sends in its latest exchange (a copy,
+/// written before the block's `started` count says so).
+struct halo_slot {
+  std::atomic<std::uint64_t> bytes{0};
+};
+/// Where the rows start in a face's block.
+inline constexpr std::size_t halo_rows_offset = 64;
+/// Exchange `n` of a dist::tensor face with team rank q on this node, after this rank
+/// has put its rows in its block `mine` and counted the exchange started: completes
+/// (polled by the MPI thread, like an MPI request) once q has done the same in its block
+/// `peer` (`started` >= n), this rank has copied q's rows into `into` (`bytes`: a
+/// different size fails the event) and counted that in `mine` (pulls_done), and q has
+/// counted its copy of this rank's rows (the block may then be written again, or freed).
+/// `peer_mapped`: map_peer_block's pointer to q's block, or null (then read with
+/// process_vm_readv). `keep` holds `mine` and `into` alive until the event completes.
+strata::event pull_halo(team const& t, int q, shared_block const& mine, block_handle peer,
+                        std::shared_ptr<void const> peer_mapped, void* into, std::size_t bytes,
+                        std::uint64_t n, std::shared_ptr<void const> keep);
 /// Whether arrays of `t` live in memory files the peers map: direct_access(t), and
 /// STRATA_DIST_DIRECT is not `read` (which keeps process_vm_readv for every copy).
 bool direct_mapping(team const& t);

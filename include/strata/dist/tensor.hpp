@@ -24,11 +24,13 @@
 
 #include <strata/dist/agreement.hpp>
 #include <strata/dist/collectives.hpp>
+#include <strata/dist/direct.hpp>
 #include <strata/dist/runtime.hpp>
 #include <strata/tensor.hpp>
 
 #include <array>
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -50,6 +52,22 @@ struct face_link {
   std::atomic<std::uint32_t> count{0};
   std::mutex mutex;
   strata::event last = strata::event::completed();
+  // On one node (docs/dist.md "Halo rows on one node"): this face's control block (its
+  // rows' address in the data, its counts in the header), and the peer's, once resolved
+  // for `resolved_peer` (set_boundary may give a face its peer after construction).
+  shared_block ctl;
+  bool ctl_made = false, direct = false;
+  int resolved_peer = -1;
+  block_handle peer_ctl;
+  std::shared_ptr<void const> peer_mapped;
+};
+
+/// What each rank tells every other about one of its faces (per side and column block):
+/// its control block, and whether the face can exchange on one node (a host block whose
+/// control block was made).
+struct face_info {
+  block_handle ctl;
+  std::int64_t usable = 0;
 };
 
 template <class T, std::size_t N>
@@ -62,7 +80,44 @@ struct dist_tensor_state {
   // Per local block: [0] the face below row 0 (towards rank r - 1), [1] past the last row.
   std::vector<std::array<std::unique_ptr<face_link<T>>, 2>> faces;
   std::size_t column_blocks = 1;  // blocks per row of blocks (tags name the column)
+  // On one node: every member's face_info, [rank][side][column] (empty: messages only).
+  std::vector<face_info> direct_faces;
 };
+
+/// The column block (mixed index over dimensions 1..) of local block `b`: faces with the
+/// same column on two ranks exchange with each other.
+template <class T, std::size_t N>
+std::size_t column_of(strata::tensor<T, N> const& t, std::size_t b) {
+  auto const coord = t.state().geo.coord(b);
+  std::size_t column = 0;
+  for (std::size_t d = 1; d < N; ++d)
+    column = column * static_cast<std::size_t>(t.state().geo.blocks[d]) +
+             static_cast<std::size_t>(coord[d]);
+  return column;
+}
+
+/// Whether face `f` (of `side`, `column`) exchanges on one node with its peer: both sides
+/// said their face can (the same answer on both, from the same records). Under f.mutex.
+template <class T, std::size_t N>
+bool direct_face(dist_tensor_state<T, N>& s, face_link<T>& f, int side, std::size_t column) {
+  if (s.direct_faces.empty()) return false;
+  if (f.resolved_peer == f.peer) return f.direct;
+  auto const columns = s.column_blocks;
+  auto at = [&](int rank, int sd) -> face_info const& {
+    return s.direct_faces[(static_cast<std::size_t>(rank) * 2 + static_cast<std::size_t>(sd)) *
+                              columns +
+                          column];
+  };
+  auto const& mine = at(s.members.rank(), side);
+  auto const& theirs = at(f.peer, 1 - side);
+  f.direct = mine.usable != 0 && theirs.usable != 0;
+  if (f.direct) {
+    f.peer_ctl = theirs.ctl;
+    f.peer_mapped = theirs.ctl.fd >= 0 ? map_peer_block(s.members, f.peer, theirs.ctl) : nullptr;
+  }
+  f.resolved_peer = f.peer;
+  return f.direct;
+}
 
 /// Tags: direction (rows travelling up or down), column block and exchange count, within
 /// MPI's guaranteed 32767. Messages with equal (source, tag) match in order, so counts
@@ -93,17 +148,32 @@ strata::event exchange_face(std::shared_ptr<dist_tensor_state<T, N>> const& keep
   lo[0] = side == 0 ? 0 : blk.extent[0] - p;
   in_lo[0] = side == 0 ? -p : blk.extent[0];
   auto const cells = static_cast<std::size_t>(ext.product());
-  auto const coord = t.state().geo.coord(b);
-  std::size_t column = 0;
-  for (std::size_t d = 1; d < N; ++d)
-    column = column * static_cast<std::size_t>(t.state().geo.blocks[d]) +
-             static_cast<std::size_t>(coord[d]);
+  std::size_t const column = column_of(t, b);
   auto const k = f.count.fetch_add(1, std::memory_order_relaxed);
   // Rows sent from side 0 travel up (to rank r - 1, which receives them past its last row).
   int const send_tag = face_tag(k, column, s.column_blocks, side == 0 ? 0 : 1);
   int const recv_tag = face_tag(k, column, s.column_blocks, side == 0 ? 1 : 0);
   std::lock_guard lock(f.mutex);
   auto const prev = f.last;
+  if (t.space_of(b) == space_id::host && direct_face(s, f, side, column)) {
+    // Both ranks on this node: each publishes where its rows are and reads the peer's
+    // straight into its padding (one copy, as MPI's single-copy path, without the
+    // messages around it); the exchange ends once the peer has read this rank's rows too.
+    auto const src = t.template local_view<host_space>(b, lo, ext).data().get();
+    auto const dst = t.template local_view<host_space>(b, in_lo, ext).data().get();
+    auto const start = when_all(after(ready, prev));
+    f.last = start_after_event(start, [keep, &f, src, dst, bytes = cells * sizeof(T), n = k + 1] {
+      // A copy of the rows in this face's block, which the peer maps: its own reads then
+      // never wait for this rank's rows to stay unchanged.
+      auto* out = static_cast<char*>(f.ctl.data());
+      std::memcpy(out + halo_rows_offset, src, bytes);
+      static_cast<halo_slot*>(f.ctl.data())->bytes.store(bytes, std::memory_order_relaxed);
+      f.ctl.copy_started();  // after the rows (release); counted n here as on the peer
+      return pull_halo(keep->members, f.peer, f.ctl, f.peer_ctl, f.peer_mapped, dst, bytes, n,
+                       keep);
+    });
+    return f.last;
+  }
   if (t.space_of(b) == space_id::host) {
     // Rows with their padding columns are one contiguous run of the block's padded box:
     // MPI sends from and receives into the tensor itself, as a hand-written exchange
@@ -266,6 +336,7 @@ class tensor {
         s.faces[b][static_cast<std::size_t>(side)] = std::move(f);
       }
     }
+    if (size > 1 && s.local.padding() > 0 && detail::direct_access(s.members)) make_direct();
     install();
   }
 
@@ -289,6 +360,42 @@ class tensor {
  private:
   template <class U, std::size_t M, class B>
   friend void set_boundary(tensor<U, M>& t, B policy);
+
+  /// On one node (every member agrees, direct_access): every face on the outer rows of
+  /// blocks gets a control block, and the members tell each other theirs (collective).
+  /// A face whose block is not in host memory, or whose control block could not be made,
+  /// says so: both sides of it then exchange messages.
+  void make_direct() {
+    auto& s = *s_;
+    auto const& g = s.local.state().geo;
+    std::vector<detail::face_info> mine(2 * s.column_blocks);
+    for (std::size_t b = 0; b < s.local.blocks(); ++b) {
+      auto const c = g.coord(b);
+      for (int side = 0; side < 2; ++side) {
+        if (side == 0 ? c[0] != 0 : c[0] != g.blocks[0] - 1) continue;
+        auto& f = *s.faces[b][static_cast<std::size_t>(side)];
+        auto& info =
+            mine[static_cast<std::size_t>(side) * s.column_blocks + detail::column_of(s.local, b)];
+        if (s.local.space_of(b) != space_id::host) continue;
+        // The face's rows with their padding columns (exchange_face's box).
+        auto const& blk = s.local.block(b);
+        std::size_t cells = static_cast<std::size_t>(s.local.padding());
+        for (std::size_t d = 1; d < N; ++d)
+          cells *= static_cast<std::size_t>(blk.extent[d] + 2 * s.local.padding());
+        try {
+          f.ctl = detail::shared_block(s.members, detail::halo_rows_offset + cells * sizeof(T));
+          new (f.ctl.data()) detail::halo_slot{};
+          f.ctl_made = true;
+          info = {f.ctl.handle(), 1};
+        } catch (std::exception const&) {  // out of memory files or maps: messages
+        }
+      }
+    }
+    s.direct_faces.resize(static_cast<std::size_t>(s.members.size()) * mine.size());
+    all_gather(s.members, std::span<detail::face_info const>(mine),
+               std::span<detail::face_info>(s.direct_faces))
+        .wait();
+  }
 
   /// The local tensor's edge loader: the user's policy at every local edge, then the rows
   /// of faces shared with other ranks over it (the exchange overwrites what the policy
