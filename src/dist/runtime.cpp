@@ -298,38 +298,65 @@ strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, 
 strata::event pull_halo(team const& t, int q, shared_block const& mine, block_handle peer,
                         std::shared_ptr<void const> peer_mapped, void* into, std::size_t expected,
                         std::uint64_t n, std::shared_ptr<void const> keep) {
+  if (q < 0 || q >= t.size())
+    throw invalid_argument("dist::tensor: a halo exchange with team rank " + std::to_string(q) +
+                           "; expected 0.." + std::to_string(t.size() - 1));
   int const w = t.world_rank(q);
   long const pid = runtime::current().impl().direct.pids[static_cast<std::size_t>(w)];
   // One predicate for both halves (one watch, polled each round): copy once q has
   // published, then wait for q's copy of ours.
   return current_engine().watch([pid, w, q, &mine, peer, mapped = std::move(peer_mapped), into,
                                  expected, n, keep = std::move(keep), pulled = false]() mutable {
+    // A block that its owner freed (it destroyed its tensor, or left) never counts on:
+    // a count that falls short after the block is seen gone (read again: the owner may
+    // have counted and freed between the two reads) is an error, not a wait.
+    auto const short_for_good = [&](block_count which) {
+      if (!mapped || block_alive(mapped.get()) || direct_count(pid, peer, mapped.get(), which) >= n)
+        return false;
+      throw error("dist::tensor: team rank " + std::to_string(q) +
+                  " freed its halo rows before this rank's exchange " + std::to_string(n) +
+                  " with it ended; expected every member to fill its padding as often as its "
+                  "neighbours and to keep the tensor until then");
+    };
     if (!pulled) {
-      if (direct_count(pid, peer, mapped.get(), block_count::started) < n) return false;
-      std::uint64_t published = 0;
-      if (mapped) {
-        published =
-            static_cast<halo_slot const*>(mapped.get())->bytes.load(std::memory_order_relaxed);
-      } else {
-        remote_run const run{static_cast<std::uintptr_t>(peer.address), sizeof published};
-        direct_read(pid, w, std::span(&run, 1), &published);
-      }
-      if (published != expected)
-        throw invalid_argument("dist::tensor: team rank " + std::to_string(q) + " sends " +
-                               std::to_string(published) + " bytes of halo rows; this rank " +
-                               "expects " + std::to_string(expected) +
-                               " (the tensor's shape or padding differs between the ranks)");
-      if (mapped) {
-        std::memcpy(into, static_cast<char const*>(mapped.get()) + halo_rows_offset, expected);
-      } else {
-        remote_run const rows{static_cast<std::uintptr_t>(peer.address + halo_rows_offset),
-                              expected};
-        direct_read(pid, w, std::span(&rows, 1), into);
+      if (direct_count(pid, peer, mapped.get(), block_count::started) < n)
+        return short_for_good(block_count::started);
+      try {
+        std::uint64_t published = 0;
+        if (mapped) {
+          published =
+              static_cast<halo_slot const*>(mapped.get())->bytes.load(std::memory_order_relaxed);
+        } else {
+          remote_run const run{static_cast<std::uintptr_t>(peer.address), sizeof published};
+          direct_read(pid, w, std::span(&run, 1), &published);
+        }
+        if (published == halo_failed)
+          throw error("dist::tensor: team rank " + std::to_string(q) + "'s side of halo exchange " +
+                      std::to_string(n) +
+                      " failed (its padding policy or an earlier exchange; the error is "
+                      "reported there)");
+        if (published != expected)
+          throw invalid_argument("dist::tensor: team rank " + std::to_string(q) + " sends " +
+                                 std::to_string(published) + " bytes of halo rows; this rank " +
+                                 "expects " + std::to_string(expected) +
+                                 " (the tensor's shape or padding differs between the ranks)");
+        if (mapped) {
+          std::memcpy(into, static_cast<char const*>(mapped.get()) + halo_rows_offset, expected);
+        } else {
+          remote_run const rows{static_cast<std::uintptr_t>(peer.address + halo_rows_offset),
+                                expected};
+          direct_read(pid, w, std::span(&rows, 1), into);
+        }
+      } catch (...) {
+        // Counted all the same: q waits for it to end its own half, which went well.
+        mine.pulls_done();
+        throw;
       }
       mine.pulls_done();
       pulled = true;
     }
-    return direct_count(pid, peer, mapped.get(), block_count::pulls_done) >= n;
+    return direct_count(pid, peer, mapped.get(), block_count::pulls_done) >= n ||
+           short_for_good(block_count::pulls_done);
   });
 }
 

@@ -134,8 +134,10 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
   // Host copies run in the starting thread (inline under 1 MiB): a chain of them goes
   // through the pool. Copies that touch a sim device are queued on its copy engine.
   bool const host_only = d.dst.space != space_id::sim && d.src.space != space_id::sim;
-  auto result =
-      start_after(deps, host_only, [d] { return start_copy(d, sim_device::clock::now()); });
+  auto result = start_after(deps, host_only, [d] {
+    sim_device::forget_wake_credit();  // it follows its dependency, not this thread
+    return start_copy(d, sim_device::clock::now());
+  });
   // Until it is queued on a device, a freeing of that device's memory waits for it.
   if (!host_only && !result.ready()) {
     auto& exec = current_exec();

@@ -436,6 +436,33 @@ TEST(SimLinksOnePu, BothDirectionsFromAKernelOnTheOnlyPu) {
   });
 }
 
+TEST(SimLinksCredit, ATransferIssuedAfterAnotherCompletedIsNotModeledBeforeItsEnd) {
+  // Transfers much shorter than an engine's wake-up (about 1.4 us against 2-25 us): the
+  // thread that woke the engine for an upload, waited for it and then issues a download
+  // (or chains one after it) within the credit's gap must not get its download modeled
+  // to start before the upload's modeled end (a credit without that floor did).
+  runtime rt({.sim_devices = "1:bw=10GB/s,lat=1us"});
+  auto dev = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+  constexpr std::size_t n = 4096;
+  auto const model = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(1e-6 + double(n) / 10e9));
+  std::vector<char> h(n, 1), back(n, 0);
+  auto d = allocate<char, sim_space>(dev, n);
+  finishes_within(limit, "transfers after transfers", [&] {
+    for (int round = 0; round < 40; ++round) {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));  // the engines park
+      auto up = copy(d, ptr<char>(h.data(), 0), n);
+      up.wait();
+      auto down = round % 2 ? copy(after(up), ptr<char>(back.data(), 0), d, n)
+                            : copy(ptr<char>(back.data(), 0), d, n);
+      EXPECT_GE(modeled_end(down), modeled_end(up) + model) << "round " << round;
+      down.wait();
+    }
+  });
+  EXPECT_EQ(back[n - 1], 1);
+  deallocate(d);
+}
+
 TEST(SimLinksOnePu, AnUploadAndADownloadIssuedTogetherAfterIdleOnTheOnlyPu) {
   // One PU: the issuing thread, both engines and the engine that passes a wake-up on all
   // share it.

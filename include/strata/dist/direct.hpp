@@ -106,6 +106,9 @@ struct halo_slot {
 };
 /// Where the rows start in a face's block.
 inline constexpr std::size_t halo_rows_offset = 64;
+/// halo_slot::bytes of an exchange whose rows could not be made ready (its start failed):
+/// the peer fails its half too instead of waiting.
+inline constexpr std::uint64_t halo_failed = ~std::uint64_t{0};
 /// Exchange `n` of a dist::tensor face with team rank q on this node, after this rank
 /// has put its rows in its block `mine` and counted the exchange started: completes
 /// (polled by the MPI thread, like an MPI request) once q has done the same in its block

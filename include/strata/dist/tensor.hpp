@@ -49,7 +49,8 @@ template <class T>
 struct face_link {
   int peer = -1;  // team rank on the other side; -1: no rank there (a domain edge)
   std::vector<T> out, in;
-  std::atomic<std::uint32_t> count{0};
+  std::atomic<std::uint32_t> count{0};  // exchanges, for the messages' tags (they wrap)
+  std::uint64_t exchanges = 0;          // the same, under `mutex`, on one node (no wrap)
   std::mutex mutex;
   strata::event last = strata::event::completed();
   // On one node (docs/dist.md "Halo rows on one node"): this face's control block (its
@@ -123,6 +124,8 @@ bool direct_face(dist_tensor_state<T, N>& s, face_link<T>& f, int side, std::siz
 /// MPI's guaranteed 32767. Messages with equal (source, tag) match in order, so counts
 /// that wrap around still pair up.
 inline constexpr index_t max_column_blocks = 16384;
+/// Column blocks up to which faces on one node exchange through memory files (two each).
+inline constexpr std::size_t max_direct_columns = 32;
 inline int face_tag(std::uint32_t count, std::size_t column, std::size_t columns, int down) {
   auto const window = static_cast<std::uint32_t>(max_column_blocks / static_cast<index_t>(columns));
   return static_cast<int>(((count % window) * columns + column) * 2 + down);
@@ -149,11 +152,14 @@ strata::event exchange_face(std::shared_ptr<dist_tensor_state<T, N>> const& keep
   in_lo[0] = side == 0 ? -p : blk.extent[0];
   auto const cells = static_cast<std::size_t>(ext.product());
   std::size_t const column = column_of(t, b);
+  // Counted in the order the exchanges are chained (two threads may fill one block's
+  // padding at once): on one node the k-th exchanges of two neighbours pair up by count.
+  std::lock_guard lock(f.mutex);
   auto const k = f.count.fetch_add(1, std::memory_order_relaxed);
+  auto const n = ++f.exchanges;
   // Rows sent from side 0 travel up (to rank r - 1, which receives them past its last row).
   int const send_tag = face_tag(k, column, s.column_blocks, side == 0 ? 0 : 1);
   int const recv_tag = face_tag(k, column, s.column_blocks, side == 0 ? 1 : 0);
-  std::lock_guard lock(f.mutex);
   auto const prev = f.last;
   if (t.space_of(b) == space_id::host && direct_face(s, f, side, column)) {
     // Both ranks on this node: each publishes where its rows are and reads the peer's
@@ -162,16 +168,35 @@ strata::event exchange_face(std::shared_ptr<dist_tensor_state<T, N>> const& keep
     auto const src = t.template local_view<host_space>(b, lo, ext).data().get();
     auto const dst = t.template local_view<host_space>(b, in_lo, ext).data().get();
     auto const start = when_all(after(ready, prev));
-    f.last = start_after_event(start, [keep, &f, src, dst, bytes = cells * sizeof(T), n = k + 1] {
-      // A copy of the rows in this face's block, which the peer maps: its own reads then
-      // never wait for this rank's rows to stay unchanged.
-      auto* out = static_cast<char*>(f.ctl.data());
-      std::memcpy(out + halo_rows_offset, src, bytes);
-      static_cast<halo_slot*>(f.ctl.data())->bytes.store(bytes, std::memory_order_relaxed);
+    // The peer as it is now (set_boundary may change it for later exchanges).
+    auto publish = [keep, &f, src, dst, bytes = cells * sizeof(T), n, peer = f.peer,
+                    peer_ctl = f.peer_ctl,
+                    peer_mapped = f.peer_mapped](std::exception_ptr failed) -> strata::event {
+      // A copy of the rows in this face's block, which the peer maps: its reads then
+      // never wait for this rank's rows to stay unchanged. A failed start (the policy, an
+      // earlier exchange) is published too, so the peer fails this exchange rather than
+      // wait for it.
+      if (!failed) std::memcpy(static_cast<char*>(f.ctl.data()) + halo_rows_offset, src, bytes);
+      static_cast<halo_slot*>(f.ctl.data())
+          ->bytes.store(failed ? halo_failed : bytes, std::memory_order_relaxed);
       f.ctl.copy_started();  // after the rows (release); counted n here as on the peer
-      return pull_halo(keep->members, f.peer, f.ctl, f.peer_ctl, f.peer_mapped, dst, bytes, n,
-                       keep);
-    });
+      if (failed) return strata::event::failed(failed);
+      return pull_halo(keep->members, peer, f.ctl, peer_ctl, peer_mapped, dst, bytes, n, keep);
+    };
+    if (start.ready()) {
+      f.last = publish(start.error());
+    } else {
+      auto out = strata::event::pending();
+      start.then([start, out, publish = std::move(publish)]() mutable {
+        try {
+          auto pulled = publish(start.error());
+          pulled.then([pulled, out] { out.complete(pulled.error()); });
+        } catch (...) {
+          out.complete(std::current_exception());
+        }
+      });
+      f.last = out;
+    }
     return f.last;
   }
   if (t.space_of(b) == space_id::host) {
@@ -336,7 +361,11 @@ class tensor {
         s.faces[b][static_cast<std::size_t>(side)] = std::move(f);
       }
     }
-    if (size > 1 && s.local.padding() > 0 && detail::direct_access(s.members)) make_direct();
+    // A memory file per outer face: up to 32 column blocks (64 files; descriptors are a
+    // budget the program shares); more exchange messages. The same answer on every rank.
+    if (size > 1 && s.local.padding() > 0 && s.column_blocks <= detail::max_direct_columns &&
+        detail::direct_access(s.members))
+      make_direct();
     install();
   }
 

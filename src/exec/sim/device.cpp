@@ -36,6 +36,53 @@ std::atomic<long> untaken{0};
 std::mutex registry_mutex;
 std::vector<sim_device*> registry;
 thread_local bool helping = false;  // no nested help from a helped transfer's continuations
+// The issuing thread's wake-ups of parked copy engines, credited to its next issues.
+// A futex wake of an engine parked on an idle vCPU holds the issuing thread 2-25 us on
+// this VM (session 49), while a DMA engine needs no wake-up: a thread that issues an
+// upload and then a download right after idle would start the download's model that much
+// late, and the pair would end that much after its model (issue 21, `sim-copy` "both").
+// A thread that issues again within `credit_gap` of its last issue went straight on, so
+// without the wake-ups it paid it would have been there earlier by them: the transfer's
+// modeled start moves back by them (never before the first issue of the run: the credit
+// is what the thread spent since). A thread that did anything else for longer loses it.
+// The credit never reaches back before the modeled end of any operation that completed
+// (of any device; `last_end`): the thread may have seen it complete and issued this
+// transfer because of it (an upload waited for, then a download), and a transfer must not
+// be modeled to start before what it followed. A copy started by a continuation (after
+// its dependency) gets no credit (forget_wake_credit). One wake-up counts for at most
+// `max_wake_credit` (a preemption inside the notify is not a wake-up's cost).
+thread_local sim_device::clock::duration wake_credit{};
+thread_local sim_device::clock::time_point credit_until{};
+constexpr auto credit_gap = std::chrono::microseconds(5);
+constexpr auto max_wake_credit = std::chrono::microseconds(30);
+std::atomic<sim_device::clock::rep> last_end{0};
+
+void note_end(sim_device::clock::time_point end) noexcept {
+  auto const e = end.time_since_epoch().count();
+  for (auto seen = last_end.load(std::memory_order_relaxed);
+       e > seen && !last_end.compare_exchange_weak(seen, e, std::memory_order_release);) {
+  }
+}
+
+sim_device::clock::time_point credited(sim_device::clock::time_point issued) {
+  if (issued > credit_until) {
+    wake_credit = {};
+    return issued;
+  }
+  auto const floor = sim_device::clock::time_point(
+      sim_device::clock::duration(last_end.load(std::memory_order_acquire)));
+  return std::min(issued, std::max(issued - wake_credit, floor));
+}
+
+// Wakes a parked copy engine (needs_wake said so), crediting the wake-up to the caller.
+void wake_engine(std::condition_variable& ready) {
+  auto const before = sim_device::clock::now();
+  ready.notify_one();
+  auto const after = sim_device::clock::now();
+  wake_credit += std::min<sim_device::clock::duration>(after - before, max_wake_credit);
+  credit_until = after + credit_gap;
+}
+
 // What a host memcpy of a transfer's bytes took lately, per byte (a running average over
 // the transfers that moved: the host's copy rate, which the link model does not know).
 // A waiter takes a larger transfer into its batch when the batch's memcpys, at this rate,
@@ -287,6 +334,7 @@ void sim_device::finish(std::shared_ptr<kernel_op> const& op) {
     unit_waits_.store(false, std::memory_order_relaxed);
   }
   kernels_ready_.notify_all();
+  note_end(clock::now());
   op->done.complete(op->error.take());
   done_one();
 }
@@ -304,36 +352,6 @@ bool sim_device::wait_idle() {
 }
 
 namespace {
-// The issuing thread's wake-ups of parked copy engines, credited to its next issues.
-// A futex wake of an engine parked on an idle vCPU holds the issuing thread 2-25 us on
-// this VM (session 49), while a DMA engine needs no wake-up: a thread that issues an
-// upload and then a download right after idle would start the download's model that much
-// late, and the pair would end that much after its model (issue 21, `sim-copy` "both").
-// A thread that issues again within `credit_gap` of its last issue went straight on, so
-// without the wake-ups it paid it would have been there earlier by them: the transfer's
-// modeled start moves back by them (never before the first issue of the run: the credit
-// is what the thread spent since). A thread that did anything else for longer loses it.
-thread_local sim_device::clock::duration wake_credit{};
-thread_local sim_device::clock::time_point credit_until{};
-constexpr auto credit_gap = std::chrono::microseconds(5);
-
-sim_device::clock::time_point credited(sim_device::clock::time_point issued) {
-  if (issued > credit_until) {
-    wake_credit = {};
-    return issued;
-  }
-  return issued - wake_credit;
-}
-
-// Wakes a parked copy engine (needs_wake said so), crediting the wake-up to the caller.
-void wake_engine(std::condition_variable& ready) {
-  auto const before = sim_device::clock::now();
-  ready.notify_one();
-  auto const after = sim_device::clock::now();
-  wake_credit += after - before;
-  credit_until = after + credit_gap;
-}
-
 // A modeled time as a clock duration, saturated at 1e9 s (about 31 years: a time point of
 // the clock plus it cannot overflow) and 0 for NaN. Past the range of the clock's int64
 // ticks the cast would be undefined (in practice a huge latency came out short).
@@ -403,6 +421,11 @@ event sim_device::enqueue_copy_between(sim_device& from, sim_device& to, copy_de
   return done;
 }
 
+void sim_device::forget_wake_credit() noexcept {
+  wake_credit = {};
+  credit_until = {};
+}
+
 bool sim_device::needs_wake(copy_engine& e) noexcept {
   if (!e.parked || e.wake_pending) return false;  // awake, or a wake-up is on its way
   e.wake_pending = true;
@@ -442,8 +465,10 @@ sim_device::clock::time_point sim_device::begin_transfer(copy_engine& e, copy_op
     double const took = static_cast<double>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(op.copied - op.began).count());
     double const was = memcpy_ns_per_byte.load(std::memory_order_relaxed);
-    memcpy_ns_per_byte.store(0.875 * was + 0.125 * took / static_cast<double>(bytes),
-                             std::memory_order_relaxed);
+    // A memcpy that was preempted says nothing of the copy rate: a sample counts for at
+    // most twice the average.
+    double const sample = std::min(took / static_cast<double>(bytes), 2 * was);
+    memcpy_ns_per_byte.store(0.875 * was + 0.125 * sample, std::memory_order_relaxed);
   }
   return start + seconds(op.modeled);
 }
@@ -458,6 +483,7 @@ void sim_device::end_transfer(copy_engine& e, copy_op& op, clock::time_point end
         params_.name + (&e == &engine(link_dir::in) ? " copy engine (in)" : " copy engine (out)"),
         "copy", "sim", op.began, clock::now(),
         fmt::format("{} bytes, modeled {:.1f} us", op.desc.bytes(), op.modeled * 1e6), op.flow);
+  note_end(end);
   op.done.complete();
   // The link is free at the modeled end, not when this thread saw it pass: the next
   // transfer must not inherit the host's scheduling delay (it would add up over a queue of
@@ -557,8 +583,11 @@ bool sim_device::help_engines() noexcept {
         auto const& f = e.queue.front();
         auto const end = std::max(f.start, e.link_free) + seconds(f.modeled);
         auto const cost = memcpy_estimate(f.desc.bytes());
-        if (n > 0 && f.desc.bytes() > waiter_bytes &&
-            now + copying + cost + batch_margin > std::min(earliest, end))
+        // Beyond the first, a transfer joins if the batch's memcpys still end before its
+        // earliest modeled end (small ones with no margin: their memcpy is short).
+        if (n > 0 && now + copying + cost +
+                             (f.desc.bytes() > waiter_bytes ? batch_margin : clock::duration{}) >
+                         std::min(earliest, end))
           continue;
         if (d->take(e, batch[n].op, until)) {
           batch[n].device = d;

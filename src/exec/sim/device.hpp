@@ -94,6 +94,9 @@ class sim_device {
   /// `from`'s outgoing engine moves the bytes; a free of either device's memory waits for it.
   static event enqueue_copy_between(sim_device& from, sim_device& to, copy_desc const& d,
                                     double modeled, clock::time_point issued);
+  /// Drops the calling thread's credit for engine wake-ups it paid (a copy started by a
+  /// continuation, after its dependency, gets none: device.cpp, "wake-ups ... credited").
+  static void forget_wake_credit() noexcept;
   /// The modeled time of a transfer of `bytes` over this device's link.
   double transfer_time(std::size_t bytes) const noexcept {
     return params_.latency + static_cast<double>(bytes) / params_.bandwidth;
