@@ -295,6 +295,35 @@ TEST_F(SimLinks, AnUploadAndADownloadIssuedTogetherAfterIdleBothRunUnwaited) {
   upload_and_download_after_idle(sim0, sim1, 60);
 }
 
+TEST_F(SimLinks, AWakeUpLeftWithAnEngineWhoseTransferAWaiterTookIsNotLost) {
+  // Small transfers after idle: the waiter takes the upload and the download itself, so
+  // the engine woken for the upload finds the download's engine with nothing to do and
+  // leaves it parked. A download issued right after, and never waited for, must still
+  // wake it (the engine left parked must be marked as needing a wake-up again).
+  constexpr std::size_t n = 4096;
+  std::vector<char> src(n, 9), dst(n, 0), dst2(n, 0);
+  auto a = allocate<char, sim_space>(sim0, n);
+  auto b = allocate<char, sim_space>(sim0, n);
+  copy(b, ptr<char>(src.data(), 0), n).wait();
+  int never = 0;
+  finishes_within(limit, "a download after a waiter took both transfers", [&] {
+    for (int round = 0; round < 40; ++round) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // both engines park
+      wait_all({copy(a, ptr<char>(src.data(), 0), n), copy(ptr<char>(dst.data(), 0), b, n)});
+      auto later = copy(ptr<char>(dst2.data(), 0), b, n);
+      auto const t0 = std::chrono::steady_clock::now();
+      while (!later.ready() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (!later.ready()) ++never;
+      later.wait();
+      EXPECT_EQ(dst2[n - 1], 9);
+    }
+  });
+  EXPECT_EQ(never, 0) << "rounds whose unwaited download did not complete within 5 s";
+  deallocate(a);
+  deallocate(b);
+}
+
 TEST_F(SimLinks, TwoThreadsIssuingToOneDeviceAfterIdleLoseNoWakeUp) {
   // Two threads each issue an upload and a download to the same device at once, after
   // idle: wake-ups left to an engine by one thread must not be lost by the other's.
