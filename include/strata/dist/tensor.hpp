@@ -53,11 +53,11 @@ struct face_link {
   std::uint64_t exchanges = 0;          // the same, under `mutex`, on one node (no wrap)
   std::mutex mutex;
   strata::event last = strata::event::completed();
-  // On one node (docs/dist.md "Halo rows on one node"): this face's control block (its
-  // rows' address in the data, its counts in the header), and the peer's, once resolved
-  // for `resolved_peer` (set_boundary may give a face its peer after construction).
+  // On one node (docs/dist.md "Halo rows on one node"): this face's block (a copy of the
+  // rows it sends, its counts in the header), and the peer's, once resolved for
+  // `resolved_peer` (set_boundary may give a face its peer after construction).
   shared_block ctl;
-  bool ctl_made = false, direct = false;
+  bool direct = false;
   int resolved_peer = -1;
   block_handle peer_ctl;
   std::shared_ptr<void const> peer_mapped;
@@ -162,9 +162,10 @@ strata::event exchange_face(std::shared_ptr<dist_tensor_state<T, N>> const& keep
   int const recv_tag = face_tag(k, column, s.column_blocks, side == 0 ? 1 : 0);
   auto const prev = f.last;
   if (t.space_of(b) == space_id::host && direct_face(s, f, side, column)) {
-    // Both ranks on this node: each publishes where its rows are and reads the peer's
-    // straight into its padding (one copy, as MPI's single-copy path, without the
-    // messages around it); the exchange ends once the peer has read this rank's rows too.
+    // Both ranks on this node: each copies its rows into its face's block and the peer's
+    // out of the peer's block (mapped here) into its padding, counted in the blocks'
+    // headers instead of messages; the exchange ends once the peer has read this rank's
+    // rows too (then the block may be written again, or freed).
     auto const src = t.template local_view<host_space>(b, lo, ext).data().get();
     auto const dst = t.template local_view<host_space>(b, in_lo, ext).data().get();
     auto const start = when_all(after(ready, prev));
@@ -414,7 +415,6 @@ class tensor {
         try {
           f.ctl = detail::shared_block(s.members, detail::halo_rows_offset + cells * sizeof(T));
           new (f.ctl.data()) detail::halo_slot{};
-          f.ctl_made = true;
           info = {f.ctl.handle(), 1};
         } catch (std::exception const&) {  // out of memory files or maps: messages
         }
