@@ -76,26 +76,32 @@ void check_member(team const& t, char const* operation);
 void check_root(team const& t, int root, char const* operation);
 [[noreturn]] void size_mismatch(char const* operation, std::string const& what);
 
-/// Runs `start()` (which returns an event) once `dep` has completed, and completes the
-/// returned event with the started one's outcome; a failed `dep` fails it without
-/// starting anything.
+/// Runs `start(error)` (which returns an event) once `dep` has completed, with dep's
+/// error (null when it succeeded), and completes the returned event with the started
+/// one's outcome.
 template <class F>
-strata::event start_after_event(strata::event const& dep, F start) {
-  if (dep.ready()) {
-    if (auto err = dep.error()) return strata::event::failed(err);
-    return start();
-  }
+strata::event start_when_done(strata::event const& dep, F start) {
+  if (dep.ready()) return start(dep.error());
   auto out = strata::event::pending();
   dep.then([dep, out, start = std::move(start)]() mutable {
-    if (auto err = dep.error()) return out.complete(err);
     try {
-      auto started = start();
+      auto started = start(dep.error());
       started.then([started, out] { out.complete(started.error()); });
     } catch (...) {
       out.complete(std::current_exception());
     }
   });
   return out;
+}
+
+/// Runs `start()` (which returns an event) once `dep` has completed, and completes the
+/// returned event with the started one's outcome; a failed `dep` fails it without
+/// starting anything.
+template <class F>
+strata::event start_after_event(strata::event const& dep, F start) {
+  return start_when_done(dep, [start = std::move(start)](std::exception_ptr failed) mutable {
+    return failed ? strata::event::failed(failed) : start();
+  });
 }
 
 /// start_after_event for a collective whose place in the team's order was reserved:

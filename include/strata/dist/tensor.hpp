@@ -184,20 +184,7 @@ strata::event exchange_face(std::shared_ptr<dist_tensor_state<T, N>> const& keep
       if (failed) return strata::event::failed(failed);
       return pull_halo(keep->members, peer, f.ctl, peer_ctl, peer_mapped, dst, bytes, n, keep);
     };
-    if (start.ready()) {
-      f.last = publish(start.error());
-    } else {
-      auto out = strata::event::pending();
-      start.then([start, out, publish = std::move(publish)]() mutable {
-        try {
-          auto pulled = publish(start.error());
-          pulled.then([pulled, out] { out.complete(pulled.error()); });
-        } catch (...) {
-          out.complete(std::current_exception());
-        }
-      });
-      f.last = out;
-    }
+    f.last = start_when_done(start, std::move(publish));
     return f.last;
   }
   if (t.space_of(b) == space_id::host) {
