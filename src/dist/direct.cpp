@@ -248,12 +248,13 @@ std::size_t mapped_peer_blocks() {
   return c.maps.size();
 }
 
-std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h, bool writable) {
+std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h, bool writable,
+                                       bool cached) {
   auto& c = cache();
   std::lock_guard lock(c.mutex);
   c.sweep();
   auto const key = std::pair{rank, h.serial};
-  auto it = c.maps.find(key);
+  auto it = cached ? c.maps.find(key) : c.maps.end();
   // (A block is mapped one way only: arrays read-only, dist::allocate's segments for
   // writing; a mismatch maps it again.)
   if (it != c.maps.end() && writable && !it->second->writable) {
@@ -296,6 +297,7 @@ std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h
     if (head.magic != block_magic || head.serial != h.serial ||
         head.alive.load(std::memory_order_acquire) == 0)
       return nullptr;
+    if (!cached) return {m, static_cast<char const*>(m->base) + page_bytes()};
     // A bounded cache: past a few hundred live blocks start again (users keep theirs).
     if (c.maps.size() >= 256) c.maps.clear();
     it = c.maps.emplace(key, std::move(m)).first;

@@ -25,9 +25,11 @@ struct direct_peers {
 direct_peers direct_setup(MPI_Comm comm, int rank, std::vector<std::string> hosts);
 
 /// map_peer_block for world rank `rank`, process `pid` (`writable`: for puts into a
-/// dist::allocate segment; the pointer is then writable through a const_cast).
+/// dist::allocate segment; the pointer is then writable through a const_cast). Not
+/// `cached`: a mapping of the caller's own, outside the cache of peers' blocks (the
+/// active-message rings, mapped once for a runtime's lifetime).
 std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h,
-                                       bool writable = false);
+                                       bool writable = false, bool cached = true);
 
 /// Whether world rank `w` (not this one) shares this node and its dist::allocate
 /// segments may be mapped here (direct mapping in use).

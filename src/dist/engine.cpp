@@ -1,5 +1,7 @@
 #include "dist/engine.hpp"
 
+#include "dist/am_ring.hpp"
+
 #include "dist/direct.hpp"
 
 #include <strata/exec/copy.hpp>
@@ -547,8 +549,10 @@ void mpi_thread::main() {
 
 // --- the engine -----------------------------------------------------------------------
 
-engine::engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size)
+engine::engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size,
+               std::unique_ptr<am_rings> rings)
     : am_(am), coll_(coll), teams_(teams), rank_(rank), size_(size) {
+  if (rings && rings->active()) rings_ = std::move(rings);
   static std::atomic<std::uint64_t> serials{1};
   serial_ = serials.fetch_add(1, std::memory_order_relaxed);
   int* ub = nullptr;
@@ -564,9 +568,13 @@ engine::engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size)
 
 engine::~engine() = default;
 
+std::uint64_t engine::ring_messages() const noexcept {
+  return rings_ ? rings_->received() : 0;
+}
+
 bool engine::busy() const noexcept {
   return outstanding_.load(std::memory_order_relaxed) > 0 || !requests_.empty() ||
-         !watches_.empty();
+         !watches_.empty() || (rings_ && rings_->queued());
 }
 
 event engine::watch(std::function<bool()> ready) {
@@ -625,6 +633,8 @@ void engine::track(MPI_Request r, callback done) {
 }
 
 void engine::send(int to, header const& h, void const* payload, std::size_t n) {
+  if (rings_ && rings_->reaches(to)) return rings_->send(to, &h, sizeof h, payload, n);
+  if (to == rank_) ++self_messages_;
   bytes buffer(sizeof(header) + n);
   std::memcpy(buffer.data(), &h, sizeof h);
   if (n) std::memcpy(buffer.data() + sizeof h, payload, n);
@@ -1158,8 +1168,18 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
 
 bool engine::progress() {
   bool did = false;
-  // Incoming active messages, a bounded number per round so requests keep moving.
-  for (int k = 0; k < 64; ++k) {
+  // Incoming active messages, a bounded number per round so requests keep moving: from
+  // the rings of this node's ranks first (queued ones out, then those that came in),
+  // then through MPI, which needs no probe when every other rank has a ring.
+  if (rings_) {
+    did = rings_->flush();
+    did = rings_->receive(
+              [this](int source, std::byte const* m, std::size_t n) { handle(source, m, n); }, 64) >
+              0 ||
+          did;
+  }
+  bool const probe = !rings_ || !rings_->node_only() || self_messages_ > 0;
+  for (int k = 0; probe && k < 64; ++k) {
     int flag = 0;
     MPI_Message msg;
     MPI_Status st;
@@ -1171,6 +1191,7 @@ bool engine::progress() {
     auto& buffer = receive_scratch_;
     buffer.resize(static_cast<std::size_t>(count));
     check_mpi(MPI_Mrecv(buffer.data(), count, MPI_BYTE, &msg, &st), "MPI_Mrecv");
+    if (st.MPI_SOURCE == rank_ && self_messages_ > 0) --self_messages_;
     handle(st.MPI_SOURCE, buffer.data(), buffer.size());
     if (buffer.capacity() > 65536) bytes().swap(buffer);  // a large message's memory goes back
     did = true;
@@ -1211,7 +1232,8 @@ bool engine::progress() {
     }
   }
   did = poll_watches() || did;
-  if (closing_ && barrier_done_ && requests_.empty() && on_closed_) {
+  if (closing_ && barrier_done_ && requests_.empty() && on_closed_ &&
+      !(rings_ && rings_->queued())) {
     // Waits nobody will end now (a member left without waiting for its copies) fail.
     for (auto& w : watches_) {
       outstanding_.fetch_sub(1, std::memory_order_acq_rel);

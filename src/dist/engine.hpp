@@ -38,6 +38,7 @@ void check_mpi(int rc, char const* what);
 std::string mpi_error_text(int rc);
 
 class engine;
+class am_rings;
 
 struct team_state {
   MPI_Comm comm = MPI_COMM_NULL;
@@ -157,7 +158,10 @@ struct device_range {
 
 class engine {
  public:
-  engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size);
+  /// `rings`: the active-message rings to the ranks of this node (null or inactive: every
+  /// active message goes through MPI).
+  engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size,
+         std::unique_ptr<am_rings> rings = nullptr);
   ~engine();
 
   int rank() const noexcept { return rank_; }
@@ -262,6 +266,10 @@ class engine {
 
   MPI_Comm am_, coll_, teams_;
   int rank_, size_;
+  std::unique_ptr<am_rings> rings_;  // null or active
+  // Active messages this rank sent itself through MPI and has not received yet: with
+  // rings to every other rank (node_only), progress() probes MPI for them alone.
+  long self_messages_ = 0;
   int tag_ub_ = 32767;
   std::atomic<long> outstanding_{0};
   std::shared_ptr<team_state> world_;
@@ -298,6 +306,8 @@ class engine {
   void sweep_windows();
   /// Peers' segments mapped here now (a diagnostic for tests).
   std::size_t mapped_windows();
+  /// Active messages received through the rings so far (a diagnostic for tests).
+  std::uint64_t ring_messages() const noexcept;
   /// Puts, gets and atomics done through mapped windows so far (a diagnostic for tests).
   std::uint64_t direct_operations() const noexcept {
     return direct_ops_.load(std::memory_order_relaxed);

@@ -2,6 +2,7 @@
 #include <strata/exec/trace.hpp>
 #include <strata/machine/json.hpp>
 
+#include "dist/am_ring.hpp"
 #include "dist/direct.hpp"
 #include "dist/engine.hpp"
 #include "log.hpp"
@@ -125,6 +126,10 @@ std::uintptr_t allocate_device_bytes(std::uint32_t position, std::size_t size, s
 
 std::uint64_t direct_operations() {
   return current_engine().direct_operations();
+}
+
+std::uint64_t ring_messages() {
+  return current_engine().ring_messages();
 }
 
 std::size_t mapped_segments() {
@@ -407,6 +412,7 @@ void runtime::start() {
     std::vector<std::string> trees;
     std::string host;
     MPI_Comm am = MPI_COMM_NULL, coll = MPI_COMM_NULL, teams = MPI_COMM_NULL;
+    std::unique_ptr<am_rings> rings;
     thread.run_sync([&] {
       // All ranks construct their runtimes together, and the previous runtime ended with
       // a barrier, so these blocking calls cannot meet stray messages.
@@ -445,11 +451,13 @@ void runtime::start() {
         hosts.push_back(trees.back().substr(trees.back().rfind('\n') + 1));
       }
       impl_->direct = direct_setup(coll, impl_->rank, std::move(hosts));
+      rings = std::make_unique<am_rings>(coll, impl_->rank, impl_->direct);
     });
     // Each rank traces to a file of its own, told apart when tracing started (before MPI
     // knew the rank) from the launcher's environment; says so if that did not work.
     strata::trace::detail::check_rank(impl_->rank, impl_->size);
-    impl_->owned_engine = std::make_unique<engine>(am, coll, teams, impl_->rank, impl_->size);
+    impl_->owned_engine =
+        std::make_unique<engine>(am, coll, teams, impl_->rank, impl_->size, std::move(rings));
     impl_->eng = impl_->owned_engine.get();
     impl_->world = runtime_impl::make(impl_->eng->world());
 

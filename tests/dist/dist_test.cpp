@@ -48,6 +48,15 @@ struct add {
   int operator()(int a, int b) const { return a + b; }
 };
 
+// A weighted sum of the elements and their count: what a large argument must arrive as.
+struct weigh {
+  std::uint64_t operator()(std::vector<std::uint32_t> const& v) const {
+    std::uint64_t s = v.size();
+    for (std::size_t i = 0; i < v.size(); ++i) s += v[i] * (i % 7 + 1);
+    return s;
+  }
+};
+
 struct describe {
   std::string operator()(std::string const& who, std::vector<int> const& v) const {
     return who + "@" + std::to_string(dist::runtime::current().rank()) + ":" +
@@ -303,6 +312,54 @@ TEST(DistAsync, TenThousandConcurrentSmallTasks) {
                    dist::reduce_op::sum)
       .wait();
   EXPECT_EQ(all, total);
+}
+
+// Arguments from a few bytes to several times a ring's capacity, sent by two threads of
+// every rank to every rank at once: both directions of every pair fill their rings, so
+// each sender queues what does not fit and streams it out while it receives (a sender
+// that waited for room would wait for a peer that waits for it). Sizes cross the ring's
+// end at changing offsets; every sum must come back right.
+TEST(DistAsync, LargeArgumentsBothWaysAtOnce) {
+  dist::runtime rt;
+  auto const before = dist::detail::ring_messages();
+  constexpr int threads = 2, calls = 6;
+  std::size_t const sizes[] = {1, 17, 61000, 65536, 300000, 700001};
+  auto user = [&](int who) {
+    std::mt19937_64 rng(5 + static_cast<unsigned>(who + 16 * rt.rank()));
+    std::vector<std::pair<dist::future<std::uint64_t>, std::uint64_t>> out;
+    for (int i = 0; i < calls; ++i)
+      for (int r = 0; r < rt.size(); ++r) {
+        std::size_t const n = sizes[static_cast<std::size_t>(i + r + who) % std::size(sizes)] +
+                              static_cast<std::size_t>(rng() % 5);
+        std::vector<std::uint32_t> v(n);
+        for (auto& x : v) x = static_cast<std::uint32_t>(rng());
+        auto expected = weigh{}(v);
+        out.emplace_back(dist::async(rt.rank_place(r), weigh{}, v), expected);
+      }
+    for (auto& [f, expected] : out) {
+      wait_or_fail(f.event(), "a large call");
+      if (f.get() != expected) throw std::logic_error("a large argument arrived changed");
+    }
+  };
+  std::vector<std::exception_ptr> errors(threads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&, t] {
+      try {
+        user(t);
+      } catch (...) {
+        errors[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+  for (auto& t : ts) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  dist::barrier(rt.world()).wait();
+  // On one node with mapping (the default) the messages went through the rings.
+  if (rt.size() > 1 && dist::detail::direct_mapping(rt.world()))
+    EXPECT_GT(dist::detail::ring_messages(), before);
+  else
+    EXPECT_EQ(dist::detail::ring_messages(), before);
 }
 
 TEST(DistAsync, RemoteCallsThatCallOnAndWait) {

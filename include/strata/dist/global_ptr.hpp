@@ -105,6 +105,9 @@ event put_bytes(int rank, std::uintptr_t dst, void const* src, std::size_t n, af
 /// segment mapped here so far, not messages (a diagnostic: docs/dist.md "Put and get on
 /// one node").
 std::uint64_t direct_operations();
+/// How many active messages this process has received through the shared-memory rings
+/// of its node's ranks so far (a diagnostic: docs/dist.md "Active messages on one node").
+std::uint64_t ring_messages();
 /// How many peers' segments this process has mapped now (freed ones go at the next
 /// first access to a segment, or this rank's next allocate or deallocate).
 std::size_t mapped_segments();

@@ -1,0 +1,159 @@
+// Active messages between ranks of one node through shared-memory rings (docs/dist.md
+// "Active messages on one node"). Phalanx §IV-C sends a remote task as an active message;
+// between two processes of one node, MPI's own path for such a message (MPI_Isend, the
+// receiver's MPI_Improbe and MPI_Mrecv, MPI_Testsome for the send) was a third of a
+// remote call's round trip. Here each rank owns one memory file holding a byte ring per
+// peer of its node, written by that peer (the only producer: whoever holds the peer's
+// progress token) and read by this rank (whoever holds this rank's token). A message is a
+// sequence of records; the receiver handles it in place when it is one record.
+//
+// Every active message from a rank to a peer of its node goes through the ring, so their
+// order is kept; the bulk data of large puts and gets still travels as MPI messages
+// matched by tag, which needs no order. A message that does not fit waits in a queue of
+// its sender (never a blocking send: two ranks both full would otherwise wait for each
+// other) and goes out in the following progress rounds.
+#pragma once
+
+#include <strata/dist/async.hpp>
+#include <strata/dist/direct.hpp>
+
+#include "dist/direct.hpp"
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace strata::dist::detail {
+
+/// The control words of one ring, each on a cache line of its own.
+struct ring_control {
+  alignas(64) std::atomic<std::uint64_t> tail{0};  // bytes written (the producer)
+  alignas(64) std::atomic<std::uint64_t> head{0};  // bytes consumed (the consumer)
+};
+
+class am_rings {
+ public:
+  /// Data bytes of one ring (per direction and pair; the pages are touched as used).
+  static constexpr std::size_t capacity = std::size_t{256} << 10;
+
+  /// Collective over `comm` (world order, on the MPI thread at start-up): makes this
+  /// rank's rings, exchanges their handles, maps the peers' rings. Rings are used by
+  /// every rank or by none (the outcome is agreed): when `peers.map` is off, a rank is
+  /// alone on its node or a mapping fails, active() is false and messages use MPI.
+  am_rings(MPI_Comm comm, int rank, direct_peers const& peers);
+  ~am_rings();
+  am_rings(am_rings const&) = delete;
+  am_rings& operator=(am_rings const&) = delete;
+
+  bool active() const noexcept { return active_; }
+  /// Every rank of the job shares this node and rings are active: no active message
+  /// arrives through MPI.
+  bool node_only() const noexcept { return node_only_; }
+  /// Whether messages to world rank `to` go through a ring.
+  bool reaches(int to) const noexcept {
+    return active_ && to >= 0 && static_cast<std::size_t>(to) < out_.size() &&
+           out_[static_cast<std::size_t>(to)].ctrl != nullptr;
+  }
+
+  // --- the progress token's holder only --------------------------------------------
+  /// Sends the message `a` (na bytes) followed by `b` (nb bytes) to `to` (reaches(to)):
+  /// into the ring now, or, what does not fit, into the queue (flush sends it).
+  void send(int to, void const* a, std::size_t na, void const* b, std::size_t nb);
+  /// Moves queued messages into their rings as space allows; whether any moved.
+  bool flush();
+  /// Whether messages wait in a queue.
+  bool queued() const noexcept { return queued_ > 0; }
+  /// Messages received so far (any thread may read it: a diagnostic).
+  std::uint64_t received() const noexcept { return received_.load(std::memory_order_relaxed); }
+  /// Calls handle(source, data, bytes) for up to `limit` incoming messages, each once it
+  /// is complete (in place in the ring, or assembled from its records). Returns how
+  /// many. `handle` must not call receive (it may send).
+  template <class Handle>
+  int receive(Handle&& handle, int limit);
+
+ private:
+  struct outgoing {
+    ring_control* ctrl = nullptr;
+    char* data = nullptr;
+    std::uint64_t head_seen = 0;  // the consumer's head as last read
+    std::deque<bytes> waiting;    // queued messages (the first may be partly sent)
+    std::size_t first_sent = 0;   // bytes of waiting.front() already in the ring
+  };
+  struct incoming {
+    int source = -1;
+    ring_control* ctrl = nullptr;
+    char* data = nullptr;
+    bytes assembly;  // the records so far of a message cut into several
+  };
+  /// Writes records of the message pieces from `offset` on; returns the new offset
+  /// (na + nb: all of it is in the ring).
+  std::size_t write(outgoing& o, char const* a, std::size_t na, char const* b, std::size_t nb,
+                    std::size_t offset);
+
+  bool active_ = false;
+  bool node_only_ = false;
+  std::vector<outgoing> out_;  // by world rank; ctrl null: no ring
+  std::vector<incoming> in_;   // one per peer of this node
+  long queued_ = 0;
+  std::atomic<std::uint64_t> received_{0};
+  shared_block mine_;                              // the rings others write to this rank
+  std::vector<std::shared_ptr<void const>> maps_;  // the peers' blocks, mapped here
+};
+
+// --- records ---------------------------------------------------------------------------
+// A record is an 8-byte head (the body's bytes and flags), the body, padding to 8 bytes.
+// A record never wraps: where it does not fit before the ring's end a `skip` record fills
+// the rest. A message is its records up to the one marked `last`.
+struct ring_record {
+  std::uint32_t bytes;
+  std::uint32_t flags;
+};
+inline constexpr std::uint32_t ring_last = 1, ring_skip = 2;
+
+inline constexpr std::size_t ring_padded(std::size_t n) noexcept {
+  return (n + 7) & ~std::size_t{7};
+}
+
+template <class Handle>
+int am_rings::receive(Handle&& handle, int limit) {
+  int got = 0;
+  for (auto& r : in_) {
+    std::uint64_t head = r.ctrl->head.load(std::memory_order_relaxed);
+    std::uint64_t const tail = r.ctrl->tail.load(std::memory_order_acquire);
+    while (head != tail && got < limit) {
+      char const* at = r.data + (head % capacity);
+      ring_record rec;
+      std::memcpy(&rec, at, sizeof rec);
+      std::uint64_t const next = head + sizeof rec + ring_padded(rec.bytes);
+      if (!(rec.flags & ring_skip)) {
+        std::byte const* body = reinterpret_cast<std::byte const*>(at + sizeof rec);
+        if ((rec.flags & ring_last) && r.assembly.empty()) {
+          handle(r.source, body, std::size_t{rec.bytes});
+          ++got;
+        } else {
+          r.assembly.insert(r.assembly.end(), body, body + rec.bytes);
+          if (rec.flags & ring_last) {
+            bytes whole = std::move(r.assembly);
+            r.assembly = bytes();
+            handle(r.source, whole.data(), whole.size());
+            ++got;
+          }
+        }
+      }
+      head = next;
+      // Released after the handler: the producer may reuse these bytes from now on.
+      r.ctrl->head.store(head, std::memory_order_release);
+    }
+  }
+  if (got) received_.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
+  return got;
+}
+
+}  // namespace strata::dist::detail
