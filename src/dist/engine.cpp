@@ -169,16 +169,9 @@ thread_local std::optional<inline_call> inline_call_kept;
 thread_local int inline_calls_depth = 0;
 
 // The MPI thread leaves the polling to waiting threads while one of them has run a round
-// within the window, napping meanwhile (mpi_thread::main). A waiter that parks wakes it;
-// after one that returns, at most window + nap pass without a poll.
-constexpr std::chrono::microseconds waiter_window{20};
+// since it last looked, napping meanwhile (mpi_thread::main). A waiter that parks wakes
+// it; after one that returns, at most one nap passes without a poll.
 constexpr std::chrono::microseconds waiter_nap{200};
-
-std::int64_t steady_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // Runs one queued operation, logging (not propagating) its failure: the operations
 // report errors through their events.
@@ -374,6 +367,19 @@ void mpi_thread::post(op_fn op) {
   cv_.notify_one();
 }
 
+bool mpi_thread::try_run(void (*fn)(void*), void* context) {
+  if (level_ != MPI_THREAD_MULTIPLE || holding_token || on_thread() || !token_.try_lock())
+    return false;
+  if (closed_.load(std::memory_order_acquire)) {
+    token_.unlock();
+    return false;
+  }
+  token_scope held(token_);
+  run_ops();  // what was queued before goes first (post)
+  fn(context);
+  return true;
+}
+
 void mpi_thread::run_sync(std::function<void()> op) {
   if (on_thread() || holding_token) return op();
   std::promise<void> done;
@@ -415,8 +421,14 @@ bool mpi_thread::try_progress() noexcept {
   {
     token_scope held(token_);
     if (closed_.load(std::memory_order_acquire)) return false;
-    if (!strata::detail::is_pool_worker())
-      waiter_round_ns_.store(steady_ns(), std::memory_order_relaxed);
+    if (!strata::detail::is_pool_worker()) {
+      // A count, not a time stamp: a clock read cost as much as the rest of a round. Two
+      // waiters may store the same value; the MPI thread only asks whether it changed.
+      waiter_rounds_.store(waiter_rounds_.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+      if (waiter_parked_.load(std::memory_order_relaxed))
+        waiter_parked_.store(false, std::memory_order_relaxed);
+    }
     engine* e = engine_.load(std::memory_order_acquire);  // changes only under the token
     did = run_ops();
     if (!e) return did;
@@ -453,9 +465,9 @@ bool mpi_thread::try_progress() noexcept {
 }
 
 void mpi_thread::waiter_parks() noexcept {
-  // Sequentially consistent with main()'s nap: either it sees the cleared stamp before
-  // it sleeps, or this sees it napping and wakes it (under the mutex: no lost wake-up).
-  waiter_round_ns_.store(0);
+  // Sequentially consistent with main()'s nap: either it sees the flag before it
+  // sleeps, or this sees it napping and wakes it (under the mutex: no lost wake-up).
+  waiter_parked_.store(true);
   if (!deferring_.load()) return;
   { std::lock_guard lock(mutex_); }
   cv_.notify_one();
@@ -476,6 +488,7 @@ bool mpi_thread::run_ops() {
 void mpi_thread::main() {
   using clock = std::chrono::steady_clock;
   auto last_active = clock::now();
+  std::uint64_t seen_rounds = 0;  // waiter_rounds_ when this thread last looked
   for (;;) {
     engine* e;
     {
@@ -509,22 +522,20 @@ void mpi_thread::main() {
       last_active = now;
       continue;
     }
-    // A thread waiting for an event ran a round just now (try_progress): it polls for its
-    // reply and completes its event itself, so this one naps instead of taking turns with
-    // it for a core (each turn a context switch, several times a message's latency on an
-    // oversubscribed machine: docs/dist.md "Progress and its latency"). A waiter that
-    // parks wakes it (waiter_parks); one that returns or helps with a job leaves it
-    // napping for at most waiter_nap, after which it polls hot (the nap counts as
-    // activity).
-    auto const now_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
-    if (std::chrono::nanoseconds(now_ns - waiter_round_ns_.load(std::memory_order_relaxed)) <
-        waiter_window) {
+    // A thread waiting for an event ran a round since this one last looked (try_progress):
+    // it polls for its reply and completes its event itself, so this one naps instead of
+    // taking turns with it for a core (each turn a context switch, several times a
+    // message's latency on an oversubscribed machine: docs/dist.md "Progress and its
+    // latency"). A waiter that parks wakes it (waiter_parks); one that returns or helps
+    // with a job leaves it napping for at most waiter_nap, after which it polls hot (the
+    // nap counts as activity).
+    if (auto const rounds = waiter_rounds_.load(std::memory_order_relaxed); rounds != seen_rounds) {
+      seen_rounds = rounds;
       {
         std::unique_lock lock(mutex_);
         deferring_.store(true);
         cv_.wait_for(lock, waiter_nap,
-                     [&] { return stop_ || !ops_.empty() || waiter_round_ns_.load() == 0; });
+                     [&] { return stop_ || !ops_.empty() || waiter_parked_.load(); });
         deferring_.store(false);
       }
       last_active = clock::now();
@@ -647,48 +658,121 @@ void engine::send(int to, header const& h, void const* payload, std::size_t n) {
   track(r, [buffer = std::move(buffer)](MPI_Status const&) {});
 }
 
+std::uint64_t engine::pending_table::insert(pending p) {
+  std::uint32_t index;
+  if (!free_.empty()) {
+    index = free_.back();
+    free_.pop_back();
+  } else {
+    index = static_cast<std::uint32_t>(slots_.size());
+    // Room for every slot's index in the free list, so that erase never allocates.
+    if (free_.capacity() < slots_.size() + 1) free_.reserve(2 * (slots_.size() + 1));
+    slots_.emplace_back();
+  }
+  auto& s = slots_[index];
+  s.used = true;
+  s.op = std::move(p);
+  return (std::uint64_t{s.generation} << 32) | index;
+}
+
+engine::pending* engine::pending_table::find(std::uint64_t id) noexcept {
+  auto const index = static_cast<std::uint32_t>(id);
+  if (index >= slots_.size()) return nullptr;
+  auto& s = slots_[index];
+  return s.used && s.generation == static_cast<std::uint32_t>(id >> 32) ? &s.op : nullptr;
+}
+
+void engine::pending_table::erase(std::uint64_t id) noexcept {
+  auto const index = static_cast<std::uint32_t>(id);
+  auto& s = slots_[index];
+  s.used = false;
+  // What the operation held goes now (what is empty costs nothing to reset; the slot's
+  // own memory stays for the next operation).
+  auto& op = s.op;
+  op.ev = event();
+  op.what.clear();
+  op.lasting_what = nullptr;
+  op.result.reset();
+  op.receives.clear();
+  op.keep.reset();
+  if (++s.generation == 0) s.generation = 1;
+  free_.push_back(index);  // within the capacity insert reserved
+}
+
 std::uint64_t engine::begin(pending p) {
-  auto id = next_id_++;
-  pending_.emplace(id, std::move(p));
-  return id;
+  return pending_.insert(std::move(p));
 }
 
 void engine::finish(std::uint64_t id, std::exception_ptr err) {
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return;
-  auto ev = std::move(it->second.ev);
-  pending_.erase(it);
+  auto* p = pending_.find(id);
+  if (!p) return;
+  auto ev = std::move(p->ev);
+  pending_.erase(id);
   outstanding_.fetch_sub(1, std::memory_order_acq_rel);
   ev.complete(std::move(err));
 }
 
 void engine::fail(std::uint64_t id, std::string const& message) {
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return;
-  for (auto& r : it->second.receives)
+  auto* p = pending_.find(id);
+  if (!p) return;
+  for (auto& r : p->receives)
     if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-  auto const& p = it->second;
+  auto const& what = p->lasting_what ? *p->lasting_what : p->what;
   finish(id,
-         remote(p.rank, (p.call ? "remote call of " + demangle(p.what) : p.what) + ": " + message));
+         remote(p->rank, (p->call ? "remote call of " + demangle(what) : what) + ": " + message));
+}
+
+void engine::issue_call(int rank, std::uint64_t id, std::uint64_t signature,
+                        std::string const& what, bool what_lasts, bytes const& payload,
+                        std::shared_ptr<bytes> result, event ev) noexcept {
+  std::uint64_t req = 0;
+  try {
+    req = begin({.ev = ev,
+                 .rank = rank,
+                 .what = what_lasts ? std::string() : what,
+                 .lasting_what = what_lasts ? &what : nullptr,
+                 .call = true,
+                 .result = std::move(result)});
+  } catch (...) {
+    outstanding_.fetch_sub(1, std::memory_order_acq_rel);
+    return ev.complete(std::current_exception());
+  }
+  try {
+    send(rank, {.kind = am::call, .id = req, .a = id, .b = signature}, payload.data(),
+         payload.size());
+  } catch (...) {
+    finish(req, std::current_exception());
+  }
 }
 
 event engine::call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what,
-                   bytes args, std::shared_ptr<bytes> result, after const& deps) {
+                   bool what_lasts, bytes args, std::shared_ptr<bytes> result, after const& deps) {
   check_rank(rank, "dist::async");
   auto ev = event::pending();
   outstanding_.fetch_add(1, std::memory_order_acq_rel);
+  // The common case: no dependencies, another rank, and the progress token free. The
+  // message goes out from here, nothing is kept or handed over in between (on one node a
+  // remote call's round trip is well under a microsecond: docs/dist.md "Active messages
+  // on one node").
+  if (deps.events.empty() && rank != rank_ && mpi_thread::get().try_run([&] {
+        issue_call(rank, id, signature, what, what_lasts, args, std::move(result), ev);
+      }))
+    return ev;
   // Everything the call carries, in one block: its continuations then capture a pointer
   // (kept in place), and the function's name is demangled only for an error message.
   struct outgoing {
     int rank;
     std::uint64_t id, signature;
-    std::string what;
+    std::string what;            // empty when `lasting` names it
+    std::string const* lasting;  // async's name, alive as long as the program
     bytes payload;
     std::shared_ptr<bytes> result;
     event ev;
+    std::string const& name() const { return lasting ? *lasting : what; }
   };
   auto call = std::make_unique<outgoing>(
-      outgoing{rank, id, signature, what, std::move(args), std::move(result), ev});
+      outgoing{rank, id, signature, what_lasts ? std::string() : what, what_lasts ? &what : nullptr,
+               std::move(args), std::move(result), ev});
   auto start = [this](std::unique_ptr<outgoing> c, std::exception_ptr err) {
     if (err) {
       outstanding_.fetch_sub(1, std::memory_order_acq_rel);
@@ -700,19 +784,14 @@ event engine::call(int rank, std::uint64_t id, std::uint64_t signature, std::str
         auto error_text = invoke(c->id, c->signature, c->payload, *c->result);
         outstanding_.fetch_sub(1, std::memory_order_acq_rel);
         c->ev.complete(error_text.empty() ? nullptr
-                                          : remote(rank_, "remote call of " + demangle(c->what) +
+                                          : remote(rank_, "remote call of " + demangle(c->name()) +
                                                               ": " + error_text));
       });
       return;
     }
     mpi_thread::get().post([this, c = std::move(c)] {
-      auto req = begin({.ev = std::move(c->ev),
-                        .rank = c->rank,
-                        .what = std::move(c->what),
-                        .call = true,
-                        .result = std::move(c->result)});
-      header h{.kind = am::call, .id = req, .a = c->id, .b = c->signature};
-      send(c->rank, h, c->payload.data(), c->payload.size());
+      issue_call(c->rank, c->id, c->signature, c->name(), c->lasting != nullptr, c->payload,
+                 std::move(c->result), std::move(c->ev));
     });
   };
   if (deps.events.empty()) {
@@ -865,13 +944,13 @@ event engine::get(void* dst, int rank, std::uintptr_t src, std::size_t n, after 
         check_mpi(MPI_Irecv(static_cast<char*>(dst) + std::size_t(i) * chunk_bytes,
                             chunk_size(n, i), MPI_BYTE, rank, tag, am_, &r),
                   "MPI_Irecv");
-        pending_[req].receives.push_back(r);
+        pending_.find(req)->receives.push_back(r);
         track(r, [this, req](MPI_Status const& st) {
           int cancelled = 0;
           MPI_Test_cancelled(&st, &cancelled);
-          auto it = pending_.find(req);
-          if (cancelled || it == pending_.end()) return;
-          if (--it->second.chunks_left == 0) finish(req, nullptr);
+          auto* p = pending_.find(req);
+          if (cancelled || !p) return;
+          if (--p->chunks_left == 0) finish(req, nullptr);
         });
       }
       send(rank, {.kind = am::get, .id = req, .a = src, .b = n, .c = std::uint64_t(tag)}, nullptr,
@@ -985,9 +1064,23 @@ void engine::run_call(int source, std::uint64_t id, std::uint64_t fn, std::uint6
     reply.resize(error_text.size());
     std::memcpy(reply.data(), error_text.data(), error_text.size());
   }
-  mpi_thread::get().post([this, source, id, reply = std::move(reply), ok] {
-    send(source, {.kind = ok ? am::reply_ok : am::reply_err, .id = id}, reply.data(), reply.size());
-  });
+  auto respond = [this, source, id, ok](bytes const& r) {
+    send(source, {.kind = ok ? am::reply_ok : am::reply_err, .id = id}, r.data(), r.size());
+  };
+  // From here when this thread can take the progress token (as post would), nothing
+  // captured; else the reply waits for the MPI thread with its bytes.
+  auto& thread = mpi_thread::get();
+  if (thread.try_run([&] {
+        try {
+          respond(reply);
+        } catch (std::exception const& x) {
+          strata::detail::log(
+              strata::detail::log_level::info,
+              std::string("strata::dist: a remote call's reply failed: ") + x.what());
+        }
+      }))
+    return;
+  thread.post([respond, reply = std::move(reply)] { respond(reply); });
 }
 
 void engine::handle(int source, std::byte const* msg, std::size_t n) {
@@ -1022,8 +1115,8 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
       return;
     }
     case am::reply_ok: {
-      auto it = pending_.find(h.id);
-      if (it != pending_.end() && it->second.result) it->second.result->assign(body, body + body_n);
+      auto* p = pending_.find(h.id);
+      if (p && p->result) p->result->assign(body, body + body_n);
       return finish(h.id, nullptr);
     }
     case am::reply_err:
@@ -1122,12 +1215,12 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
       return;
     }
     case am::get_data: {
-      auto it = pending_.find(h.id);
-      if (it == pending_.end()) return;
-      if (body_n != it->second.n)
+      auto* p = pending_.find(h.id);
+      if (!p) return;
+      if (body_n != p->n)
         return fail(h.id, "the reply has " + std::to_string(body_n) + " bytes; expected " +
-                              std::to_string(it->second.n));
-      std::memcpy(it->second.dst, body, body_n);
+                              std::to_string(p->n));
+      std::memcpy(p->dst, body, body_n);
       return finish(h.id, nullptr);
     }
     case am::atomic: {
@@ -1153,10 +1246,10 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
       return send(source, {.kind = am::atomic_reply, .id = h.id, .a = old, .b = size}, nullptr, 0);
     }
     case am::atomic_reply: {
-      auto it = pending_.find(h.id);
-      if (it != pending_.end() && it->second.result) {
-        it->second.result->resize(h.b);
-        std::memcpy(it->second.result->data(), &h.a, h.b);
+      auto* p = pending_.find(h.id);
+      if (p && p->result) {
+        p->result->resize(h.b);
+        std::memcpy(p->result->data(), &h.a, h.b);
       }
       return finish(h.id, nullptr);
     }

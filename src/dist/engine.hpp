@@ -28,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -76,6 +77,14 @@ class mpi_thread {
   /// Under MPI_THREAD_MULTIPLE a caller that can take the progress token runs `op`
   /// itself, after the operations queued before it (docs/dist.md "Progress").
   void post(op_fn op);
+  /// Runs `f` now in the calling thread if it can take the progress token (as post does
+  /// under MPI_THREAD_MULTIPLE, after the queued operations); returns false, running
+  /// nothing, where post would queue. `f` must not throw.
+  template <class F>
+  bool try_run(F&& f) {
+    return try_run([](void* c) { (*static_cast<std::remove_reference_t<F>*>(c))(); }, &f);
+  }
+  bool try_run(void (*fn)(void*), void* context);
   /// Runs `op` on the MPI thread (or, as post, in the caller holding the progress
   /// token) and waits for it; rethrows its exception.
   void run_sync(std::function<void()> op);
@@ -111,10 +120,11 @@ class mpi_thread {
   std::deque<op_fn> ops_;
   std::atomic<bool> has_ops_{false};
   std::atomic<bool> closed_{false};  // stop() began: other threads make no more MPI calls
-  // When a thread other than the MPI thread last ran a progress round (steady clock, ns).
-  // Its own cache line: written by every waiter's round, while the MPI thread's rounds
-  // read the flags around it.
-  alignas(64) std::atomic<std::int64_t> waiter_round_ns_{0};
+  // Progress rounds run by threads other than the MPI thread (a count that changes), and
+  // whether one of them parked since. Their own cache line: written by every waiter's
+  // round, while the MPI thread's rounds read the flags around it.
+  alignas(64) std::atomic<std::uint64_t> waiter_rounds_{0};
+  std::atomic<bool> waiter_parked_{false};
   std::atomic<bool> deferring_{false};  // main() naps, leaving the polling to waiters
   bool stop_ = false;
   std::atomic<engine*> engine_{nullptr};  // set under mutex_; cleared under the token
@@ -168,8 +178,10 @@ class engine {
   int size() const noexcept { return size_; }
 
   // --- any thread -----------------------------------------------------------------
+  /// A remote call; `what_lasts`: `what` outlives the call (dist::async's signature, a
+  /// static), so it is kept by reference.
   event call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what,
-             bytes args, std::shared_ptr<bytes> result, after const& deps);
+             bool what_lasts, bytes args, std::shared_ptr<bytes> result, after const& deps);
   event put(int rank, std::uintptr_t dst, void const* src, std::size_t n, after const& deps);
   event get(void* dst, int rank, std::uintptr_t src, std::size_t n, after const& deps);
   event atomic(int rank, std::uintptr_t address, atomic_kind kind, scalar type,
@@ -205,6 +217,7 @@ class engine {
     event ev;
     int rank = -1;
     std::string what;
+    std::string const* lasting_what = nullptr;  // instead of `what`: a name kept elsewhere
     bool call = false;  // `what` is a remote call's function type (demangled in fail)
     std::shared_ptr<bytes> result;
     void* dst = nullptr;  // gets: where the data goes
@@ -248,6 +261,11 @@ class engine {
   /// Runs `op` (a direct put or get) after `deps`: at once when they are complete.
   event direct(after const& deps, std::function<void()> op);
 
+  /// Registers a remote call and sends its message (under the progress token); a
+  /// failure completes `ev` with it.
+  void issue_call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what,
+                  bool what_lasts, bytes const& payload, std::shared_ptr<bytes> result,
+                  event ev) noexcept;
   void track(MPI_Request r, callback done);
   bool poll_watches();
   void send(int to, header const& h, void const* payload, std::size_t n);
@@ -287,8 +305,26 @@ class engine {
   bytes receive_scratch_;  // progress()'s incoming active message
   // Pending watch() predicates and their events (the MPI thread's only).
   std::vector<std::pair<std::function<bool()>, event>> watches_;
-  std::unordered_map<std::uint64_t, pending> pending_;
-  std::uint64_t next_id_ = 1;
+  // The origin operations waiting for their replies, by id. Slots are reused (no
+  // allocation per operation once warm: a remote call's round trip is a microsecond);
+  // an id carries its slot's generation, so a reply for a finished operation finds none.
+  class pending_table {
+   public:
+    std::uint64_t insert(pending p);
+    /// The operation with this id, or null (finished, or never issued).
+    pending* find(std::uint64_t id) noexcept;
+    void erase(std::uint64_t id) noexcept;
+
+   private:
+    struct slot {
+      std::uint32_t generation = 1;
+      bool used = false;
+      pending op;
+    };
+    std::deque<slot> slots_;  // a deque: slots stay where they are as it grows
+    std::vector<std::uint32_t> free_;
+  };
+  pending_table pending_;
   std::uint64_t put_tags_ = 0, get_tags_ = 0;
   bool closing_ = false;
   bool barrier_done_ = false;

@@ -77,9 +77,10 @@ int my_rank() {
                          "); expected a pointer with is_local()");
 }
 
-event call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what, bytes args,
-           std::shared_ptr<bytes> result, after const& deps) {
-  return current_engine().call(rank, id, signature, what, std::move(args), std::move(result), deps);
+event call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what,
+           bool what_lasts, bytes args, std::shared_ptr<bytes> result, after const& deps) {
+  return current_engine().call(rank, id, signature, what, what_lasts, std::move(args),
+                               std::move(result), deps);
 }
 
 event put_bytes(int rank, std::uintptr_t dst, void const* src, std::size_t n, after const& deps) {

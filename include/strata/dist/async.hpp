@@ -48,8 +48,10 @@ std::uint64_t signature_id(std::string const& signature) noexcept;
 
 /// Sends a call of function `id` with serialized `args` to `rank` once `deps` complete;
 /// the reply's bytes land in `*result`. `what` names the function in error messages.
-event call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what, bytes args,
-           std::shared_ptr<bytes> result, after const& deps);
+/// `what_lasts`: `what` outlives the call (a static of dist::async), so the runtime keeps a
+/// reference to it instead of a copy.
+event call(int rank, std::uint64_t id, std::uint64_t signature, std::string const& what,
+           bool what_lasts, bytes args, std::shared_ptr<bytes> result, after const& deps);
 
 template <class T>
 std::string type_name() {
@@ -159,7 +161,7 @@ auto async(after const& deps, place const& target, F&& f, Args&&... args) {
   auto result = std::make_shared<detail::bytes>();
   static std::string const what = inv::signature();
   static std::uint64_t const sig = detail::signature_id(what);
-  auto e = detail::call(rank, inv::id, sig, what, std::move(payload), result, deps);
+  auto e = detail::call(rank, inv::id, sig, what, true, std::move(payload), result, deps);
   return future<Rv>(std::move(e), std::move(result));
 }
 
@@ -211,7 +213,7 @@ future<R> async_named(after const& deps, place const& target, std::string const&
   auto result = std::make_shared<detail::bytes>();
   auto sig = signature_of<R(std::decay_t<Args>...)>::text();
   auto e = detail::call(rank, detail::signature_id("name:" + name), detail::signature_id(sig),
-                        "'" + name + "'", std::move(payload), result, deps);
+                        "'" + name + "'", false, std::move(payload), result, deps);
   return future<R>(std::move(e), std::move(result));
 }
 template <class R, class... Args>
