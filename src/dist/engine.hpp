@@ -288,6 +288,7 @@ class engine {
   // Active messages this rank sent itself through MPI and has not received yet: with
   // rings to every other rank (node_only), progress() probes MPI for them alone.
   long self_messages_ = 0;
+  bool skipped_requests_ = false;  // the last round ended after its rings (progress)
   int tag_ub_ = 32767;
   std::atomic<long> outstanding_{0};
   std::shared_ptr<team_state> world_;
