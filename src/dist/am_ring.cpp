@@ -21,7 +21,11 @@ std::vector<int> node_peers_of(std::vector<std::string> const& hosts, int r) {
   return v;
 }
 
-constexpr std::size_t slot_bytes = sizeof(ring_control) + am_rings::capacity;
+// A ring's slot in its owner's block: its control words on a page of their own, then
+// the data; a page multiple, so that a peer maps its own slot only.
+std::size_t slot_bytes() {
+  return page_size() + am_rings::capacity;
+}
 static_assert((am_rings::capacity & (am_rings::capacity - 1)) == 0,
               "ring positions are taken modulo the capacity");
 static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
@@ -32,49 +36,51 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
 am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
   auto const size = peers.hosts.size();
   auto const mine = node_peers_of(peers.hosts, rank);
+  auto const slot = slot_bytes();
   // Whether this rank can take part: 1 also for a rank alone on its node (it has no ring
-  // and uses MPI), 0 when a block or a mapping fails; every rank then uses MPI.
-  int ok = peers.map ? 1 : 0;
+  // and uses MPI), 0 when a block or a mapping fails; every rank then uses MPI. Failures
+  // between the two collectives are caught: the other ranks wait in the second.
+  int ok = peers.map && slot % page_size() == 0 ? 1 : 0;
   block_handle handle{};
-  if (ok && !mine.empty()) {
-    try {
-      mine_ = shared_block(mine.size() * slot_bytes, true, "dist: active-message rings");
+  try {
+    if (ok && !mine.empty()) {
+      mine_ = shared_block(mine.size() * slot, true, "dist: active-message rings");
       if (mine_.handle().fd < 0) ok = 0;
-    } catch (std::exception const&) {
-      ok = 0;
-    }
-    if (ok) {
-      for (std::size_t i = 0; i < mine.size(); ++i) {
-        char* base = static_cast<char*>(mine_.data()) + i * slot_bytes;
-        auto* ctrl = new (base) ring_control;
-        in_.push_back({mine[i], ctrl, base + sizeof(ring_control), {}});
+      for (std::size_t i = 0; ok && i < mine.size(); ++i) {
+        char* base = static_cast<char*>(mine_.data()) + i * slot;
+        in_.push_back({mine[i], new (base) ring_control, base + page_size(), {}});
       }
-      handle = mine_.handle();
+      if (ok) handle = mine_.handle();
     }
+  } catch (std::exception const&) {
+    ok = 0;
   }
   std::vector<block_handle> all(size);
   check_mpi(
       MPI_Allgather(&handle, sizeof handle, MPI_BYTE, all.data(), sizeof handle, MPI_BYTE, comm),
       "MPI_Allgather");
-  out_.resize(size);
-  for (int w : mine) {
-    if (!ok) break;
-    auto const& h = all[static_cast<std::size_t>(w)];
-    auto m =
-        h.fd < 0 ? nullptr : direct_map(peers.pids[static_cast<std::size_t>(w)], w, h, true, false);
-    if (!m) {
-      ok = 0;
-      break;
+  try {
+    out_.resize(size);
+    for (int w : mine) {
+      if (!ok) break;
+      // This rank's ring in w's block: the slot of its place among w's node peers.
+      auto const theirs = node_peers_of(peers.hosts, w);
+      auto const at =
+          static_cast<std::size_t>(std::find(theirs.begin(), theirs.end(), rank) - theirs.begin());
+      auto m = direct_map_range(peers.pids[static_cast<std::size_t>(w)], w,
+                                all[static_cast<std::size_t>(w)], at * slot, slot);
+      if (!m) {
+        ok = 0;
+        break;
+      }
+      char* base = static_cast<char*>(m.get());
+      auto& o = out_[static_cast<std::size_t>(w)];
+      o.ctrl = reinterpret_cast<ring_control*>(base);
+      o.data = base + page_size();
+      maps_.push_back(std::move(m));
     }
-    auto const theirs = node_peers_of(peers.hosts, w);
-    auto const slot =
-        static_cast<std::size_t>(std::find(theirs.begin(), theirs.end(), rank) - theirs.begin());
-    // Mapped for writing (direct_map's `writable`), handed out as const like every block.
-    char* base = const_cast<char*>(static_cast<char const*>(m.get())) + slot * slot_bytes;
-    auto& o = out_[static_cast<std::size_t>(w)];
-    o.ctrl = reinterpret_cast<ring_control*>(base);
-    o.data = base + sizeof(ring_control);
-    maps_.push_back(std::move(m));
+  } catch (std::exception const&) {
+    ok = 0;
   }
   int agreed = 0;
   check_mpi(MPI_Allreduce(&ok, &agreed, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
@@ -134,27 +140,48 @@ std::size_t am_rings::write(outgoing& o, char const* a, std::size_t na, char con
   return offset;
 }
 
+std::size_t am_rings::room(outgoing& o, std::size_t total) {
+  // The bytes a message of `total` takes from the ring's tail on: its records, and the
+  // skip records before those that would cross the end.
+  constexpr std::size_t max_body = capacity / 4;
+  std::uint64_t const start = o.ctrl->tail.load(std::memory_order_relaxed);
+  std::uint64_t tail = start;
+  for (std::size_t offset = 0; offset < total;) {
+    std::size_t const body = std::min(total - offset, max_body);
+    std::size_t const record = sizeof(ring_record) + ring_padded(body);
+    std::size_t const pos = static_cast<std::size_t>(tail % capacity);
+    tail += (pos + record > capacity ? capacity - pos : 0) + record;
+    offset += body;
+  }
+  return static_cast<std::size_t>(tail - start);
+}
+
 void am_rings::send(int to, void const* a, std::size_t na, void const* b, std::size_t nb) {
   auto& o = out_[static_cast<std::size_t>(to)];
   auto const* ca = static_cast<char const*>(a);
   auto const* cb = static_cast<char const*>(b);
-  std::size_t sent = 0;
+  std::size_t const total = na + nb;
   if (o.waiting.empty()) {
-    sent = write(o, ca, na, cb, nb, 0);
-    if (sent == na + nb) return;
+    // Into the ring only when all of it fits now: a message is never left half written
+    // because its queue entry could not be allocated (the reader would join the next
+    // message to it).
+    std::uint64_t const tail = o.ctrl->tail.load(std::memory_order_relaxed);
+    std::size_t const need = room(o, total);
+    if (tail + need - o.head_seen > capacity)
+      o.head_seen = o.ctrl->head.load(std::memory_order_acquire);
+    if (tail + need - o.head_seen <= capacity) {
+      write(o, ca, na, cb, nb, 0);
+      return;
+    }
   }
-  // Behind the queued ones (order), or what did not fit.
-  bytes rest(na + nb - sent);
-  auto* p = reinterpret_cast<char*>(rest.data());
-  if (sent < na) {
-    std::memcpy(p, ca + sent, na - sent);
-    p += na - sent;
-    if (nb) std::memcpy(p, cb, nb);
-  } else if (nb) {
-    std::memcpy(p, cb + (sent - na), na + nb - sent);
-  }
-  o.waiting.push_back(std::move(rest));
+  // Behind the queued ones (order), or too long for the room there is: all of it queued
+  // (allocated first), then as much as fits written.
+  bytes whole(total);
+  if (na) std::memcpy(whole.data(), ca, na);
+  if (nb) std::memcpy(whole.data() + na, cb, nb);
+  o.waiting.push_back(std::move(whole));
   ++queued_;
+  flush();
 }
 
 bool am_rings::flush() {

@@ -40,8 +40,10 @@ struct ring_control {
 
 class am_rings {
  public:
-  /// Data bytes of one ring (per direction and pair; the pages are touched as used).
-  static constexpr std::size_t capacity = std::size_t{256} << 10;
+  /// Data bytes of one ring (per direction and pair; the pages are touched as used, and
+  /// a rank maps only its own ring of each peer's block: k ranks on a node hold
+  /// k (k - 1) rings, 3.8 MiB at 8 ranks, 1 GiB at 128, once every pair has talked).
+  static constexpr std::size_t capacity = std::size_t{64} << 10;
 
   /// Collective over `comm` (world order, on the MPI thread at start-up): makes this
   /// rank's rings, exchanges their handles, maps the peers' rings. Rings are used by
@@ -90,21 +92,25 @@ class am_rings {
     int source = -1;
     ring_control* ctrl = nullptr;
     char* data = nullptr;
-    bytes assembly;  // the records so far of a message cut into several
+    bytes assembly;         // the records so far of a message cut into several
+    bool dropping = false;  // its assembly failed (no memory): skip to its last record
   };
   /// Writes records of the message pieces from `offset` on; returns the new offset
   /// (na + nb: all of it is in the ring).
   std::size_t write(outgoing& o, char const* a, std::size_t na, char const* b, std::size_t nb,
                     std::size_t offset);
+  /// The ring bytes a message of `total` bytes would take from o's tail on.
+  static std::size_t room(outgoing& o, std::size_t total);
 
   bool active_ = false;
   bool node_only_ = false;
   std::vector<outgoing> out_;  // by world rank; ctrl null: no ring
   std::vector<incoming> in_;   // one per peer of this node
+  std::size_t first_in_ = 0;   // where receive starts: each ring in turn goes first
   long queued_ = 0;
   std::atomic<std::uint64_t> received_{0};
-  shared_block mine_;                              // the rings others write to this rank
-  std::vector<std::shared_ptr<void const>> maps_;  // the peers' blocks, mapped here
+  shared_block mine_;                        // the rings others write to this rank
+  std::vector<std::shared_ptr<void>> maps_;  // this rank's ring in each peer's block
 };
 
 // --- records ---------------------------------------------------------------------------
@@ -124,32 +130,51 @@ inline constexpr std::size_t ring_padded(std::size_t n) noexcept {
 template <class Handle>
 int am_rings::receive(Handle&& handle, int limit) {
   int got = 0;
-  for (auto& r : in_) {
-    std::uint64_t head = r.ctrl->head.load(std::memory_order_relaxed);
+  // Each round starts at the next ring, so one busy peer cannot hold the others back.
+  std::size_t const n = in_.size();
+  if (n) first_in_ = (first_in_ + 1) % n;
+  for (std::size_t k = 0; k < n && got < limit; ++k) {
+    auto& r = in_[(first_in_ + k) % n];
     std::uint64_t const tail = r.ctrl->tail.load(std::memory_order_acquire);
-    while (head != tail && got < limit) {
+    while (got < limit) {
+      std::uint64_t const head = r.ctrl->head.load(std::memory_order_relaxed);
+      if (head == tail) break;
       char const* at = r.data + (head % capacity);
       ring_record rec;
       std::memcpy(&rec, at, sizeof rec);
-      std::uint64_t const next = head + sizeof rec + ring_padded(rec.bytes);
-      if (!(rec.flags & ring_skip)) {
-        std::byte const* body = reinterpret_cast<std::byte const*>(at + sizeof rec);
-        if ((rec.flags & ring_last) && r.assembly.empty()) {
-          handle(r.source, body, std::size_t{rec.bytes});
-          ++got;
-        } else {
-          r.assembly.insert(r.assembly.end(), body, body + rec.bytes);
-          if (rec.flags & ring_last) {
-            bytes whole = std::move(r.assembly);
-            r.assembly = bytes();
-            handle(r.source, whole.data(), whole.size());
-            ++got;
-          }
-        }
+      // The head moves on (released: the producer may reuse the bytes) once the record
+      // is handled or copied, also when the handler throws: a message is taken once, as
+      // MPI's receive takes it, never handled again in a later round.
+      struct advance {
+        ring_control* ctrl;
+        std::uint64_t to;
+        ~advance() { ctrl->head.store(to, std::memory_order_release); }
+      } moved{r.ctrl, head + sizeof rec + ring_padded(rec.bytes)};
+      if (rec.flags & ring_skip) continue;
+      std::byte const* body = reinterpret_cast<std::byte const*>(at + sizeof rec);
+      if ((rec.flags & ring_last) && r.assembly.empty()) {
+        ++got;
+        handle(r.source, body, std::size_t{rec.bytes});  // in place, released after
+        continue;
       }
-      head = next;
-      // Released after the handler: the producer may reuse these bytes from now on.
-      r.ctrl->head.store(head, std::memory_order_release);
+      if (r.dropping) {
+        r.dropping = !(rec.flags & ring_last);
+        continue;
+      }
+      try {
+        r.assembly.insert(r.assembly.end(), body, body + rec.bytes);
+      } catch (...) {
+        // The rest of this message goes unread; the next one starts clean.
+        r.assembly = bytes();
+        r.dropping = !(rec.flags & ring_last);
+        throw;
+      }
+      if (rec.flags & ring_last) {
+        bytes whole = std::move(r.assembly);
+        r.assembly = bytes();
+        ++got;
+        handle(r.source, whole.data(), whole.size());
+      }
     }
   }
   if (got) received_.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);

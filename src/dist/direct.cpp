@@ -248,13 +248,12 @@ std::size_t mapped_peer_blocks() {
   return c.maps.size();
 }
 
-std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h, bool writable,
-                                       bool cached) {
+std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h, bool writable) {
   auto& c = cache();
   std::lock_guard lock(c.mutex);
   c.sweep();
   auto const key = std::pair{rank, h.serial};
-  auto it = cached ? c.maps.find(key) : c.maps.end();
+  auto it = c.maps.find(key);
   // (A block is mapped one way only: arrays read-only, dist::allocate's segments for
   // writing; a mismatch maps it again.)
   if (it != c.maps.end() && writable && !it->second->writable) {
@@ -297,13 +296,38 @@ std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h
     if (head.magic != block_magic || head.serial != h.serial ||
         head.alive.load(std::memory_order_acquire) == 0)
       return nullptr;
-    if (!cached) return {m, static_cast<char const*>(m->base) + page_bytes()};
     // A bounded cache: past a few hundred live blocks start again (users keep theirs).
     if (c.maps.size() >= 256) c.maps.clear();
     it = c.maps.emplace(key, std::move(m)).first;
   }
   auto const& m = it->second;
   return {m, static_cast<char const*>(m->base) + page_bytes()};
+}
+
+std::size_t page_size() {
+  return page_bytes();
+}
+
+std::shared_ptr<void> direct_map_range(long pid, int rank, block_handle const& h,
+                                       std::size_t offset, std::size_t n) {
+  (void)rank;  // (named for symmetry with direct_map; a refusal is the caller's to handle)
+  if (h.fd < 0 || offset % page_bytes() != 0) return nullptr;
+  std::string const path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(h.fd);
+  int const fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  // The header says whether this is the block the handle names (read, not mapped).
+  block_header head{};
+  struct stat st {};
+  bool const right = ::pread(fd, &head, sizeof head, 0) == static_cast<ssize_t>(sizeof head) &&
+                     head.magic == block_magic && head.serial == h.serial &&
+                     head.alive.load(std::memory_order_relaxed) != 0 && ::fstat(fd, &st) == 0 &&
+                     static_cast<std::size_t>(st.st_size) >= page_bytes() + offset + n;
+  void* base = right ? ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                              static_cast<off_t>(page_bytes() + offset))
+                     : MAP_FAILED;
+  ::close(fd);
+  if (base == MAP_FAILED) return nullptr;
+  return std::shared_ptr<void>(base, [n](void* p) { ::munmap(p, n); });
 }
 
 direct_peers direct_setup(MPI_Comm comm, int rank, std::vector<std::string> hosts) {

@@ -25,11 +25,19 @@ struct direct_peers {
 direct_peers direct_setup(MPI_Comm comm, int rank, std::vector<std::string> hosts);
 
 /// map_peer_block for world rank `rank`, process `pid` (`writable`: for puts into a
-/// dist::allocate segment; the pointer is then writable through a const_cast). Not
-/// `cached`: a mapping of the caller's own, outside the cache of peers' blocks (the
-/// active-message rings, mapped once for a runtime's lifetime).
+/// dist::allocate segment; the pointer is then writable through a const_cast).
 std::shared_ptr<void const> direct_map(long pid, int rank, block_handle const& h,
-                                       bool writable = false, bool cached = true);
+                                       bool writable = false);
+
+/// Bytes [offset, offset + n) of the data of world rank `rank`'s block `h` (process
+/// `pid`), mapped here for reading and writing, outside the cache of peers' blocks and
+/// without populating its pages (they are touched as used); null when the system refuses
+/// or `h` is not that block. `offset` must be a multiple of the page size: the
+/// active-message rings (dist/am_ring.cpp), where each rank maps its own ring only.
+std::shared_ptr<void> direct_map_range(long pid, int rank, block_handle const& h,
+                                       std::size_t offset, std::size_t n);
+/// The system's page size.
+std::size_t page_size();
 
 /// Whether world rank `w` (not this one) shares this node and its dist::allocate
 /// segments may be mapped here (direct mapping in use).

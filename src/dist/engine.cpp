@@ -10,6 +10,7 @@
 #include <strata/error.hpp>
 #include <strata/exec/launch.hpp>
 
+#include "exec/spin.hpp"
 #include "exec/threads/pool.hpp"
 #include "exec/wait_hook.hpp"
 #include "log.hpp"
@@ -168,10 +169,14 @@ struct inline_call {
 thread_local std::optional<inline_call> inline_call_kept;
 thread_local int inline_calls_depth = 0;
 
-// The MPI thread leaves the polling to waiting threads while one of them has run a round
-// since it last looked, napping meanwhile (mpi_thread::main). A waiter that parks wakes
-// it; after one that returns, at most one nap passes without a poll.
+// The MPI thread leaves the polling to waiting threads while one of them runs rounds (its
+// count moved since the MPI thread last looked and its clock stamp, taken every
+// waiter_stamp_rounds rounds, is within waiter_window), napping meanwhile
+// (mpi_thread::main). A waiter that parks wakes it; after one that returns, at most
+// window + nap pass without a poll.
 constexpr std::chrono::microseconds waiter_nap{200};
+constexpr std::chrono::microseconds waiter_window{50};
+constexpr std::uint64_t waiter_stamp_rounds = 64;
 
 // Runs one queued operation, logging (not propagating) its failure: the operations
 // report errors through their events.
@@ -422,10 +427,14 @@ bool mpi_thread::try_progress() noexcept {
     token_scope held(token_);
     if (closed_.load(std::memory_order_acquire)) return false;
     if (!strata::detail::is_pool_worker()) {
-      // A count, not a time stamp: a clock read cost as much as the rest of a round. Two
-      // waiters may store the same value; the MPI thread only asks whether it changed.
-      waiter_rounds_.store(waiter_rounds_.load(std::memory_order_relaxed) + 1,
-                           std::memory_order_relaxed);
+      // A count, and a clock stamp only every waiter_stamp_rounds rounds: a clock read
+      // costs as much as the rest of a round. Two waiters may store the same value; the
+      // MPI thread only asks whether it changed.
+      auto const rounds = waiter_rounds_.load(std::memory_order_relaxed) + 1;
+      waiter_rounds_.store(rounds, std::memory_order_relaxed);
+      if (rounds % waiter_stamp_rounds == 1)
+        waiter_stamp_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                            std::memory_order_relaxed);
       if (waiter_parked_.load(std::memory_order_relaxed))
         waiter_parked_.store(false, std::memory_order_relaxed);
     }
@@ -528,9 +537,16 @@ void mpi_thread::main() {
     // message's latency on an oversubscribed machine: docs/dist.md "Progress and its
     // latency"). A waiter that parks wakes it (waiter_parks); one that returns or helps
     // with a job leaves it napping for at most waiter_nap, after which it polls hot (the
-    // nap counts as activity).
-    if (auto const rounds = waiter_rounds_.load(std::memory_order_relaxed); rounds != seen_rounds) {
-      seen_rounds = rounds;
+    // nap counts as activity). A change since the last look may be the last rounds of a
+    // wait that has ended (the look before was a nap ago): the waiter still polls if its
+    // clock stamp, taken every waiter_stamp_rounds rounds, is recent.
+    auto const rounds = waiter_rounds_.load(std::memory_order_relaxed);
+    bool const polling =
+        rounds != seen_rounds &&
+        now - clock::time_point(clock::duration(waiter_stamp_.load(std::memory_order_relaxed))) <
+            waiter_window;
+    seen_rounds = rounds;
+    if (polling) {
       {
         std::unique_lock lock(mutex_);
         deferring_.store(true);
@@ -644,7 +660,16 @@ void engine::track(MPI_Request r, callback done) {
 }
 
 void engine::send(int to, header const& h, void const* payload, std::size_t n) {
-  if (rings_ && rings_->reaches(to)) return rings_->send(to, &h, sizeof h, payload, n);
+  if (rings_ && rings_->reaches(to)) {
+    bool const was_queued = rings_->queued();
+    rings_->send(to, &h, sizeof h, payload, n);
+    // What waits in a queue goes out in later rounds: a thread other than the MPI thread
+    // wakes it for them (an empty operation), or an idle rank would leave the rest of a
+    // long message for its next poll, up to a millisecond later.
+    if (!was_queued && rings_->queued() && !mpi_thread::get().on_thread())
+      mpi_thread::get().post([] {});
+    return;
+  }
   if (to == rank_) ++self_messages_;
   bytes buffer(sizeof(header) + n);
   std::memcpy(buffer.data(), &h, sizeof h);

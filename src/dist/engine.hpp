@@ -120,10 +120,11 @@ class mpi_thread {
   std::deque<op_fn> ops_;
   std::atomic<bool> has_ops_{false};
   std::atomic<bool> closed_{false};  // stop() began: other threads make no more MPI calls
-  // Progress rounds run by threads other than the MPI thread (a count that changes), and
-  // whether one of them parked since. Their own cache line: written by every waiter's
-  // round, while the MPI thread's rounds read the flags around it.
+  // Progress rounds run by threads other than the MPI thread (a count that changes), when
+  // one of them last read the clock, and whether one of them parked since. Their own cache line:
+  // written by every waiter's round, while the MPI thread's rounds read the flags around it.
   alignas(64) std::atomic<std::uint64_t> waiter_rounds_{0};
+  std::atomic<std::int64_t> waiter_stamp_{0};  // steady clock ticks, every few rounds
   std::atomic<bool> waiter_parked_{false};
   std::atomic<bool> deferring_{false};  // main() naps, leaving the polling to waiters
   bool stop_ = false;

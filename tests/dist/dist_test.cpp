@@ -57,6 +57,14 @@ struct weigh {
   }
 };
 
+// The vector reversed: a reply as long as the argument.
+struct mirror {
+  std::vector<std::uint32_t> operator()(std::vector<std::uint32_t> v) const {
+    std::reverse(v.begin(), v.end());
+    return v;
+  }
+};
+
 struct describe {
   std::string operator()(std::string const& who, std::vector<int> const& v) const {
     return who + "@" + std::to_string(dist::runtime::current().rank()) + ":" +
@@ -327,18 +335,31 @@ TEST(DistAsync, LargeArgumentsBothWaysAtOnce) {
   auto user = [&](int who) {
     std::mt19937_64 rng(5 + static_cast<unsigned>(who + 16 * rt.rank()));
     std::vector<std::pair<dist::future<std::uint64_t>, std::uint64_t>> out;
+    // Every third call returns its argument reversed: replies as long (queued on the
+    // target's side, by whichever thread ran the call).
+    std::vector<std::pair<dist::future<std::vector<std::uint32_t>>, std::vector<std::uint32_t>>>
+        back;
     for (int i = 0; i < calls; ++i)
       for (int r = 0; r < rt.size(); ++r) {
         std::size_t const n = sizes[static_cast<std::size_t>(i + r + who) % std::size(sizes)] +
                               static_cast<std::size_t>(rng() % 5);
         std::vector<std::uint32_t> v(n);
         for (auto& x : v) x = static_cast<std::uint32_t>(rng());
+        if ((i + r) % 3 == 0) {
+          auto expected = mirror{}(v);
+          back.emplace_back(dist::async(rt.rank_place(r), mirror{}, v), std::move(expected));
+          continue;
+        }
         auto expected = weigh{}(v);
         out.emplace_back(dist::async(rt.rank_place(r), weigh{}, v), expected);
       }
     for (auto& [f, expected] : out) {
       wait_or_fail(f.event(), "a large call");
       if (f.get() != expected) throw std::logic_error("a large argument arrived changed");
+    }
+    for (auto& [f, expected] : back) {
+      wait_or_fail(f.event(), "a large reply");
+      if (f.get() != expected) throw std::logic_error("a large reply arrived changed");
     }
   };
   std::vector<std::exception_ptr> errors(threads);
