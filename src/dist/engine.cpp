@@ -684,6 +684,12 @@ void engine::send(int to, header const& h, void const* payload, std::size_t n) {
 }
 
 std::uint64_t engine::pending_table::insert(pending p) {
+  auto [id, op] = emplace();
+  op = std::move(p);
+  return id;
+}
+
+std::pair<std::uint64_t, engine::pending&> engine::pending_table::emplace() {
   std::uint32_t index;
   if (!free_.empty()) {
     index = free_.back();
@@ -696,8 +702,7 @@ std::uint64_t engine::pending_table::insert(pending p) {
   }
   auto& s = slots_[index];
   s.used = true;
-  s.op = std::move(p);
-  return (std::uint64_t{s.generation} << 32) | index;
+  return {(std::uint64_t{s.generation} << 32) | index, s.op};
 }
 
 engine::pending* engine::pending_table::find(std::uint64_t id) noexcept {
@@ -715,9 +720,14 @@ void engine::pending_table::erase(std::uint64_t id) noexcept {
   // own memory stays for the next operation).
   auto& op = s.op;
   op.ev = event();
+  op.rank = -1;
   op.what.clear();
   op.lasting_what = nullptr;
+  op.call = false;
   op.result.reset();
+  op.dst = nullptr;
+  op.n = 0;
+  op.chunks_left = 0;
   op.receives.clear();
   op.keep.reset();
   if (++s.generation == 0) s.generation = 1;
@@ -752,13 +762,18 @@ void engine::issue_call(int rank, std::uint64_t id, std::uint64_t signature,
                         std::shared_ptr<bytes> result, event ev) noexcept {
   std::uint64_t req = 0;
   try {
-    req = begin({.ev = ev,
-                 .rank = rank,
-                 .what = what_lasts ? std::string() : what,
-                 .lasting_what = what_lasts ? &what : nullptr,
-                 .call = true,
-                 .result = std::move(result)});
+    auto [id_, op] = pending_.emplace();  // filled in place (a call's issue path is short)
+    req = id_;
+    op.rank = rank;
+    op.call = true;
+    op.result = std::move(result);
+    if (what_lasts)
+      op.lasting_what = &what;
+    else
+      op.what = what;  // (may throw: then the slot is left as fresh as it came)
+    op.ev = std::move(ev);
   } catch (...) {
+    if (req) pending_.erase(req);  // (ids have a generation >= 1: never 0)
     outstanding_.fetch_sub(1, std::memory_order_acq_rel);
     return ev.complete(std::current_exception());
   }

@@ -313,6 +313,9 @@ class engine {
   class pending_table {
    public:
     std::uint64_t insert(pending p);
+    /// A fresh slot (every field as default-constructed, ids aside) and its id: filled in
+    /// place, no temporary moved in.
+    std::pair<std::uint64_t, pending&> emplace();
     /// The operation with this id, or null (finished, or never issued).
     pending* find(std::uint64_t id) noexcept;
     void erase(std::uint64_t id) noexcept;
