@@ -4,8 +4,12 @@
 
 #include "dist/engine.hpp"
 
+#include <strata/error.hpp>
+
 #include <algorithm>
+#include <cstdlib>
 #include <new>
+#include <string>
 
 namespace strata::dist::detail {
 
@@ -34,13 +38,25 @@ static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
 }  // namespace
 
 am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
+  // STRATA_DIST_RINGS=0 turns the rings off (on any rank: then on every rank). A bad
+  // value is this rank's error, thrown once the others know not to use rings (thrown
+  // before the collectives, it would leave them waiting in the first one).
+  std::string bad_setting;
+  bool wanted = true;
+  if (char const* v = std::getenv("STRATA_DIST_RINGS")) {
+    std::string const s(v);
+    if (s == "0")
+      wanted = false;
+    else if (s != "1")
+      bad_setting = s;
+  }
   auto const size = peers.hosts.size();
   auto const mine = node_peers_of(peers.hosts, rank);
   auto const slot = slot_bytes();
   // Whether this rank can take part: 1 also for a rank alone on its node (it has no ring
   // and uses MPI), 0 when a block or a mapping fails; every rank then uses MPI. Failures
   // between the two collectives are caught: the other ranks wait in the second.
-  int ok = peers.map && slot % page_size() == 0 ? 1 : 0;
+  int ok = peers.map && wanted && bad_setting.empty() && slot % page_size() == 0 ? 1 : 0;
   block_handle handle{};
   try {
     if (ok && !mine.empty()) {
@@ -90,6 +106,10 @@ am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
     in_.clear();
     maps_.clear();
     mine_ = shared_block();
+    if (!bad_setting.empty())
+      throw config_error("STRATA_DIST_RINGS=\"" + bad_setting +
+                         "\": expected 1 (active messages between ranks of one node through "
+                         "shared-memory rings: the default) or 0 (through MPI)");
     return;
   }
   node_only_ = std::all_of(peers.hosts.begin(), peers.hosts.end(),

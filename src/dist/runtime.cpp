@@ -133,6 +133,10 @@ std::uint64_t ring_messages() {
   return current_engine().ring_messages();
 }
 
+bool ring_transport() {
+  return current_engine().rings_in_use();
+}
+
 std::size_t mapped_segments() {
   return current_engine().mapped_windows();
 }

@@ -376,11 +376,38 @@ TEST(DistAsync, LargeArgumentsBothWaysAtOnce) {
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
   dist::barrier(rt.world()).wait();
-  // On one node with mapping (the default) the messages went through the rings.
-  if (rt.size() > 1 && dist::detail::direct_mapping(rt.world()))
+  // With rings (the default on one node) the messages went through them.
+  if (rt.size() > 1 && dist::detail::ring_transport())
     EXPECT_GT(dist::detail::ring_messages(), before);
   else
     EXPECT_EQ(dist::detail::ring_messages(), before);
+}
+
+// Rings are used by every rank or by none: one rank that may not use them (here
+// STRATA_DIST_RINGS=0 on it alone, test dist.rings.one_rank_off) turns them off on all,
+// and remote calls still work. STRATA_TEST_EXPECT_RINGS says what the ctest expects.
+TEST(DistAsync, RingsAreUsedByEveryRankOrByNone) {
+  dist::runtime rt;
+  int const mine = dist::detail::ring_transport() ? 1 : 0;
+  int lowest = 0, highest = 0;
+  dist::all_reduce(rt.world(), std::span<int const>(&mine, 1), std::span(&lowest, 1),
+                   dist::reduce_op::min)
+      .wait();
+  dist::all_reduce(rt.world(), std::span<int const>(&mine, 1), std::span(&highest, 1),
+                   dist::reduce_op::max)
+      .wait();
+  EXPECT_EQ(lowest, highest);
+  if (char const* e = std::getenv("STRATA_TEST_EXPECT_RINGS")) {
+    EXPECT_EQ(mine, std::atoi(e));
+  } else if (std::getenv("STRATA_DIST_RINGS") == nullptr) {
+    EXPECT_EQ(mine, rt.size() > 1 && dist::detail::direct_mapping(rt.world()) ? 1 : 0);
+  }
+  std::vector<dist::future<int>> sums;
+  for (int r = 0; r < rt.size(); ++r)
+    sums.push_back(dist::async(rt.rank_place(r), add{}, r, rt.rank()));
+  for (int r = 0; r < rt.size(); ++r)
+    EXPECT_EQ(sums[static_cast<std::size_t>(r)].get(), r + rt.rank());
+  dist::barrier(rt.world()).wait();
 }
 
 TEST(DistAsync, RemoteCallsThatCallOnAndWait) {

@@ -108,6 +108,9 @@ std::uint64_t direct_operations();
 /// How many active messages this process has received through the shared-memory rings
 /// of its node's ranks so far (a diagnostic: docs/dist.md "Active messages on one node").
 std::uint64_t ring_messages();
+/// Whether this process sends active messages to the ranks of its node through rings
+/// (the same answer on every rank: STRATA_DIST_RINGS=0 on any rank turns them off).
+bool ring_transport();
 /// How many peers' segments this process has mapped now (freed ones go at the next
 /// first access to a segment, or this rank's next allocate or deallocate).
 std::size_t mapped_segments();
