@@ -55,6 +55,8 @@ class am_rings {
   am_rings& operator=(am_rings const&) = delete;
 
   bool active() const noexcept { return active_; }
+  /// Whether this rank has rings (active, and other ranks share its node).
+  bool any() const noexcept { return active_ && !in_.empty(); }
   /// Every rank of the job shares this node and rings are active: no active message
   /// arrives through MPI.
   bool node_only() const noexcept { return node_only_; }

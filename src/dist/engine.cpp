@@ -595,6 +595,10 @@ engine::engine(MPI_Comm am, MPI_Comm coll, MPI_Comm teams, int rank, int size,
 
 engine::~engine() = default;
 
+bool engine::rings_in_use() const noexcept {
+  return rings_ && rings_->any();
+}
+
 std::uint64_t engine::ring_messages() const noexcept {
   return rings_ ? rings_->received() : 0;
 }

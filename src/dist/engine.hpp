@@ -350,7 +350,7 @@ class engine {
   /// Active messages received through the rings so far (a diagnostic for tests).
   std::uint64_t ring_messages() const noexcept;
   /// Whether active messages to this node's ranks go through rings.
-  bool rings_in_use() const noexcept { return rings_ != nullptr; }
+  bool rings_in_use() const noexcept;
   /// Puts, gets and atomics done through mapped windows so far (a diagnostic for tests).
   std::uint64_t direct_operations() const noexcept {
     return direct_ops_.load(std::memory_order_relaxed);
