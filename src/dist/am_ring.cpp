@@ -30,17 +30,13 @@ std::vector<int> node_peers_of(std::vector<std::string> const& hosts, int r) {
 std::size_t slot_bytes() {
   return page_size() + am_rings::capacity;
 }
-static_assert((am_rings::capacity & (am_rings::capacity - 1)) == 0,
-              "ring positions are taken modulo the capacity");
-static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
-              "the ring's words are shared between processes");
 
 }  // namespace
 
 am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
   // STRATA_DIST_RINGS=0 turns the rings off (on any rank: then on every rank). A bad
-  // value is this rank's error, thrown once the others know not to use rings (thrown
-  // before the collectives, it would leave them waiting in the first one).
+  // value on any rank is an error on every rank, agreed through the collectives below
+  // (thrown before them, it would leave the others waiting in the first one).
   std::string bad_setting;
   bool wanted = true;
   if (char const* v = std::getenv("STRATA_DIST_RINGS")) {
@@ -56,7 +52,7 @@ am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
   // Whether this rank can take part: 1 also for a rank alone on its node (it has no ring
   // and uses MPI), 0 when a block or a mapping fails; every rank then uses MPI. Failures
   // between the two collectives are caught: the other ranks wait in the second.
-  int ok = peers.map && wanted && bad_setting.empty() && slot % page_size() == 0 ? 1 : 0;
+  int ok = peers.map && wanted && slot % page_size() == 0 ? 1 : 0;
   block_handle handle{};
   try {
     if (ok && !mine.empty()) {
@@ -64,7 +60,7 @@ am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
       if (mine_.handle().fd < 0) ok = 0;
       for (std::size_t i = 0; ok && i < mine.size(); ++i) {
         char* base = static_cast<char*>(mine_.data()) + i * slot;
-        in_.push_back({mine[i], new (base) ring_control, base + page_size(), {}});
+        in_.push_back({mine[i], new (base) ring_control, base + page_size(), {}, false});
       }
       if (ok) handle = mine_.handle();
     }
@@ -90,7 +86,7 @@ am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
         break;
       }
       char* base = static_cast<char*>(m.get());
-      auto& o = out_[static_cast<std::size_t>(w)];
+      auto& o = out_[static_cast<std::size_t>(w)].ring;
       o.ctrl = reinterpret_cast<ring_control*>(base);
       o.data = base + page_size();
       maps_.push_back(std::move(m));
@@ -98,6 +94,7 @@ am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
   } catch (std::exception const&) {
     ok = 0;
   }
+  if (!bad_setting.empty()) ok = -1;
   int agreed = 0;
   check_mpi(MPI_Allreduce(&ok, &agreed, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
   active_ = agreed == 1;
@@ -106,10 +103,12 @@ am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
     in_.clear();
     maps_.clear();
     mine_ = shared_block();
-    if (!bad_setting.empty())
-      throw config_error("STRATA_DIST_RINGS=\"" + bad_setting +
-                         "\": expected 1 (active messages between ranks of one node through "
-                         "shared-memory rings: the default) or 0 (through MPI)");
+    if (agreed < 0)
+      throw config_error(
+          (bad_setting.empty() ? std::string("STRATA_DIST_RINGS on another rank")
+                               : "STRATA_DIST_RINGS=\"" + bad_setting + "\"") +
+          ": expected 1 (active messages between ranks of one node through shared-memory "
+          "rings: the default) or 0 (through MPI)");
     return;
   }
   node_only_ = std::all_of(peers.hosts.begin(), peers.hosts.end(),
@@ -118,81 +117,17 @@ am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
 
 am_rings::~am_rings() = default;
 
-std::size_t am_rings::write(outgoing& o, char const* a, std::size_t na, char const* b,
-                            std::size_t nb, std::size_t offset) {
-  // A quarter of the ring at most per record, so a long message streams through it while
-  // the receiver takes the first records.
-  constexpr std::size_t max_body = capacity / 4;
-  std::size_t const total = na + nb;
-  std::uint64_t tail = o.ctrl->tail.load(std::memory_order_relaxed);  // the only producer
-  while (offset < total) {
-    std::size_t const body = std::min(total - offset, max_body);
-    std::size_t const record = sizeof(ring_record) + ring_padded(body);
-    std::size_t const pos = static_cast<std::size_t>(tail % capacity);
-    std::size_t const skip = pos + record > capacity ? capacity - pos : 0;
-    std::size_t const need = skip + record;
-    if (tail + need - o.head_seen > capacity) {
-      o.head_seen = o.ctrl->head.load(std::memory_order_acquire);
-      if (tail + need - o.head_seen > capacity) break;  // full: the rest waits
-    }
-    if (skip) {
-      ring_record const s{static_cast<std::uint32_t>(skip - sizeof(ring_record)), ring_skip};
-      std::memcpy(o.data + pos, &s, sizeof s);
-    }
-    char* to = o.data + (skip ? 0 : pos);
-    ring_record const r{static_cast<std::uint32_t>(body), offset + body == total ? ring_last : 0};
-    std::memcpy(to, &r, sizeof r);
-    to += sizeof r;
-    std::size_t left = body, at = offset;
-    if (at < na) {
-      std::size_t const k = std::min(left, na - at);
-      std::memcpy(to, a + at, k);
-      to += k;
-      at += k;
-      left -= k;
-    }
-    if (left) std::memcpy(to, b + (at - na), left);
-    tail += need;
-    offset += body;
-    // Each record as soon as it is written: the receiver may start on a long message.
-    o.ctrl->tail.store(tail, std::memory_order_release);
-  }
-  return offset;
-}
-
-std::size_t am_rings::room(outgoing& o, std::size_t total) {
-  // The bytes a message of `total` takes from the ring's tail on: its records, and the
-  // skip records before those that would cross the end.
-  constexpr std::size_t max_body = capacity / 4;
-  std::uint64_t const start = o.ctrl->tail.load(std::memory_order_relaxed);
-  std::uint64_t tail = start;
-  for (std::size_t offset = 0; offset < total;) {
-    std::size_t const body = std::min(total - offset, max_body);
-    std::size_t const record = sizeof(ring_record) + ring_padded(body);
-    std::size_t const pos = static_cast<std::size_t>(tail % capacity);
-    tail += (pos + record > capacity ? capacity - pos : 0) + record;
-    offset += body;
-  }
-  return static_cast<std::size_t>(tail - start);
-}
-
 void am_rings::send(int to, void const* a, std::size_t na, void const* b, std::size_t nb) {
   auto& o = out_[static_cast<std::size_t>(to)];
   auto const* ca = static_cast<char const*>(a);
   auto const* cb = static_cast<char const*>(b);
   std::size_t const total = na + nb;
-  if (o.waiting.empty()) {
-    // Into the ring only when all of it fits now: a message is never left half written
-    // because its queue entry could not be allocated (the reader would join the next
-    // message to it).
-    std::uint64_t const tail = o.ctrl->tail.load(std::memory_order_relaxed);
-    std::size_t const need = room(o, total);
-    if (tail + need - o.head_seen > capacity)
-      o.head_seen = o.ctrl->head.load(std::memory_order_acquire);
-    if (tail + need - o.head_seen <= capacity) {
-      write(o, ca, na, cb, nb, 0);
-      return;
-    }
+  // Into the ring only when all of it fits now: a message is never left half written
+  // because its queue entry could not be allocated (the reader would join the next
+  // message to it).
+  if (o.waiting.empty() && o.ring.fits(total)) {
+    o.ring.write(ca, na, cb, nb, 0);
+    return;
   }
   // Behind the queued ones (order), or too long for the room there is: all of it queued
   // (allocated first), then as much as fits written.
@@ -212,7 +147,7 @@ bool am_rings::flush() {
       auto& m = o.waiting.front();
       std::size_t const was = o.first_sent;
       o.first_sent =
-          write(o, reinterpret_cast<char const*>(m.data()), m.size(), nullptr, 0, o.first_sent);
+          o.ring.write(reinterpret_cast<char const*>(m.data()), m.size(), nullptr, 0, o.first_sent);
       moved = moved || o.first_sent != was;
       if (o.first_sent < m.size()) break;
       o.waiting.pop_front();

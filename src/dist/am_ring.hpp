@@ -18,6 +18,7 @@
 #include <strata/dist/direct.hpp>
 
 #include "dist/direct.hpp"
+#include "dist/ring.hpp"
 
 #include <mpi.h>
 
@@ -32,18 +33,12 @@
 
 namespace strata::dist::detail {
 
-/// The control words of one ring, each on a cache line of its own.
-struct ring_control {
-  alignas(64) std::atomic<std::uint64_t> tail{0};  // bytes written (the producer)
-  alignas(64) std::atomic<std::uint64_t> head{0};  // bytes consumed (the consumer)
-};
-
 class am_rings {
  public:
   /// Data bytes of one ring (per direction and pair; the pages are touched as used, and
   /// a rank maps only its own ring of each peer's block: k ranks on a node hold
   /// k (k - 1) rings, 3.8 MiB at 8 ranks, 1 GiB at 128, once every pair has talked).
-  static constexpr std::size_t capacity = std::size_t{64} << 10;
+  static constexpr std::size_t capacity = ring_capacity;
 
   /// Collective over `comm` (world order, on the MPI thread at start-up): makes this
   /// rank's rings, exchanges their handles, maps the peers' rings. Rings are used by
@@ -63,7 +58,7 @@ class am_rings {
   /// Whether messages to world rank `to` go through a ring.
   bool reaches(int to) const noexcept {
     return active_ && to >= 0 && static_cast<std::size_t>(to) < out_.size() &&
-           out_[static_cast<std::size_t>(to)].ctrl != nullptr;
+           out_[static_cast<std::size_t>(to)].ring.ctrl != nullptr;
   }
 
   // --- the progress token's holder only --------------------------------------------
@@ -84,50 +79,21 @@ class am_rings {
 
  private:
   struct outgoing {
-    ring_control* ctrl = nullptr;
-    char* data = nullptr;
-    std::uint64_t head_seen = 0;  // the consumer's head as last read
-    std::deque<bytes> waiting;    // queued messages (the first may be partly sent)
-    std::size_t first_sent = 0;   // bytes of waiting.front() already in the ring
+    ring_writer ring;            // ring.ctrl null: no ring to this rank
+    std::deque<bytes> waiting;   // queued messages (the first may be partly sent)
+    std::size_t first_sent = 0;  // bytes of waiting.front() already in the ring
   };
-  struct incoming {
-    int source = -1;
-    ring_control* ctrl = nullptr;
-    char* data = nullptr;
-    bytes assembly;         // the records so far of a message cut into several
-    bool dropping = false;  // its assembly failed (no memory): skip to its last record
-  };
-  /// Writes records of the message pieces from `offset` on; returns the new offset
-  /// (na + nb: all of it is in the ring).
-  std::size_t write(outgoing& o, char const* a, std::size_t na, char const* b, std::size_t nb,
-                    std::size_t offset);
-  /// The ring bytes a message of `total` bytes would take from o's tail on.
-  static std::size_t room(outgoing& o, std::size_t total);
 
   bool active_ = false;
   bool node_only_ = false;
-  std::vector<outgoing> out_;  // by world rank; ctrl null: no ring
-  std::vector<incoming> in_;   // one per peer of this node
-  std::size_t first_in_ = 0;   // where receive starts: each ring in turn goes first
+  std::vector<outgoing> out_;    // by world rank; ctrl null: no ring
+  std::vector<ring_reader> in_;  // one per peer of this node
+  std::size_t first_in_ = 0;     // where receive starts: each ring in turn goes first
   long queued_ = 0;
   std::atomic<std::uint64_t> received_{0};
   shared_block mine_;                        // the rings others write to this rank
   std::vector<std::shared_ptr<void>> maps_;  // this rank's ring in each peer's block
 };
-
-// --- records ---------------------------------------------------------------------------
-// A record is an 8-byte head (the body's bytes and flags), the body, padding to 8 bytes.
-// A record never wraps: where it does not fit before the ring's end a `skip` record fills
-// the rest. A message is its records up to the one marked `last`.
-struct ring_record {
-  std::uint32_t bytes;
-  std::uint32_t flags;
-};
-inline constexpr std::uint32_t ring_last = 1, ring_skip = 2;
-
-inline constexpr std::size_t ring_padded(std::size_t n) noexcept {
-  return (n + 7) & ~std::size_t{7};
-}
 
 template <class Handle>
 int am_rings::receive(Handle&& handle, int limit) {
@@ -136,50 +102,10 @@ int am_rings::receive(Handle&& handle, int limit) {
   std::size_t const n = in_.size();
   if (n) first_in_ = (first_in_ + 1) % n;
   for (std::size_t k = 0; k < n && got < limit; ++k) {
-    auto& r = in_[(first_in_ + k) % n];
-    std::uint64_t const tail = r.ctrl->tail.load(std::memory_order_acquire);
-    while (got < limit) {
-      std::uint64_t const head = r.ctrl->head.load(std::memory_order_relaxed);
-      if (head == tail) break;
-      char const* at = r.data + (head % capacity);
-      ring_record rec;
-      std::memcpy(&rec, at, sizeof rec);
-      // The head moves on (released: the producer may reuse the bytes) once the record
-      // is handled or copied, also when the handler throws: a message is taken once, as
-      // MPI's receive takes it, never handled again in a later round.
-      struct advance {
-        ring_control* ctrl;
-        std::uint64_t to;
-        ~advance() { ctrl->head.store(to, std::memory_order_release); }
-      } moved{r.ctrl, head + sizeof rec + ring_padded(rec.bytes)};
-      if (rec.flags & ring_skip) continue;
-      std::byte const* body = reinterpret_cast<std::byte const*>(at + sizeof rec);
-      if ((rec.flags & ring_last) && r.assembly.empty()) {
-        ++got;
-        handle(r.source, body, std::size_t{rec.bytes});  // in place, released after
-        continue;
-      }
-      if (r.dropping) {
-        r.dropping = !(rec.flags & ring_last);
-        continue;
-      }
-      try {
-        r.assembly.insert(r.assembly.end(), body, body + rec.bytes);
-      } catch (...) {
-        // The rest of this message goes unread; the next one starts clean.
-        r.assembly = bytes();
-        r.dropping = !(rec.flags & ring_last);
-        throw;
-      }
-      if (rec.flags & ring_last) {
-        bytes whole = std::move(r.assembly);
-        r.assembly = bytes();
-        ++got;
-        handle(r.source, whole.data(), whole.size());
-      }
-    }
+    int const read = in_[(first_in_ + k) % n].read(handle, limit - got);
+    got += read;
+    if (read) received_.fetch_add(static_cast<std::uint64_t>(read), std::memory_order_relaxed);
   }
-  if (got) received_.fetch_add(static_cast<std::uint64_t>(got), std::memory_order_relaxed);
   return got;
 }
 

@@ -176,7 +176,9 @@ thread_local int inline_calls_depth = 0;
 // window + nap pass without a poll.
 constexpr std::chrono::microseconds waiter_nap{200};
 constexpr std::chrono::microseconds waiter_window{50};
-constexpr std::uint64_t waiter_stamp_rounds = 64;
+// (Every 16 rounds: a waiter that yields after each empty round, about a microsecond per
+// round here, still stamps within the window.)
+constexpr std::uint64_t waiter_stamp_rounds = 16;
 
 // Runs one queued operation, logging (not propagating) its failure: the operations
 // report errors through their events.
@@ -372,6 +374,12 @@ void mpi_thread::post(op_fn op) {
   cv_.notify_one();
 }
 
+void mpi_thread::nudge() noexcept {
+  nudged_.store(true);
+  { std::lock_guard lock(mutex_); }  // (seen by a wait that checks the flag under it)
+  cv_.notify_one();
+}
+
 bool mpi_thread::try_run(void (*fn)(void*), void* context) {
   if (level_ != MPI_THREAD_MULTIPLE || holding_token || on_thread() || !token_.try_lock())
     return false;
@@ -523,7 +531,14 @@ void mpi_thread::main() {
         e = engine_;
       }
       did = run_ops();
-      if (e) did = e->progress() || did;
+      // A round's failure is logged, as in try_progress (here it would end the process).
+      try {
+        if (e) did = e->progress() || did;
+      } catch (std::exception const& x) {
+        strata::detail::log(strata::detail::log_level::info,
+                            std::string("strata::dist: a progress round failed: ") + x.what());
+        did = true;
+      }
       busy = e && e->busy();
     }
     auto const now = clock::now();
@@ -550,9 +565,11 @@ void mpi_thread::main() {
       {
         std::unique_lock lock(mutex_);
         deferring_.store(true);
-        cv_.wait_for(lock, waiter_nap,
-                     [&] { return stop_ || !ops_.empty() || waiter_parked_.load(); });
+        cv_.wait_for(lock, waiter_nap, [&] {
+          return stop_ || !ops_.empty() || waiter_parked_.load() || nudged_.load();
+        });
         deferring_.store(false);
+        nudged_.store(false);
       }
       last_active = clock::now();
       continue;
@@ -570,7 +587,8 @@ void mpi_thread::main() {
     auto const cap = busy ? std::min(idle_cap_, std::chrono::microseconds(50)) : idle_cap_;
     auto nap = std::min<clock::duration>(cap, (idle - hot) / 4 + std::chrono::microseconds(5));
     std::unique_lock lock(mutex_);
-    cv_.wait_for(lock, nap, [&] { return stop_ || !ops_.empty(); });
+    cv_.wait_for(lock, nap, [&] { return stop_ || !ops_.empty() || nudged_.load(); });
+    nudged_.store(false);
   }
 }
 
@@ -668,10 +686,11 @@ void engine::send(int to, header const& h, void const* payload, std::size_t n) {
     bool const was_queued = rings_->queued();
     rings_->send(to, &h, sizeof h, payload, n);
     // What waits in a queue goes out in later rounds: a thread other than the MPI thread
-    // wakes it for them (an empty operation), or an idle rank would leave the rest of a
-    // long message for its next poll, up to a millisecond later.
+    // wakes it for them (a flag its sleeps check: an empty operation would be taken by
+    // this very thread's round), or an idle rank would leave the rest of a long message
+    // for its next poll, up to a millisecond later.
     if (!was_queued && rings_->queued() && !mpi_thread::get().on_thread())
-      mpi_thread::get().post([] {});
+      mpi_thread::get().nudge();
     return;
   }
   if (to == rank_) ++self_messages_;

@@ -85,6 +85,9 @@ class mpi_thread {
     return try_run([](void* c) { (*static_cast<std::remove_reference_t<F>*>(c))(); }, &f);
   }
   bool try_run(void (*fn)(void*), void* context);
+  /// Wakes the MPI thread from a sleep or nap for a round (work that waits in a queue of
+  /// the engine, not in this thread's operations).
+  void nudge() noexcept;
   /// Runs `op` on the MPI thread (or, as post, in the caller holding the progress
   /// token) and waits for it; rethrows its exception.
   void run_sync(std::function<void()> op);
@@ -127,6 +130,7 @@ class mpi_thread {
   std::atomic<std::int64_t> waiter_stamp_{0};  // steady clock ticks, every few rounds
   std::atomic<bool> waiter_parked_{false};
   std::atomic<bool> deferring_{false};  // main() naps, leaving the polling to waiters
+  std::atomic<bool> nudged_{false};     // nudge(): a round is wanted
   bool stop_ = false;
   std::atomic<engine*> engine_{nullptr};  // set under mutex_; cleared under the token
   std::thread thread_;

@@ -75,27 +75,6 @@ TEST(DistSerialize, BuiltInTypesRoundTrip) {
   EXPECT_EQ(round_trip(a), a);
 }
 
-// A stateless function object (the usual remote task) is no bytes on the wire; one
-// beside data does not shift it.
-TEST(DistSerialize, EmptyTypesAreNoBytes) {
-  struct stateless {
-    int operator()() const { return 7; }
-  };
-  std::vector<std::byte> buf;
-  writer w(buf);
-  w(stateless{});
-  EXPECT_EQ(buf.size(), 0u);
-  w(std::make_tuple(stateless{}, 5, stateless{}));
-  EXPECT_EQ(buf.size(), sizeof(int));
-  reader r(buf.data(), buf.size());
-  EXPECT_EQ(r.read<stateless>()(), 7);
-  auto t = r.read<std::tuple<stateless, int, stateless>>();
-  EXPECT_EQ(std::get<1>(t), 5);
-  EXPECT_EQ(r.left(), 0u);
-  auto lambda = [](int x) { return x + 1; };
-  EXPECT_EQ(round_trip(lambda)(1), 2);
-}
-
 TEST(DistSerialize, UserTypeThroughSerializer) {
   static_assert(serializable<inventory>);
   static_assert(!serializable<int*>);  // raw pointers mean nothing on another rank

@@ -28,6 +28,8 @@ constexpr char const* settings_table = R"(Environment variables and flags:
                                   ranks on one node as messages, not direct access
                                   (read: process_vm_readv reads for copies, no mapping
                                   of the peers' memory)
+  STRATA_DIST_RINGS=0             strata::dist: active messages between ranks on one
+                                  node through MPI, not shared-memory rings (default 1)
   STRATA_DIST_FAILURE_GRACE=S     strata::dist: seconds a rank that failed alone waits
                                   for the others before it ends the job (default 10)
   STRATA_SHARE_NODE=0             under mpiexec without binding, every rank sees the whole

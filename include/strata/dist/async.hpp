@@ -22,6 +22,8 @@
 #include <strata/exec/event.hpp>
 #include <strata/machine/place.hpp>
 
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -58,10 +60,30 @@ std::string type_name() {
   return typeid(T).name();
 }
 
+// The function object of a call: a stateless one (empty, trivially copyable: the usual
+// remote task) travels as no bytes, so such a call carries no payload and allocates none.
+// (Only here: inside containers an element must take bytes, or a corrupt count of them
+// could not be told from the input's length.)
+template <class F>
+inline constexpr bool stateless_function = std::is_empty_v<F>&& std::is_trivially_copyable_v<F>;
+template <class F>
+void write_function(writer& w, F const& f) {
+  if constexpr (!stateless_function<F>) w(f);
+}
+template <class F>
+F read_function(reader& in) {
+  if constexpr (stateless_function<F>) {
+    std::array<std::byte, sizeof(F)> raw{};  // bit_cast: a closure has no default constructor
+    return std::bit_cast<F>(raw);
+  } else {
+    return in.read<F>();
+  }
+}
+
 template <class F, class R, class... A>
 struct auto_invoker {
   static void run(reader& in, writer& out) {
-    F f = in.read<F>();
+    F f = read_function<F>(in);
     std::tuple<A...> args{in.read<A>()...};
     if constexpr (std::is_void_v<R>)
       std::apply(f, std::move(args));
@@ -156,7 +178,7 @@ auto async(after const& deps, place const& target, F&& f, Args&&... args) {
   int rank = rank_of(target, "dist::async");
   detail::bytes payload;
   writer w(payload);
-  w(static_cast<Fn const&>(f));
+  detail::write_function(w, static_cast<Fn const&>(f));
   (w(static_cast<std::decay_t<Args> const&>(args)), ...);
   auto result = std::make_shared<detail::bytes>();
   static std::string const what = inv::signature();

@@ -119,15 +119,11 @@ concept serializable = requires(writer& w, reader& r, T const& v) {
 template <class T>
 struct serializer<T, std::enable_if_t<std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> &&
                                       !detail::holds_address<T>::value && !detail::structural<T>>> {
-  // An empty type (a function object without state, the usual remote task) travels as
-  // no bytes: a call to it then carries no payload at all, and allocates none.
-  static void write(writer& w, T const& v) {
-    if constexpr (!std::is_empty_v<T>) w.bytes(&v, sizeof(T));
-  }
+  static void write(writer& w, T const& v) { w.bytes(&v, sizeof(T)); }
   static T read(reader& r) {
     // bit_cast: no default constructor needed (a lambda's closure has none).
-    std::array<std::byte, sizeof(T)> raw{};
-    if constexpr (!std::is_empty_v<T>) r.bytes(raw.data(), sizeof(T));
+    std::array<std::byte, sizeof(T)> raw;
+    r.bytes(raw.data(), sizeof(T));
     return std::bit_cast<T>(raw);
   }
 };

@@ -1,0 +1,157 @@
+// The shared-memory ring of the active messages on one node (src/dist/ring.hpp), in one
+// process: messages of any length arrive whole and in order through a ring much shorter
+// than some of them; a handler that throws takes its message once; a message whose
+// assembly runs out of memory is dropped alone.
+#include "dist/ring.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <deque>
+#include <new>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+namespace {
+
+// Allocations of at least `fail_from` bytes throw once while armed (the reader's
+// assembly buffer running out of memory).
+std::size_t fail_from = 0;
+
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (fail_from && n >= fail_from) {
+    fail_from = 0;
+    throw std::bad_alloc();
+  }
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+
+namespace {
+
+using namespace strata::dist::detail;
+using message = std::vector<char>;
+
+struct ring {
+  ring_control ctrl;
+  std::vector<char> data = std::vector<char>(ring_capacity);
+  ring_writer writer{&ctrl, data.data()};
+  ring_reader reader{7, &ctrl, data.data(), {}, false};
+};
+
+message make(std::mt19937_64& rng, std::size_t n) {
+  message m(n);
+  for (auto& c : m) c = static_cast<char>(rng());
+  return m;
+}
+
+TEST(DistRing, MessagesOfAnyLengthArriveWholeAndInOrder) {
+  ring r;
+  std::mt19937_64 rng(11);
+  std::deque<message> sent;   // written (wholly or partly), not yet received
+  std::deque<message> queue;  // not yet wholly written; the first from `offset` on
+  std::size_t offset = 0;
+  int received = 0;
+  auto handle = [&](int source, std::byte const* m, std::size_t n) {
+    ASSERT_EQ(source, 7);
+    ASSERT_FALSE(sent.empty());
+    ASSERT_EQ(n, sent.front().size()) << "message " << received;
+    ASSERT_EQ(std::memcmp(m, sent.front().data(), n), 0) << "message " << received;
+    sent.pop_front();
+    ++received;
+  };
+  for (int round = 0; round < 4000; ++round) {
+    // Sizes from one byte to about four rings, most of them small.
+    auto const kind = rng() % 8;
+    std::size_t const n = kind < 5   ? 1 + rng() % 64
+                          : kind < 7 ? 1 + rng() % ring_max_body
+                                     : 1 + rng() % (4 * ring_capacity);
+    auto m = make(rng, n);
+    if (queue.empty() && r.writer.fits(n)) {
+      // Split in two pieces at a random point, as a header and its payload.
+      std::size_t const cut = rng() % (n + 1);
+      EXPECT_EQ(r.writer.write(m.data(), cut, m.data() + cut, n - cut, 0), n);
+      sent.push_back(std::move(m));
+    } else {
+      queue.push_back(std::move(m));
+    }
+    // Flush what waits, as far as it fits; then read a few.
+    while (!queue.empty()) {
+      auto& q = queue.front();
+      auto const was = offset;
+      offset = r.writer.write(q.data(), q.size(), nullptr, 0, offset);
+      if (was == 0 && offset > 0) sent.push_back(q);  // its first record is in the ring
+      if (offset < q.size()) break;
+      queue.pop_front();
+      offset = 0;
+    }
+    r.reader.read(handle, 1 + static_cast<int>(rng() % 4));
+    if (HasFatalFailure()) return;
+  }
+  // Drain.
+  while (!queue.empty() || r.ctrl.head.load() != r.ctrl.tail.load()) {
+    if (!queue.empty()) {
+      auto& q = queue.front();
+      auto const was = offset;
+      offset = r.writer.write(q.data(), q.size(), nullptr, 0, offset);
+      if (was == 0 && offset > 0) sent.push_back(q);
+      if (offset == q.size()) {
+        queue.pop_front();
+        offset = 0;
+      }
+    }
+    r.reader.read(handle, 64);
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_TRUE(sent.empty());
+  EXPECT_GT(received, 3000);
+}
+
+TEST(DistRing, AHandlerThatThrowsTakesItsMessageOnce) {
+  ring r;
+  std::mt19937_64 rng(3);
+  std::vector<message> ms{make(rng, 100), make(rng, 3 * ring_max_body + 5), make(rng, 40)};
+  for (auto& m : ms) ASSERT_EQ(r.writer.write(m.data(), m.size(), nullptr, 0, 0), m.size());
+  std::vector<std::size_t> seen;
+  auto handle = [&](int, std::byte const*, std::size_t n) {
+    seen.push_back(n);
+    if (n == ms[1].size()) throw std::runtime_error("the handler failed");
+  };
+  EXPECT_THROW(r.reader.read(handle, 64), std::runtime_error);
+  r.reader.read(handle, 64);
+  EXPECT_EQ(seen, (std::vector<std::size_t>{100, ms[1].size(), 40}));
+  EXPECT_EQ(r.ctrl.head.load(), r.ctrl.tail.load());
+}
+
+TEST(DistRing, AMessageWhoseAssemblyFailsIsDroppedAlone) {
+  ring r;
+  std::mt19937_64 rng(5);
+  // A and B span several records (assembled); C is one record (handled in place).
+  std::vector<message> ms{make(rng, ring_max_body + 100), make(rng, ring_max_body + 7),
+                          make(rng, 24)};
+  for (auto& m : ms) ASSERT_EQ(r.writer.write(m.data(), m.size(), nullptr, 0, 0), m.size());
+  std::vector<message> got;
+  auto handle = [&](int, std::byte const* m, std::size_t n) {
+    auto const* c = reinterpret_cast<char const*>(m);
+    got.emplace_back(c, c + n);
+  };
+  fail_from = ring_max_body / 2;  // A's first record's copy into the assembly
+  EXPECT_THROW(r.reader.read(handle, 64), std::bad_alloc);
+  EXPECT_TRUE(r.reader.dropping);
+  while (r.ctrl.head.load() != r.ctrl.tail.load()) r.reader.read(handle, 64);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], ms[1]);
+  EXPECT_EQ(got[1], ms[2]);
+  EXPECT_FALSE(r.reader.dropping);
+}
+
+}  // namespace
