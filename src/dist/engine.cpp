@@ -175,6 +175,8 @@ thread_local int inline_calls_depth = 0;
 // (mpi_thread::main). A waiter that parks wakes it; after one that returns, at most
 // window + nap pass without a poll.
 constexpr std::chrono::microseconds waiter_nap{200};
+// How long the MPI thread's rounds may keep failing before it ends the job.
+constexpr std::chrono::seconds failing_rounds_limit{10};
 constexpr std::chrono::microseconds waiter_window{50};
 // (Every 16 rounds: a waiter that yields after each empty round, about a microsecond per
 // round here, still stamps within the window.)
@@ -506,6 +508,7 @@ void mpi_thread::main() {
   using clock = std::chrono::steady_clock;
   auto last_active = clock::now();
   std::uint64_t seen_rounds = 0;  // waiter_rounds_ when this thread last looked
+  clock::time_point failing_since{}, last_failure_note{};  // rounds that throw
   for (;;) {
     engine* e;
     {
@@ -531,13 +534,25 @@ void mpi_thread::main() {
         e = engine_;
       }
       did = run_ops();
-      // A round's failure is logged, as in try_progress (here it would end the process).
+      // A round's failure is logged, as in try_progress, and the thread backs off as when
+      // idle; rounds that keep failing for failing_rounds_limit end the job with the
+      // reason (an MPI call that fails every time would otherwise hang it, and the
+      // shutdown check at a round's end would never be reached).
       try {
         if (e) did = e->progress() || did;
+        failing_since = {};
       } catch (std::exception const& x) {
-        strata::detail::log(strata::detail::log_level::info,
-                            std::string("strata::dist: a progress round failed: ") + x.what());
-        did = true;
+        auto const t = clock::now();
+        if (failing_since == clock::time_point{}) failing_since = t;
+        if (t - last_failure_note > std::chrono::seconds(1)) {
+          last_failure_note = t;
+          strata::detail::log(strata::detail::log_level::info,
+                              std::string("strata::dist: a progress round failed: ") + x.what());
+        }
+        if (t - failing_since > failing_rounds_limit)
+          abort_job(std::string("strata::dist: progress rounds have failed for ") +
+                    std::to_string(failing_rounds_limit.count()) +
+                    " s, the last with: " + x.what());
       }
       busy = e && e->busy();
     }
@@ -1391,7 +1406,16 @@ bool engine::progress() {
       }
       requests_.resize(kept);
       callbacks_.resize(kept);
-      for (auto& [cb, st] : run) cb(st);
+      // Each on its own: one that throws (no memory for a reply) must not drop the
+      // others, whose requests are already gone from the list.
+      for (auto& [cb, st] : run) {
+        try {
+          cb(st);
+        } catch (std::exception const& x) {
+          strata::detail::log(strata::detail::log_level::info,
+                              std::string("strata::dist: a completion failed: ") + x.what());
+        }
+      }
       run.clear();
       if (run.capacity() > run_scratch_.capacity()) run_scratch_ = std::move(run);
     }
