@@ -218,6 +218,8 @@ class engine {
   void free_communicators();
 
  private:
+  // (pending_table::erase resets each field by name, cheaper than assigning a fresh
+  // pending: a field added here must be reset there too.)
   struct pending {
     event ev;
     int rank = -1;
