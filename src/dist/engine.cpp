@@ -181,6 +181,8 @@ constexpr std::chrono::microseconds waiter_window{50};
 // (Every 16 rounds: a waiter that yields after each empty round, about a microsecond per
 // round here, still stamps within the window.)
 constexpr std::uint64_t waiter_stamp_rounds = 16;
+// How often a waiter's rounds test MPI's requests while rings carry messages (progress).
+constexpr int request_test_stride = 4;
 
 // Runs one queued operation, logging (not propagating) its failure: the operations
 // report errors through their events.
@@ -200,8 +202,8 @@ void run_op(mpi_thread::op_fn& op) noexcept {
 
 // Holds the progress token for a scope (taken with try_lock or lock by the caller).
 struct token_scope {
-  std::mutex& token;
-  explicit token_scope(std::mutex& t) : token(t) { holding_token = true; }
+  progress_token& token;
+  explicit token_scope(progress_token& t) : token(t) { holding_token = true; }
   ~token_scope() {
     holding_token = false;
     token.unlock();
@@ -452,7 +454,7 @@ bool mpi_thread::try_progress() noexcept {
     did = run_ops();
     if (!e) return did;
     try {
-      did = e->progress() || did;
+      did = e->progress(true) || did;
     } catch (std::exception const& x) {
       strata::detail::log(strata::detail::log_level::info,
                           std::string("strata::dist: a progress round failed: ") + x.what());
@@ -509,6 +511,38 @@ void mpi_thread::main() {
   auto last_active = clock::now();
   std::uint64_t seen_rounds = 0;  // waiter_rounds_ when this thread last looked
   clock::time_point failing_since{}, last_failure_note{};  // rounds that throw
+  bool napped_for_waiter = false;
+  // A thread waiting for an event ran a round since this one last looked (try_progress):
+  // it polls for its reply and completes its event itself, so this one naps instead of
+  // taking turns with it for a core (each turn a context switch, several times a
+  // message's latency on an oversubscribed machine: docs/dist.md "Progress and its
+  // latency"). A waiter that parks wakes it (waiter_parks); one that returns or helps
+  // with a job leaves it napping for at most waiter_nap, after which it polls hot (the
+  // nap counts as activity). A change since the last look may be the last rounds of a
+  // wait that has ended (the look before was a nap ago): the waiter still polls if its
+  // clock stamp, taken every waiter_stamp_rounds rounds, is recent.
+  auto nap_for_waiter = [&](clock::time_point now) {
+    auto const rounds = waiter_rounds_.load(std::memory_order_relaxed);
+    bool const polling =
+        rounds != seen_rounds && !waiter_parked_.load() &&
+        !has_ops_.load(std::memory_order_acquire) &&
+        now - clock::time_point(clock::duration(waiter_stamp_.load(std::memory_order_relaxed))) <
+            waiter_window;
+    seen_rounds = rounds;
+    napped_for_waiter = polling;
+    if (!polling) return false;
+    {
+      std::unique_lock lock(mutex_);
+      deferring_.store(true);
+      cv_.wait_for(lock, waiter_nap, [&] {
+        return stop_ || !ops_.empty() || waiter_parked_.load() || nudged_.load();
+      });
+      deferring_.store(false);
+      nudged_.store(false);
+    }
+    last_active = clock::now();
+    return true;
+  };
   for (;;) {
     engine* e;
     {
@@ -522,6 +556,12 @@ void mpi_thread::main() {
         continue;
       }
     }
+    // After a nap for a polling waiter (below), the look comes again before this thread's
+    // own round: a round of its own while the waiter still polls would take what the
+    // waiter's next round takes, and a remote call received here goes to the pool (a
+    // worker woken, then spinning on a core the pollers need: one call in about 500 did
+    // so in the round-trip benchmark before this look).
+    if (napped_for_waiter && nap_for_waiter(clock::now())) continue;
     // A round needs the progress token; a thread that holds it is making progress
     // itself, so this one just stays hot.
     bool did = false;
@@ -561,34 +601,7 @@ void mpi_thread::main() {
       last_active = now;
       continue;
     }
-    // A thread waiting for an event ran a round since this one last looked (try_progress):
-    // it polls for its reply and completes its event itself, so this one naps instead of
-    // taking turns with it for a core (each turn a context switch, several times a
-    // message's latency on an oversubscribed machine: docs/dist.md "Progress and its
-    // latency"). A waiter that parks wakes it (waiter_parks); one that returns or helps
-    // with a job leaves it napping for at most waiter_nap, after which it polls hot (the
-    // nap counts as activity). A change since the last look may be the last rounds of a
-    // wait that has ended (the look before was a nap ago): the waiter still polls if its
-    // clock stamp, taken every waiter_stamp_rounds rounds, is recent.
-    auto const rounds = waiter_rounds_.load(std::memory_order_relaxed);
-    bool const polling =
-        rounds != seen_rounds &&
-        now - clock::time_point(clock::duration(waiter_stamp_.load(std::memory_order_relaxed))) <
-            waiter_window;
-    seen_rounds = rounds;
-    if (polling) {
-      {
-        std::unique_lock lock(mutex_);
-        deferring_.store(true);
-        cv_.wait_for(lock, waiter_nap, [&] {
-          return stop_ || !ops_.empty() || waiter_parked_.load() || nudged_.load();
-        });
-        deferring_.store(false);
-        nudged_.store(false);
-      }
-      last_active = clock::now();
-      continue;
-    }
+    if (nap_for_waiter(now)) continue;
     // Back-off (docs/dist.md): poll hot (yielding the core to any runnable thread) for a
     // while after the last activity, longer while operations are outstanding; then sleep
     // for growing intervals up to a cap, so an idle rank costs no core. Work posted by
@@ -736,9 +749,10 @@ std::pair<std::uint64_t, engine::pending&> engine::pending_table::emplace() {
     index = static_cast<std::uint32_t>(slots_.size());
     // Room for every slot's index in the free list, so that erase never allocates.
     if (free_.capacity() < slots_.size() + 1) free_.reserve(2 * (slots_.size() + 1));
-    slots_.emplace_back();
+    auto fresh = std::make_unique<slot>();
+    slots_.push_back(std::move(fresh));
   }
-  auto& s = slots_[index];
+  auto& s = *slots_[index];
   s.used = true;
   return {(std::uint64_t{s.generation} << 32) | index, s.op};
 }
@@ -746,13 +760,13 @@ std::pair<std::uint64_t, engine::pending&> engine::pending_table::emplace() {
 engine::pending* engine::pending_table::find(std::uint64_t id) noexcept {
   auto const index = static_cast<std::uint32_t>(id);
   if (index >= slots_.size()) return nullptr;
-  auto& s = slots_[index];
+  auto& s = *slots_[index];
   return s.used && s.generation == static_cast<std::uint32_t>(id >> 32) ? &s.op : nullptr;
 }
 
 void engine::pending_table::erase(std::uint64_t id) noexcept {
   auto const index = static_cast<std::uint32_t>(id);
-  auto& s = slots_[index];
+  auto& s = *slots_[index];
   s.used = false;
   // What the operation held goes now (what is empty costs nothing to reset; the slot's
   // own memory stays for the next operation).
@@ -777,9 +791,11 @@ std::uint64_t engine::begin(pending p) {
 }
 
 void engine::finish(std::uint64_t id, std::exception_ptr err) {
-  auto* p = pending_.find(id);
-  if (!p) return;
-  auto ev = std::move(p->ev);
+  if (auto* p = pending_.find(id)) finish(id, *p, std::move(err));
+}
+
+void engine::finish(std::uint64_t id, pending& p, std::exception_ptr err) {
+  auto ev = std::move(p.ev);
   pending_.erase(id);
   outstanding_.fetch_sub(1, std::memory_order_acq_rel);
   ev.complete(std::move(err));
@@ -859,7 +875,8 @@ event engine::call(int rank, std::uint64_t id, std::uint64_t signature, std::str
     if (c->rank == rank_) {
       // A call to this rank runs through the same code, minus the network.
       strata::detail::defer([this, c = std::shared_ptr<outgoing>(std::move(c))] {
-        auto error_text = invoke(c->id, c->signature, c->payload, *c->result);
+        bytes unused;  // a call without a result has no buffer (dist::async)
+        auto error_text = invoke(c->id, c->signature, c->payload, c->result ? *c->result : unused);
         outstanding_.fetch_sub(1, std::memory_order_acq_rel);
         c->ev.complete(error_text.empty() ? nullptr
                                           : remote(rank_, "remote call of " + demangle(c->name()) +
@@ -1194,8 +1211,9 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
     }
     case am::reply_ok: {
       auto* p = pending_.find(h.id);
-      if (p && p->result) p->result->assign(body, body + body_n);
-      return finish(h.id, nullptr);
+      if (!p) return;
+      if (p->result) p->result->assign(body, body + body_n);
+      return finish(h.id, *p, nullptr);
     }
     case am::reply_err:
     case am::ack_err:
@@ -1337,7 +1355,7 @@ void engine::handle(int source, std::byte const* msg, std::size_t n) {
       "strata::dist: dropped a message of unknown kind from rank " + std::to_string(source));
 }
 
-bool engine::progress() {
+bool engine::progress(bool waiter) {
   bool did = false;
   // Incoming active messages, a bounded number per round so requests keep moving: from
   // the rings of this node's ranks first (queued ones out, then those that came in),
@@ -1376,7 +1394,14 @@ bool engine::progress() {
     if (buffer.capacity() > 65536) bytes().swap(buffer);  // a large message's memory goes back
     did = true;
   }
-  if (!requests_.empty()) {
+  // A waiter's rounds test the requests every request_test_stride-th round while rings
+  // carry this node's messages: an MPI_Testsome (with the progress of MPI's own
+  // collectives under it) is four fifths of such a round, and a message that comes
+  // meanwhile waits for it to end. A request's completion is seen a few short rounds
+  // (well under MPI's own latency) later; the MPI thread tests every round.
+  bool const test = !rings_ || !waiter || ++untested_rounds_ >= request_test_stride;
+  if (test && !requests_.empty()) {
+    untested_rounds_ = 0;
     auto& done = done_scratch_;
     auto& statuses = status_scratch_;
     done.resize(requests_.size());

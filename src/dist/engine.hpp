@@ -67,6 +67,26 @@ struct team_state {
 
 /// The process-wide MPI thread: started by the first dist::runtime, it initializes MPI
 /// and finalizes it at process exit; between runtimes it sleeps.
+/// The progress token's lock (mpi_thread::token_): a flag, not a mutex. Every polling
+/// thread tries it once a round and a remote call's issue and reply each take it, where
+/// glibc's mutex costs about 80 instructions a try and as many an unlock (a sixth of a
+/// call's round trip on one node). Only mpi_thread::stop() waits for it (lock), yielding
+/// until the round that holds it ends, once per process.
+class progress_token {
+ public:
+  bool try_lock() noexcept {
+    return !held_.load(std::memory_order_relaxed) &&
+           !held_.exchange(true, std::memory_order_acquire);
+  }
+  void unlock() noexcept { held_.store(false, std::memory_order_release); }
+  void lock() noexcept {
+    while (!try_lock()) std::this_thread::yield();
+  }
+
+ private:
+  std::atomic<bool> held_{false};
+};
+
 class mpi_thread {
  public:
   /// An operation for the MPI thread: the data path's sends and receives capture up to
@@ -117,7 +137,7 @@ class mpi_thread {
   // (requests, pending operations) and make MPI calls of the data path. The MPI thread
   // takes it for each round; under MPI_THREAD_MULTIPLE, posting and waiting threads
   // take it when it is free and do the work themselves (no hand-off).
-  std::mutex token_;
+  progress_token token_;
   std::mutex mutex_;
   std::condition_variable cv_;
   std::deque<op_fn> ops_;
@@ -208,7 +228,8 @@ class engine {
 
   // --- the MPI thread -------------------------------------------------------------
   /// One round: incoming messages, then requests. Returns whether anything happened.
-  bool progress();
+  /// `waiter`: a round of a thread that polls in its wait (mpi_thread::try_progress).
+  bool progress(bool waiter = false);
   /// Whether the engine waits for something (outstanding operations or requests).
   bool busy() const noexcept;
   /// Starts the shutdown barrier; `done` runs on the MPI thread once it and every
@@ -278,6 +299,7 @@ class engine {
   void send(int to, header const& h, void const* payload, std::size_t n);
   std::uint64_t begin(pending p);
   void finish(std::uint64_t id, std::exception_ptr err);
+  void finish(std::uint64_t id, pending& p, std::exception_ptr err);  // p: find(id)'s
   void fail(std::uint64_t id, std::string const& message);
   void handle(int source, std::byte const* msg, std::size_t n);
   void run_call(int source, std::uint64_t id, std::uint64_t fn, std::uint64_t signature,
@@ -296,6 +318,7 @@ class engine {
   // rings to every other rank (node_only), progress() probes MPI for them alone.
   long self_messages_ = 0;
   bool skipped_requests_ = false;  // the last round ended after its rings (progress)
+  int untested_rounds_ = 0;        // waiters' rounds since the requests were last tested
   int tag_ub_ = 32767;
   std::atomic<long> outstanding_{0};
   std::shared_ptr<team_state> world_;
@@ -332,7 +355,9 @@ class engine {
       bool used = false;
       pending op;
     };
-    std::deque<slot> slots_;  // a deque: slots stay where they are as it grows
+    // Each slot in a block of its own, so that slots stay where they are as the table
+    // grows and a lookup is one index (a deque's costs 60 instructions).
+    std::vector<std::unique_ptr<slot>> slots_;
     std::vector<std::uint32_t> free_;
   };
   pending_table pending_;

@@ -24,7 +24,71 @@ void run_continuation(continuation& fn) noexcept {
   }
 }
 
+// Freed event blocks kept per thread (event_block_allocate): of one size, the event
+// state's with its control block (the only one asked for), at most kept_blocks of them.
+// Plain data, so that it is still there while the thread's other thread_locals are
+// destroyed (an event they hold frees its block then); `closer` empties it at thread
+// exit, after which frees go to the heap.
+constexpr int kept_blocks = 64;
+struct block_cache {
+  void* head = nullptr;
+  std::size_t size = 0;
+  int count = 0;
+  bool closed = false;
+};
+thread_local block_cache blocks;
+struct block_closer {
+  bool armed = false;
+  ~block_closer() {
+    blocks.closed = true;
+    while (blocks.head) {
+      void* next = *static_cast<void**>(blocks.head);
+      ::operator delete(blocks.head, blocks.size);
+      blocks.head = next;
+    }
+    blocks.count = 0;
+  }
+};
+thread_local block_closer closer;
+
+#if defined(STRATA_ASAN) || defined(STRATA_TSAN)
+constexpr bool keep_blocks = false;
+#else
+constexpr bool keep_blocks = true;
+#endif
+
 }  // namespace
+
+void* event_block_allocate(std::size_t bytes) {
+  if constexpr (keep_blocks) {
+    auto& c = blocks;
+    if (c.head && bytes == c.size) {
+      void* block = c.head;
+      c.head = *static_cast<void**>(block);
+      --c.count;
+      return block;
+    }
+  }
+  return ::operator new(bytes);
+}
+
+void event_block_free(void* block, std::size_t bytes) noexcept {
+  if constexpr (keep_blocks) {
+    auto& c = blocks;
+    if (!c.closed && c.count < kept_blocks && bytes >= sizeof(void*) &&
+        (bytes == c.size || c.size == 0)) {
+      if (c.size == 0) {
+        closer.armed = true;  // constructed now, so that it empties the list at exit
+        c.size = bytes;
+      }
+      *static_cast<void**>(block) = c.head;
+      c.head = block;
+      ++c.count;
+      return;
+    }
+  }
+  ::operator delete(block, bytes);
+}
 
 void event_state::complete(std::exception_ptr error) {
   continuation first;

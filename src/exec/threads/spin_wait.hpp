@@ -27,9 +27,15 @@ namespace strata::detail {
 // times before it gives up, however long it was descheduled meanwhile; a thread that ran
 // it every round runs the park hook when it gives up.
 // When the calling thread's progress polls last found something (one per thread: a local
-// of the template would be one per instantiation, i.e. per waiting site).
-inline std::chrono::steady_clock::time_point& last_poll_found() noexcept {
-  thread_local std::chrono::steady_clock::time_point t{};
+// of the template would be one per instantiation, i.e. per waiting site); `now` when its
+// last spin returned right after such a poll, without reading the clock (the time is then
+// the next spin's start).
+struct poll_found_time {
+  std::chrono::steady_clock::time_point at{};
+  bool now = false;
+};
+inline poll_found_time& last_poll_found() noexcept {
+  thread_local poll_found_time t;
   return t;
 }
 
@@ -48,7 +54,12 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   // only every poll_yield_interval; a cold one yields after every empty round, as without
   // dist, so that a thread waiting for local work leaves its core to that work.
   bool const dist = !worker && !timed && has_process_wait_hook();
-  auto& last_found = last_poll_found();
+  auto& found_time = last_poll_found();
+  auto& last_found = found_time.at;
+  if (found_time.now) {
+    last_found = start;
+    found_time.now = false;
+  }
   // Hot also needs an idle pool: a thread that keeps its core while jobs or tasks run
   // (more threads than cores) takes it from them.
   auto* const p = dist ? pool::instance() : nullptr;
@@ -64,6 +75,13 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
       bool const device = run_device_wait_hook();
       bool const polled = run_process_wait_hook();
       if (polled) {
+        // What the poll found may be what this thread waits for (a remote call's reply):
+        // it returns at once, the clock read (a fifth of a round trip's software on a VM)
+        // left to its next spin.
+        if (found()) {
+          found_time.now = true;
+          return true;
+        }
         // Polling that finds work keeps the thread polling: it parks before_park after the
         // last round that did something, not after its spin began (unless the pool has
         // work: then the thread leaves the polling to the MPI thread as before).
