@@ -117,7 +117,7 @@ am_rings::am_rings(MPI_Comm comm, int rank, direct_peers const& peers) {
 
 am_rings::~am_rings() = default;
 
-void am_rings::send(int to, void const* a, std::size_t na, void const* b, std::size_t nb) {
+bool am_rings::send(int to, void const* a, std::size_t na, void const* b, std::size_t nb) {
   auto& o = out_[static_cast<std::size_t>(to)];
   auto const* ca = static_cast<char const*>(a);
   auto const* cb = static_cast<char const*>(b);
@@ -125,9 +125,12 @@ void am_rings::send(int to, void const* a, std::size_t na, void const* b, std::s
   // Into the ring only when all of it fits now: a message is never left half written
   // because its queue entry could not be allocated (the reader would join the next
   // message to it).
-  if (o.waiting.empty() && o.ring.fits(total)) {
-    o.ring.write(ca, na, cb, nb, 0);
-    return;
+  if (o.waiting.empty()) {
+    if (o.ring.write_whole(ca, na, cb, nb)) return true;
+    if (total > ring_max_body && o.ring.fits(total)) {
+      o.ring.write(ca, na, cb, nb, 0);
+      return true;
+    }
   }
   // Behind the queued ones (order), or too long for the room there is: all of it queued
   // (allocated first), then as much as fits written.
@@ -137,6 +140,7 @@ void am_rings::send(int to, void const* a, std::size_t na, void const* b, std::s
   o.waiting.push_back(std::move(whole));
   ++queued_;
   flush();
+  return false;
 }
 
 bool am_rings::flush() {

@@ -63,8 +63,8 @@ class am_rings {
 
   // --- the progress token's holder only --------------------------------------------
   /// Sends the message `a` (na bytes) followed by `b` (nb bytes) to `to` (reaches(to)):
-  /// into the ring now, or, what does not fit, into the queue (flush sends it).
-  void send(int to, void const* a, std::size_t na, void const* b, std::size_t nb);
+  /// into the ring now (true), or, what does not fit, into the queue (flush sends it).
+  bool send(int to, void const* a, std::size_t na, void const* b, std::size_t nb);
   /// Moves queued messages into their rings as space allows; whether any moved.
   bool flush();
   /// Whether messages wait in a queue.

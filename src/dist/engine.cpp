@@ -71,6 +71,15 @@ std::unordered_map<std::uint64_t, registered>& registry() {
   static std::unordered_map<std::uint64_t, registered> r;
   return r;
 }
+// Bumped (under registry_mutex) by every registration: a thread's last looked-up function
+// (engine::invoke) is used without the lock while the registry has not changed since.
+std::atomic<std::uint64_t> registry_version{1};
+struct last_invoker {
+  std::uint64_t fn = 0, signature = 0, version = 0;  // version 0: nothing kept
+  invoker run;
+  bool running = false;  // `run` is running: a nested call must not replace it
+};
+thread_local last_invoker last_invoked;
 
 template <class T>
 std::uint64_t do_atomic(std::uintptr_t address, atomic_kind kind, std::uint64_t operand,
@@ -250,6 +259,7 @@ std::uint64_t signature_id(std::string const& signature) noexcept {
 std::uint64_t register_invoker(std::string const& name, std::string const& signature, invoker run) {
   auto const id = signature_id(name);
   std::lock_guard lock(registry_mutex());
+  registry_version.fetch_add(1, std::memory_order_acq_rel);
   auto [it, fresh] = registry().try_emplace(id);
   if (!fresh && (it->second.name != name || it->second.signature != signature)) {
     // Two functions under one name (or a hash collision): calling it is refused rather
@@ -712,7 +722,7 @@ void engine::track(MPI_Request r, callback done) {
 void engine::send(int to, header const& h, void const* payload, std::size_t n) {
   if (rings_ && rings_->reaches(to)) {
     bool const was_queued = rings_->queued();
-    rings_->send(to, &h, sizeof h, payload, n);
+    if (rings_->send(to, &h, sizeof h, payload, n)) return;
     // What waits in a queue goes out in later rounds: a thread other than the MPI thread
     // wakes it for them (a flag its sleeps check: an empty operation would be taken by
     // this very thread's round), or an idle rank would leave the rest of a long message
@@ -1120,6 +1130,45 @@ event engine::atomic(int rank, std::uintptr_t address, atomic_kind kind, scalar 
 std::string engine::invoke(std::uint64_t fn, std::uint64_t signature, bytes const& payload,
                            bytes& out) const {
   try {
+    reader r(payload.data(), payload.size());
+    writer w(out);
+    // The common case: the function this thread ran last, the registry unchanged since,
+    // run without the lock or a copy (a lookup under the mutex and a std::function copy
+    // are a fifth of a remote call's work on its target). Not while that very function
+    // runs here (a call it waits for, run by this thread meanwhile, looks up its own).
+    auto& last = last_invoked;
+    auto const version = registry_version.load(std::memory_order_acquire);
+    if (!last.running && last.version == version && last.fn == fn && last.signature == signature) {
+      last.running = true;
+      struct done {
+        bool& running;
+        ~done() { running = false; }
+      } running{last.running};
+      last.run(r, w);
+    } else {
+      auto run = find_invoker(fn, signature);
+      if (!last.running) {
+        last.version = 0;
+        last.run = run;  // (may throw: nothing is kept then)
+        last.fn = fn;
+        last.signature = signature;
+        last.version = version;
+      }
+      run(r, w);
+    }
+    if (r.left())
+      throw error("the call carried " + std::to_string(r.left()) +
+                  " bytes more than the function's arguments");
+    return {};
+  } catch (std::exception const& e) {
+    return std::string(*e.what() ? e.what() : "an exception with an empty message");
+  } catch (...) {
+    return "a non-standard exception";
+  }
+}
+
+invoker engine::find_invoker(std::uint64_t fn, std::uint64_t signature) const {
+  {
     std::unique_lock lock(registry_mutex());
     auto it = registry().find(fn);
     if (it == registry().end())
@@ -1133,19 +1182,7 @@ std::string engine::invoke(std::uint64_t fn, std::uint64_t signature, bytes cons
       throw error("the function registered on rank " + std::to_string(rank_) + " has type " +
                   demangle(it->second.signature) +
                   ", not the argument and result types of this call");
-    auto run = it->second.run;
-    lock.unlock();
-    reader r(payload.data(), payload.size());
-    writer w(out);
-    run(r, w);
-    if (r.left())
-      throw error("the call carried " + std::to_string(r.left()) +
-                  " bytes more than the function's arguments");
-    return {};
-  } catch (std::exception const& e) {
-    return std::string(*e.what() ? e.what() : "an exception with an empty message");
-  } catch (...) {
-    return "a non-standard exception";
+    return it->second.run;
   }
 }
 

@@ -308,6 +308,9 @@ class engine {
   /// Runs registered function `fn`; returns the error text ("" on success).
   std::string invoke(std::uint64_t fn, std::uint64_t signature, bytes const& payload,
                      bytes& out) const;
+  /// The registered function `fn` (a copy, taken under the registry's lock); throws what
+  /// the caller reports when there is none, two, or one of another type.
+  invoker find_invoker(std::uint64_t fn, std::uint64_t signature) const;
   int next_tag(bool put) noexcept;
   void check_rank(int rank, char const* operation) const;
 

@@ -50,6 +50,33 @@ struct ring_writer {
   /// has at least one byte (an active message, at least its header).
   std::size_t write(char const* a, std::size_t na, char const* b, std::size_t nb,
                     std::size_t offset);
+  /// Writes the message `a` then `b` as one record if it has at most ring_max_body bytes
+  /// and there is room now; returns false, having written nothing, if not. The same
+  /// record as write's, without its loop: most active messages are a few dozen bytes.
+  bool write_whole(char const* a, std::size_t na, char const* b, std::size_t nb) {
+    std::size_t const total = na + nb;
+    if (total == 0 || total > ring_max_body) return false;
+    std::uint64_t const tail = ctrl->tail.load(std::memory_order_relaxed);  // the only producer
+    std::size_t const record = sizeof(ring_record) + ring_padded(total);
+    std::size_t const pos = static_cast<std::size_t>(tail % ring_capacity);
+    std::size_t const skip = pos + record > ring_capacity ? ring_capacity - pos : 0;
+    std::size_t const need = skip + record;
+    if (tail + need - head_seen > ring_capacity) {
+      head_seen = ctrl->head.load(std::memory_order_acquire);
+      if (tail + need - head_seen > ring_capacity) return false;
+    }
+    if (skip) {
+      ring_record const s{static_cast<std::uint32_t>(skip - sizeof(ring_record)), ring_skip};
+      std::memcpy(data + pos, &s, sizeof s);
+    }
+    char* to = data + (skip ? 0 : pos);
+    ring_record const r{static_cast<std::uint32_t>(total), ring_last};
+    std::memcpy(to, &r, sizeof r);
+    std::memcpy(to + sizeof r, a, na);
+    if (nb) std::memcpy(to + sizeof r + na, b, nb);
+    ctrl->tail.store(tail + need, std::memory_order_release);
+    return true;
+  }
 };
 
 /// The reading end (whoever holds the receiver's progress token).

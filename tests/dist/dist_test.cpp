@@ -496,6 +496,31 @@ TEST(DistAsync, NamedFunctionsAndTheirErrors) {
   dist::barrier(rt.world()).wait();
 }
 
+TEST(DistAsync, ANewRegistrationIsSeenByTheNextCall) {
+  // A thread keeps the function it ran last (engine::invoke); a registration since must
+  // reach the next call, and a conflicting one must refuse it.
+  dist::runtime rt;
+  int const target = rt.size() - 1;
+  auto call = [&] { return dist::async_named<int>(rt.rank_place(target), "reregistered").get(); };
+  dist::register_function<int()>("reregistered", [] { return 1; });
+  dist::barrier(rt.world()).wait();
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(call(), 1);
+  dist::barrier(rt.world()).wait();
+  dist::register_function<int()>("reregistered", [] { return 2; });
+  dist::barrier(rt.world()).wait();
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(call(), 2);
+  dist::barrier(rt.world()).wait();
+  dist::register_function<long()>("reregistered", [] { return 3L; });
+  dist::barrier(rt.world()).wait();
+  try {
+    call();
+    FAIL() << "expected the conflicting registration to refuse the call";
+  } catch (dist::remote_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("two different functions"), std::string::npos) << e.what();
+  }
+  dist::barrier(rt.world()).wait();
+}
+
 TEST(DistAsync, RemoteTasksLaunchKernelsOnTheirRank) {
   dist::runtime rt;
   auto f = dist::async(rt.rank_place((rt.rank() + 1) % rt.size()), local_sum{1000});
