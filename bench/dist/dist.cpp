@@ -103,8 +103,10 @@ void run_latency(context& ctx) {
   auto [a_s, a_p] = compare(
       repeats,
       [&] {
-        if (rank == 0)
-          for (int i = 0; i < n; ++i) dist::async(rt.rank_place(1), nothing{}).wait();
+        if (rank == 0) {
+          auto const peer = rt.rank_place(1);
+          for (int i = 0; i < n; ++i) dist::async(peer, nothing{}).wait();
+        }
         strata_wait();
       },
       [&] {

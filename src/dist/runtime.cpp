@@ -681,15 +681,16 @@ int rank_of(place const& p, char const* operation) {
     throw invalid_argument(std::string(operation) +
                            ": the place is empty (default-constructed); expected a place of "
                            "dist::runtime::cluster()");
-  if (!p.same_machine(rt.cluster()))
+  if (!p.same_machine(rt.impl().cluster))  // (no copy of the cluster place per call)
     throw invalid_argument(std::string(operation) + ": place '" + p.path() +
                            "' is not part of the cluster tree; expected a place from "
                            "dist::runtime::cluster() or rank_place(r)");
-  if (p.type() == place_type::cluster)
+  auto const& info = p.info();
+  if (info.type == place_type::cluster)
     throw invalid_argument(std::string(operation) +
                            ": the cluster root spans every rank; expected a rank place or a "
                            "place below one");
-  return p.info().rank;
+  return info.rank;
 }
 
 bool launched_by_mpi() noexcept {

@@ -43,7 +43,7 @@ struct block_closer {
     blocks.closed = true;
     while (blocks.head) {
       void* next = *static_cast<void**>(blocks.head);
-      ::operator delete(blocks.head, blocks.size);
+      ::operator delete(blocks.head);
       blocks.head = next;
     }
     blocks.count = 0;
@@ -87,17 +87,27 @@ void event_block_free(void* block, std::size_t bytes) noexcept {
       return;
     }
   }
-  ::operator delete(block, bytes);
+  ::operator delete(
+      block);  // (unsized: clang declares the sized one only with -fsized-deallocation)
 }
 
 void event_state::complete(std::exception_ptr error) {
+  // Once: the completer that moves the status out of pending; the others return.
+  int expected = pending;
+  if (!status_.compare_exchange_strong(expected, completing, std::memory_order_acquire,
+                                       std::memory_order_relaxed))
+    return;
+  error_ = std::move(error);
+  // Sequentially consistent with then() and add_waiter(), which set listened_ and then
+  // read the status: either this reads listened_ set, and collects their listeners under
+  // the lock (a listener registered while the status was `completing` included), or they
+  // read the final status and do not register (they run or return at once).
+  status_.store(error_ ? failed : done, std::memory_order_seq_cst);
+  if (!listened_.load(std::memory_order_seq_cst)) return;
   continuation first;
   std::vector<continuation> more;
   {
     std::lock_guard lock(mutex_);
-    if (status_.load(std::memory_order_relaxed) != pending) return;  // completes once
-    error_ = std::move(error);
-    status_.store(error_ ? failed : done, std::memory_order_release);
     first = std::move(first_);
     more.swap(more_);
     // Under the lock: a woken waiter takes itself off the list under it too, so its
@@ -115,7 +125,8 @@ void event_state::then(continuation fn) {
   if (!fn) fn = [] { throw std::bad_function_call(); };
   {
     std::lock_guard lock(mutex_);
-    if (status_.load(std::memory_order_relaxed) == pending) {
+    listened_.store(true, std::memory_order_seq_cst);
+    if (status_.load(std::memory_order_seq_cst) <= pending) {
       if (!first_ && more_.empty())
         first_ = std::move(fn);
       else
@@ -128,7 +139,8 @@ void event_state::then(continuation fn) {
 
 bool event_state::add_waiter(waiter& w) {
   std::lock_guard lock(mutex_);
-  if (status_.load(std::memory_order_relaxed) != pending) return false;
+  listened_.store(true, std::memory_order_seq_cst);  // (see complete)
+  if (status_.load(std::memory_order_seq_cst) > pending) return false;
   link(waiters_, w, &waiter::on_event);
   return true;
 }

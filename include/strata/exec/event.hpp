@@ -33,9 +33,11 @@ struct waiter;
 
 class event_state {
  public:
-  enum status : int { pending = 0, done = 1, failed = 2 };
+  // `completing`: a completer won (complete), its error not yet stored: not ready, and
+  // still taking continuations and waiters.
+  enum status : int { completing = -1, pending = 0, done = 1, failed = 2 };
 
-  bool ready() const noexcept { return status_.load(std::memory_order_acquire) != pending; }
+  bool ready() const noexcept { return status_.load(std::memory_order_acquire) > pending; }
   bool failed_() const noexcept { return status_.load(std::memory_order_acquire) == failed; }
   std::exception_ptr error() const noexcept { return ready() ? error_ : nullptr; }
 
@@ -72,6 +74,10 @@ class event_state {
 
  private:
   std::atomic<int> status_{pending};
+  // A continuation or a waiter was registered (set under mutex_ before the status is
+  // read there): complete takes the lock only then (most events have no listener when
+  // they complete: a remote call's reply, a copy whose waiter is spinning).
+  std::atomic<bool> listened_{false};
   std::atomic<std::chrono::steady_clock::rep> expected_ns_{0};
   std::exception_ptr error_;
   std::mutex mutex_;
