@@ -46,7 +46,7 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   auto deadline = timed ? std::max(start + spin::before_park, due + spin::before_park)
                         : start + spin::before_park;
   bool const worker = is_pool_worker() && !timed;
-  int const rounds_per_hook = worker ? 64 : 1;
+  int const rounds_per_hook = worker ? 64 : 1;  // a power of two (masked, not divided)
   int const min_rounds = has_wait_hook() ? spin::min_hook_runs * rounds_per_hook : 0;
   // A thread outside the pool while dist's progress hook is registered ("dist" below):
   // its spin lasts while its polls find messages, and while it is hot (its polls found
@@ -109,7 +109,7 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
         }
       }
     }
-    if (n % rounds_per_hook == 0 && n >= min_rounds &&
+    if ((n & (rounds_per_hook - 1)) == 0 && n >= min_rounds &&
         std::chrono::steady_clock::now() > deadline) {
       // This thread stopped polling (timed spins of workers poll every round too, but
       // only threads outside the pool count as pollers: dist's try_progress).
