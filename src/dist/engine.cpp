@@ -182,8 +182,10 @@ thread_local int inline_calls_depth = 0;
 // count moved since the MPI thread last looked and its clock stamp, taken every
 // waiter_stamp_rounds rounds, is within waiter_window), napping meanwhile
 // (mpi_thread::main). A waiter that parks wakes it; after one that returns, at most
-// window + nap pass without a poll.
-constexpr std::chrono::microseconds waiter_nap{200};
+// window + nap pass without a poll. The nap is the idle poll cap (1 ms by default,
+// STRATA_DIST_IDLE_POLL_US): a rank whose waiter went off to compute is served as soon
+// as an idle rank is. Each nap's end is a wake-up that takes a core from the pollers
+// (with 200 us naps, 10% of a remote call's round trip on 2 cores).
 // How long the MPI thread's rounds may keep failing before it ends the job.
 constexpr std::chrono::seconds failing_rounds_limit{10};
 constexpr std::chrono::microseconds waiter_window{50};
@@ -527,7 +529,7 @@ void mpi_thread::main() {
   // taking turns with it for a core (each turn a context switch, several times a
   // message's latency on an oversubscribed machine: docs/dist.md "Progress and its
   // latency"). A waiter that parks wakes it (waiter_parks); one that returns or helps
-  // with a job leaves it napping for at most waiter_nap, after which it polls hot (the
+  // with a job leaves it napping for at most idle_cap_, after which it polls hot (the
   // nap counts as activity). A change since the last look may be the last rounds of a
   // wait that has ended (the look before was a nap ago): the waiter still polls if its
   // clock stamp, taken every waiter_stamp_rounds rounds, is recent.
@@ -544,7 +546,7 @@ void mpi_thread::main() {
     {
       std::unique_lock lock(mutex_);
       deferring_.store(true);
-      cv_.wait_for(lock, waiter_nap, [&] {
+      cv_.wait_for(lock, idle_cap_, [&] {
         return stop_ || !ops_.empty() || waiter_parked_.load() || nudged_.load();
       });
       deferring_.store(false);

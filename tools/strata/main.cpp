@@ -23,7 +23,7 @@ constexpr char const* settings_table = R"(Environment variables and flags:
                                   (default) or openmp
   STRATA_TRACE=FILE               write a Chrome trace (chrome://tracing, Perfetto) to FILE
   STRATA_LOG=LEVEL                messages on stderr: quiet, info (default) or debug
-  STRATA_DIST_IDLE_POLL_US=N      strata::dist: longest sleep of the idle MPI thread (us)
+  STRATA_DIST_IDLE_POLL_US=N      strata::dist: longest sleep (and nap) of the MPI thread (us)
   STRATA_DIST_DIRECT=0            strata::dist: copies, puts, gets and atomics between
                                   ranks on one node as messages, not direct access
                                   (read: process_vm_readv reads for copies, no mapping
