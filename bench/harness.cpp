@@ -226,10 +226,12 @@ void quiesce() {
 }  // namespace
 
 std::pair<double, double> compare(int repeats, std::function<void()> const& strata_side,
-                                  std::function<void()> const& peer_side) {
+                                  std::function<void()> const& peer_side,
+                                  std::function<void()> const& before_each) {
   using clock = std::chrono::steady_clock;
-  auto time = [](auto const& fn) {
+  auto time = [&before_each](auto const& fn) {
     quiesce();
+    if (before_each) before_each();
     auto t0 = clock::now();
     fn();
     return std::chrono::duration<double>(clock::now() - t0).count();
@@ -253,6 +255,11 @@ std::pair<double, double> compare(int repeats, std::function<void()> const& stra
   double const best_peer = *std::min_element(runs.peer.begin(), runs.peer.end());
   runs_of_this_benchmark.push_back(std::move(runs));
   return {best_strata, best_peer};
+}
+
+std::pair<double, double> compare(int repeats, std::function<void()> const& strata_side,
+                                  std::function<void()> const& peer_side) {
+  return compare(repeats, strata_side, peer_side, {});
 }
 
 std::string metadata_json(runtime& rt, options const& o) {

@@ -73,6 +73,13 @@ class context {
 /// Times `strata_side` and `peer_side` alternately `repeats` times after one warm-up run
 /// each; returns the minimum seconds of each. Every run's time is kept too (per thread,
 /// for the benchmark in progress): `context::report` finds its spread from them.
+/// `before_each`, if given, runs before every run, untimed, after the wait for a quiet
+/// process (the distributed benchmarks' ranks meet there: each rank waits for quiet on
+/// its own, for 5-30 ms, and a run that started while its peer still slept would time
+/// the skew).
+std::pair<double, double> compare(int repeats, std::function<void()> const& strata_side,
+                                  std::function<void()> const& peer_side,
+                                  std::function<void()> const& before_each);
 std::pair<double, double> compare(int repeats, std::function<void()> const& strata_side,
                                   std::function<void()> const& peer_side);
 
