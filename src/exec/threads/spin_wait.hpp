@@ -27,15 +27,9 @@ namespace strata::detail {
 // times before it gives up, however long it was descheduled meanwhile; a thread that ran
 // it every round runs the park hook when it gives up.
 // When the calling thread's progress polls last found something (one per thread: a local
-// of the template would be one per instantiation, i.e. per waiting site); `now` when its
-// last spin returned right after such a poll, without reading the clock (the time is then
-// the next spin's start).
-struct poll_found_time {
-  std::chrono::steady_clock::time_point at{};
-  bool now = false;
-};
-inline poll_found_time& last_poll_found() noexcept {
-  thread_local poll_found_time t;
+// of the template would be one per instantiation, i.e. per waiting site).
+inline std::chrono::steady_clock::time_point& last_poll_found() noexcept {
+  thread_local std::chrono::steady_clock::time_point t{};
   return t;
 }
 
@@ -54,12 +48,7 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   // only every poll_yield_interval; a cold one yields after every empty round, as without
   // dist, so that a thread waiting for local work leaves its core to that work.
   bool const dist = !worker && !timed && has_process_wait_hook();
-  auto& found_time = last_poll_found();
-  auto& last_found = found_time.at;
-  if (found_time.now) {
-    last_found = start;
-    found_time.now = false;
-  }
+  auto& last_found = last_poll_found();
   // Hot also needs an idle pool: a thread that keeps its core while jobs or tasks run
   // (more threads than cores) takes it from them.
   auto* const p = dist ? pool::instance() : nullptr;
@@ -76,10 +65,12 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
       bool const polled = run_process_wait_hook();
       if (polled) {
         // What the poll found may be what this thread waits for (a remote call's reply):
-        // it returns at once, the clock read (a fifth of a round trip's software on a VM)
-        // left to its next spin.
+        // it returns at once, without the clock read (a fifth of a round trip's software on
+        // a VM), taking this spin's start as the time of the find: earlier than it was, so
+        // never hotter (a later spin that took the find's time as its own start stayed hot
+        // through a 60 us copy of the pool's workers and slowed it 3-fold: dist-halo).
         if (found()) {
-          found_time.now = true;
+          last_found = start;
           return true;
         }
         // Polling that finds work keeps the thread polling: it parks before_park after the
