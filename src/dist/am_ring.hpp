@@ -97,22 +97,27 @@ class am_rings {
 
 template <class Handle>
 int am_rings::receive(Handle&& handle, int limit) {
-  int got = 0;
   // Each round starts at the next ring, so one busy peer cannot hold the others back.
   // (Wrapped by comparison: a division per ring was a fifth of an empty round.)
   std::size_t const n = in_.size();
   if (n == 0) return 0;
   if (++first_in_ >= n) first_in_ = 0;
-  for (std::size_t k = 0, i = first_in_; k < n && got < limit; ++k) {
-    int const read = in_[i].read(handle, limit - got);
-    got += read;
+  // Counted when the round ends, also by a handler's exception (the messages handled
+  // before it were taken); only the token's holder writes the count: no read-modify-write.
+  struct count {
+    std::atomic<std::uint64_t>& total;
+    int got = 0;
+    ~count() {
+      if (got)
+        total.store(total.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(got),
+                    std::memory_order_relaxed);
+    }
+  } c{received_};
+  for (std::size_t k = 0, i = first_in_; k < n && c.got < limit; ++k) {
+    c.got += in_[i].read(handle, limit - c.got);
     if (++i == n) i = 0;
   }
-  // Only the token's holder writes the count: no read-modify-write.
-  if (got)
-    received_.store(received_.load(std::memory_order_relaxed) + static_cast<std::uint64_t>(got),
-                    std::memory_order_relaxed);
-  return got;
+  return c.got;
 }
 
 }  // namespace strata::dist::detail

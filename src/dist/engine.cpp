@@ -193,7 +193,7 @@ constexpr std::chrono::microseconds waiter_window{50};
 // round here, still stamps within the window.)
 constexpr std::uint64_t waiter_stamp_rounds = 16;
 // How often a waiter's rounds test MPI's requests while rings carry messages (progress).
-constexpr int request_test_stride = 4;
+constexpr unsigned request_test_stride = 4;  // a power of two (masked: the count wraps)
 
 // Runs one queued operation, logging (not propagating) its failure: the operations
 // report errors through their events.
@@ -1438,9 +1438,8 @@ bool engine::progress(bool waiter) {
   // collectives under it) is four fifths of such a round, and a message that comes
   // meanwhile waits for it to end. A request's completion is seen a few short rounds
   // (well under MPI's own latency) later; the MPI thread tests every round.
-  bool const test = !rings_ || !waiter || ++untested_rounds_ >= request_test_stride;
+  bool const test = !rings_ || !waiter || (++untested_rounds_ & (request_test_stride - 1)) == 0;
   if (test && !requests_.empty()) {
-    untested_rounds_ = 0;
     auto& done = done_scratch_;
     auto& statuses = status_scratch_;
     done.resize(requests_.size());

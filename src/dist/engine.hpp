@@ -321,7 +321,7 @@ class engine {
   // rings to every other rank (node_only), progress() probes MPI for them alone.
   long self_messages_ = 0;
   bool skipped_requests_ = false;  // the last round ended after its rings (progress)
-  int untested_rounds_ = 0;        // waiters' rounds since the requests were last tested
+  unsigned untested_rounds_ = 0;   // waiters' rounds (every request_test_stride-th tests)
   int tag_ub_ = 32767;
   std::atomic<long> outstanding_{0};
   std::shared_ptr<team_state> world_;

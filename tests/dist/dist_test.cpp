@@ -48,6 +48,10 @@ struct add {
   int operator()(int a, int b) const { return a + b; }
 };
 
+struct nothing_to_do {
+  void operator()() const {}
+};
+
 // A weighted sum of the elements and their count: what a large argument must arrive as.
 struct weigh {
   std::uint64_t operator()(std::vector<std::uint32_t> const& v) const {
@@ -1376,6 +1380,18 @@ TEST(DistAsync, AnEmptyFutureIsAnError) {
   EXPECT_TRUE(filled.valid());
   EXPECT_EQ(filled.get(), 5);
   EXPECT_TRUE(filled.ready());
+  // Moved from: empty again, for a value and for void (which carries no result buffer).
+  auto taken = std::move(filled);
+  EXPECT_EQ(taken.get(), 5);
+  EXPECT_FALSE(filled.valid());  // NOLINT(bugprone-use-after-move): the point of the test
+  EXPECT_THROW((void)filled.get(), invalid_argument);
+  auto done = dist::async(rt.rank_place(rt.size() - 1), nothing_to_do{});
+  EXPECT_TRUE(done.valid());
+  auto moved = std::move(done);
+  moved.get();
+  EXPECT_TRUE(moved.valid());
+  EXPECT_FALSE(done.valid());  // NOLINT(bugprone-use-after-move)
+  EXPECT_THROW(done.wait(), invalid_argument);
 }
 
 // A receive of a larger message than its buffer is the same mistake as a smaller one:

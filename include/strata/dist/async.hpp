@@ -126,12 +126,13 @@ class future {
  public:
   future() = default;
   /// `result` receives the value's bytes; a future<void> needs none (null: one allocation
-  /// less per remote call).
+  /// less per remote call; its event is then never empty).
   future(strata::event e, std::shared_ptr<detail::bytes> result)
-      : event_(std::move(e)), result_(std::move(result)), valid_(true) {}
+      : event_(std::move(e)), result_(std::move(result)) {}
 
-  /// Whether it refers to an operation (it came from async, allocate, an atomic...).
-  bool valid() const noexcept { return valid_; }
+  /// Whether it refers to an operation (it came from async, allocate, an atomic...); false
+  /// for a default-constructed or moved-from future.
+  bool valid() const noexcept { return result_ != nullptr || event_.state() != nullptr; }
   /// The completion event: usable in `after(...)` with local events.
   strata::event const& event() const noexcept { return event_; }
   /// Whether the value (or the failure) is there: get() returns without waiting.
@@ -156,7 +157,6 @@ class future {
  private:
   strata::event event_;
   std::shared_ptr<detail::bytes> result_;
-  bool valid_ = false;
 };
 
 /// Runs `f(args...)` on the rank of `target` (a place of the cluster tree) once `deps`

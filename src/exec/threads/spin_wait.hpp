@@ -70,7 +70,7 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
         // never hotter (a later spin that took the find's time as its own start stayed hot
         // through a 60 us copy of the pool's workers and slowed it 3-fold: dist-halo).
         if (found()) {
-          last_found = start;
+          last_found = std::max(last_found, start);  // (a find earlier in this spin: later)
           return true;
         }
         // Polling that finds work keeps the thread polling: it parks before_park after the
