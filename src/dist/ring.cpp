@@ -32,22 +32,8 @@ std::size_t ring_writer::write(char const* a, std::size_t na, char const* b, std
   std::uint64_t tail = ctrl->tail.load(std::memory_order_relaxed);  // the only producer
   while (offset < total) {
     std::size_t const body = std::min(total - offset, ring_max_body);
-    std::size_t const record = sizeof(ring_record) + ring_padded(body);
-    std::size_t const pos = static_cast<std::size_t>(tail % ring_capacity);
-    std::size_t const skip = pos + record > ring_capacity ? ring_capacity - pos : 0;
-    std::size_t const need = skip + record;
-    if (tail + need - head_seen > ring_capacity) {
-      head_seen = ctrl->head.load(std::memory_order_acquire);
-      if (tail + need - head_seen > ring_capacity) break;  // full: the rest waits
-    }
-    if (skip) {
-      ring_record const s{static_cast<std::uint32_t>(skip - sizeof(ring_record)), ring_skip};
-      std::memcpy(data + pos, &s, sizeof s);
-    }
-    char* to = data + (skip ? 0 : pos);
-    ring_record const r{static_cast<std::uint32_t>(body), offset + body == total ? ring_last : 0};
-    std::memcpy(to, &r, sizeof r);
-    to += sizeof r;
+    auto [to, need] = begin_record(tail, body, offset + body == total ? ring_last : 0);
+    if (!to) break;  // full: the rest waits
     std::size_t left = body, at = offset;
     if (at < na) {
       std::size_t const k = std::min(left, na - at);

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace strata::dist::detail {
@@ -57,25 +58,35 @@ struct ring_writer {
     std::size_t const total = na + nb;
     if (total == 0 || total > ring_max_body) return false;
     std::uint64_t const tail = ctrl->tail.load(std::memory_order_relaxed);  // the only producer
-    std::size_t const record = sizeof(ring_record) + ring_padded(total);
+    auto const [to, need] = begin_record(tail, total, ring_last);
+    if (!to) return false;
+    std::memcpy(to, a, na);
+    if (nb) std::memcpy(to + na, b, nb);
+    ctrl->tail.store(tail + need, std::memory_order_release);
+    return true;
+  }
+  /// Where a record of `body` bytes goes from `tail` on: writes a skip record first where
+  /// it would cross the ring's end, then the record's head with `flags`; returns where its
+  /// body goes and the bytes the record takes from the tail (null, 0: no room now, nothing
+  /// written). The tail is the caller's to advance.
+  std::pair<char*, std::size_t> begin_record(std::uint64_t tail, std::size_t body,
+                                             std::uint32_t flags) {
+    std::size_t const record = sizeof(ring_record) + ring_padded(body);
     std::size_t const pos = static_cast<std::size_t>(tail % ring_capacity);
     std::size_t const skip = pos + record > ring_capacity ? ring_capacity - pos : 0;
     std::size_t const need = skip + record;
     if (tail + need - head_seen > ring_capacity) {
       head_seen = ctrl->head.load(std::memory_order_acquire);
-      if (tail + need - head_seen > ring_capacity) return false;
+      if (tail + need - head_seen > ring_capacity) return {nullptr, 0};
     }
     if (skip) {
       ring_record const s{static_cast<std::uint32_t>(skip - sizeof(ring_record)), ring_skip};
       std::memcpy(data + pos, &s, sizeof s);
     }
     char* to = data + (skip ? 0 : pos);
-    ring_record const r{static_cast<std::uint32_t>(total), ring_last};
+    ring_record const r{static_cast<std::uint32_t>(body), flags};
     std::memcpy(to, &r, sizeof r);
-    std::memcpy(to + sizeof r, a, na);
-    if (nb) std::memcpy(to + sizeof r + na, b, nb);
-    ctrl->tail.store(tail + need, std::memory_order_release);
-    return true;
+    return {to + sizeof r, need};
   }
 };
 
