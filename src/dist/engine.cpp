@@ -186,9 +186,9 @@ thread_local int inline_calls_depth = 0;
 // STRATA_DIST_IDLE_POLL_US): a rank whose waiter went off to compute is served as soon
 // as an idle rank is. Each nap's end is a wake-up that takes a core from the pollers
 // (with 200 us naps, 10% of a remote call's round trip on 2 cores).
+constexpr std::chrono::microseconds waiter_window{50};
 // How long the MPI thread's rounds may keep failing before it ends the job.
 constexpr std::chrono::seconds failing_rounds_limit{10};
-constexpr std::chrono::microseconds waiter_window{50};
 // (Every 16 rounds: a waiter that yields after each empty round, about a microsecond per
 // round here, still stamps within the window.)
 constexpr std::uint64_t waiter_stamp_rounds = 16;

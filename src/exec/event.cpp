@@ -87,8 +87,8 @@ void event_block_free(void* block, std::size_t bytes) noexcept {
       return;
     }
   }
-  ::operator delete(
-      block);  // (unsized: clang declares the sized one only with -fsized-deallocation)
+  // Unsized: clang declares the sized one only with -fsized-deallocation.
+  ::operator delete(block);
 }
 
 void event_state::complete(std::exception_ptr error) {
