@@ -2,6 +2,7 @@
 #include <strata/exec/openmp/backend.hpp>
 #include <strata/runtime.hpp>
 
+#include "exec/cuda/spin_window.hpp"
 #include "exec/exec_state.hpp"
 #include "exec/trace_writer.hpp"
 #include "log.hpp"
@@ -77,6 +78,7 @@ runtime::runtime(int& argc, char** argv, runtime_options const& options)
 
 void runtime::start(runtime_options const& options) {
   detail::current_log_level();  // a bad STRATA_LOG fails here, not at the first message
+  detail::cuda::spin_window();  // likewise STRATA_CUDA_SPIN_US, with or without a GPU
   if (options.cpu_backend) {
     cpu_backend_ = *options.cpu_backend;
   } else if (auto env = std::getenv("STRATA_CPU_BACKEND")) {

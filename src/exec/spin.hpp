@@ -43,6 +43,13 @@ inline constexpr microseconds sleep_margin{200};
 /// deadline can hand the core to another thread and end the transfer a time slice late.
 inline constexpr microseconds pause_margin{3};
 
+/// A CUDA device's completion worker polls a launch's marker this long before it sleeps
+/// in the driver (src/exec/cuda/streams.cpp; STRATA_CUDA_SPIN_US overrides it): a
+/// blocking-sync event wakes its waiter by an interrupt, which on the H200 machine of
+/// session 52 made a 280 us copy kernel's launch + wait 375 us (317 us with this poll;
+/// raw CUDA's cudaStreamSynchronize spins where the host has cores to spare).
+inline constexpr microseconds before_gpu_sleep{1000};
+
 /// A spinning waiter runs the wait hook (wait_hook.hpp: dist's MPI progress) at least this
 /// many times before it parks, however long it was descheduled during its spin: a waiter
 /// preempted through the whole spin would park having polled the hook once or twice (a

@@ -79,6 +79,28 @@ TEST(Runtime, BadEnvironmentIsAConfigErrorAndLeavesNoRuntime) {
   EXPECT_FALSE(runtime::active());
 }
 
+// The CUDA completion worker's poll window is read at the start of every runtime, with or
+// without a GPU (src/exec/cuda/spin_window.hpp), so a typo fails here rather than silently
+// on the GPU machine.
+TEST(Runtime, BadCudaSpinWindowIsAConfigError) {
+  for (auto bad : {"", "abc", "-1", "12us", "1000001", "99999999999999999999"}) {
+    scoped_env env("STRATA_CUDA_SPIN_US", bad);
+    try {
+      runtime rt;
+      FAIL() << '"' << bad << '"';
+    } catch (config_error const& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("STRATA_CUDA_SPIN_US=\"" + std::string(bad) + "\"", 0),
+                0u)
+          << e.what();
+    }
+    EXPECT_FALSE(runtime::active());
+  }
+  for (auto good : {"0", "250", "1000000"}) {
+    scoped_env env("STRATA_CUDA_SPIN_US", good);
+    EXPECT_NO_THROW(runtime{}) << good;
+  }
+}
+
 TEST(Runtime, ConsumesItsCommandLineFlags) {
   std::vector<std::string> args{"prog", "--strata-sim-devices=1:units=2", "input.txt", "--verbose"};
   std::vector<char*> argv;

@@ -7,7 +7,8 @@
 // event's continuations do (a launch after it); and after a kernel fault the stream stops,
 // so a host function would never run and `wait` would hang. The worker's
 // cudaEventSynchronize returns the fault instead, which fails the event. Markers are
-// blocking-sync events from a per-device pool (issue 13, item 7): the worker sleeps in the
+// blocking-sync events from a per-device pool (issue 13, item 7): the worker polls a marker
+// for at most STRATA_CUDA_SPIN_US (1 ms by default, spin_window.hpp) and then sleeps in the
 // driver rather than spinning a core, and a launch makes no cudaEvent of its own.
 //
 // Tracing (issue 12): with STRATA_TRACE on, stream_for records a timing event before the
@@ -21,6 +22,7 @@
 
 #include "exec/cuda/event_pool.hpp"
 #include "exec/cuda/pointers.hpp"
+#include "exec/cuda/spin_window.hpp"
 #include "exec/cuda/staging.hpp"
 #include "exec/exec_state.hpp"
 #include "log.hpp"
@@ -29,6 +31,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -239,8 +242,8 @@ class device {
       queue_.pop_front();
       running_ = true;
       lock.unlock();
-      // Blocks until the device has passed the marker; returns a fault of the work.
-      auto err = cudaEventSynchronize(e.marker);
+      // Returns once the device has passed the marker, or with a fault of the work.
+      auto err = wait_marker(e.marker);
       if (e.begin) {
         if (err == cudaSuccess) record_trace(e);
         cudaEventDestroy(e.begin);
@@ -261,6 +264,27 @@ class device {
     }
   }
 
+  // Polls the marker for up to spin_ (spin_window.hpp) before sleeping in the driver: a
+  // blocking-sync event wakes its waiter by an interrupt and a thread switch, tens of us
+  // late. Each round yields, so a thread that wants the core gets it. A fault of the work
+  // is reported by the query as by the synchronize.
+  cudaError_t wait_marker(cudaEvent_t marker) const {
+    if (spin_.count() > 0) {
+      auto const until = std::chrono::steady_clock::now() + spin_;
+      for (unsigned round = 1;; ++round) {
+        auto const q = cudaEventQuery(marker);
+        if (q != cudaErrorNotReady) {
+          (void)cudaGetLastError();  // a NotReady of an earlier round is nobody's error
+          return q;
+        }
+        if (round % 8 == 0 && std::chrono::steady_clock::now() >= until) break;
+        std::this_thread::yield();
+      }
+      (void)cudaGetLastError();
+    }
+    return cudaEventSynchronize(marker);
+  }
+
   // Markers without timing; blocking-sync, so that the completion worker's
   // cudaEventSynchronize sleeps in the driver instead of spinning a host core.
   static cudaEvent_t make_marker() {
@@ -273,6 +297,7 @@ class device {
   using marker_pool = handle_pool<cudaEvent_t, cudaEvent_t (*)(), void (*)(cudaEvent_t) noexcept>;
 
   int ordinal_;
+  std::chrono::microseconds spin_ = cuda::spin_window();
   std::shared_ptr<marker_pool> markers_ =
       std::make_shared<marker_pool>(&device::make_marker, &device::destroy_marker);
   std::array<cudaStream_t, streams_per_device> streams_{};

@@ -1,0 +1,14 @@
+// How long a CUDA device's completion worker polls a work's marker before it sleeps in the
+// driver (streams.cpp). Read in every build, so that a bad STRATA_CUDA_SPIN_US is the same
+// clear error at the runtime's start on a machine with or without a GPU.
+#pragma once
+
+#include <chrono>
+
+namespace strata::detail::cuda {
+
+/// STRATA_CUDA_SPIN_US in microseconds, spin::before_gpu_sleep when unset; throws config_error
+/// naming the variable for anything but an integer in [0, 1000000] (0: sleep at once).
+std::chrono::microseconds spin_window();
+
+}  // namespace strata::detail::cuda
