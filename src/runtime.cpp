@@ -78,7 +78,7 @@ runtime::runtime(int& argc, char** argv, runtime_options const& options)
 
 void runtime::start(runtime_options const& options) {
   detail::current_log_level();  // a bad STRATA_LOG fails here, not at the first message
-  detail::cuda::spin_window();  // likewise STRATA_CUDA_SPIN_US, with or without a GPU
+  auto const cuda_spin = detail::cuda::spin_window();  // likewise, with or without a GPU
   if (options.cpu_backend) {
     cpu_backend_ = *options.cpu_backend;
   } else if (auto env = std::getenv("STRATA_CPU_BACKEND")) {
@@ -107,6 +107,7 @@ void runtime::start(runtime_options const& options) {
       trace_path_ = env;
     detail::trace_start(trace_path_, options.trace ? "runtime_options::trace" : "STRATA_TRACE");
     exec_ = std::make_unique<detail::exec_state>(machine_, options_.topology.empty());
+    exec_->cuda_spin = cuda_spin;
   } catch (...) {
     detail::trace_finish();  // tracing stops with the failed start
     live.store(nullptr);

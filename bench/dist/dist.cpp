@@ -133,11 +133,8 @@ void run_latency(context& ctx) {
 
   // Put and get: a timed run ends with the same MPI_Barrier on both sides (as in
   // dist-bandwidth; rank 1's progress thread serves messages meanwhile), and is 20,000
-  // operations long. 2,000 direct puts take about 50 us, about what a barrier whose ranks
-  // have parked may take, and each side used to end with its own library's barrier: on the
-  // 16-core machine of session 52 put and get read 50-54 ns against MPI's 27-29 ns that
-  // way (the barriers' share was not measured apart; on this VM the change moved Strata's
-  // put from 24-26 to 21 ns and left MPI's at 42-44).
+  // operations long: 2,000 direct puts take about 50 us, about what a barrier whose ranks
+  // have parked may take, so a barrier of either library would weigh on the figure.
   int const n_rma = ctx.opts().quick ? 50 : 20000;
   auto [p_s, p_p] = compare(
       repeats,

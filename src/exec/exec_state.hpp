@@ -8,6 +8,7 @@
 #include "exec/slot_sets.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -59,6 +60,9 @@ struct exec_state {
   /// The CUDA backend's state, made on first use (under cuda_mutex).
   std::mutex cuda_mutex;
   std::unique_ptr<device_backend_state> cuda;
+  /// How long a CUDA device's completion worker polls a marker before it sleeps
+  /// (STRATA_CUDA_SPIN_US, read once when the runtime starts: src/exec/cuda/spin_window.hpp).
+  std::chrono::microseconds cuda_spin{0};
 
  private:
   std::once_flag pool_once_;

@@ -83,7 +83,7 @@ TEST(Runtime, BadEnvironmentIsAConfigErrorAndLeavesNoRuntime) {
 // without a GPU (src/exec/cuda/spin_window.hpp), so a typo fails here rather than silently
 // on the GPU machine.
 TEST(Runtime, BadCudaSpinWindowIsAConfigError) {
-  for (auto bad : {"", "abc", "-1", "12us", "1000001", "99999999999999999999"}) {
+  for (auto bad : {"", "abc", "-1", "+5", " 5", "12us", "1000001", "99999999999999999999"}) {
     scoped_env env("STRATA_CUDA_SPIN_US", bad);
     try {
       runtime rt;

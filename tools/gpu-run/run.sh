@@ -2,7 +2,8 @@
 # Runs on the GPU machine from the repository's root (tools/gpu-run/pack.sh made .devrun):
 # the CUDA tests, the launch experiment, the CUDA benchmarks, the CPU benchmarks whose
 # figures 2 cores keep noisy (CPU_BENCHES) and, unless NO_MPI is set, MPI_BENCHES (default
-# dist-latency at 2 ranks, dist-fft at 4, 2, 1) with Debian's Open MPI. Logs go to $OUT.
+# dist-latency at 2 ranks, dist-fft at 4, 2, 1; NAME:RANKS, NAME alone at 2) with Debian's
+# Open MPI. Logs go to $OUT (or /tmp).
 # BUDGET (seconds, default 400) stops starting new steps when the time is nearly spent.
 cd "$(dirname "$0")"
 out=${OUT:-/tmp}
@@ -17,6 +18,9 @@ if [ ! -e /usr/local/cuda/lib64/libcublas.so.13 ]; then
   [ -n "$c" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$c")
 fi
 export PATH=$p/bin:$PATH
+# Each run's logs start empty (the loops below append).
+: >"$out/experiment.log"
+: >"$out/cuda_bench.log"
 {
   log start
   nvidia-smi -L
@@ -55,6 +59,7 @@ log mpi
 cp -a $p/root/. / && ln -sf /usr/bin/orterun /usr/bin/mpiexec
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_osc=^ucx OMPI_MCA_mtl=^ofi,psm,psm2
 for b in ${MPI_BENCHES:-dist-latency:2 dist-fft:4,2,1}; do
+  case $b in *:*) ;; *) b=$b:2 ;; esac  # NAME alone: 2 ranks
   t=$(($(left) - 10))
   [ $t -gt 20 ] && timeout $t strata bench --ranks "${b#*:}" "${b%%:*}" --json --no-progress 2>&1 |
     grep '"bench"'

@@ -24,7 +24,7 @@ constexpr char const* settings_table = R"(Environment variables and flags:
   STRATA_TRACE=FILE               write a Chrome trace (chrome://tracing, Perfetto) to FILE
   STRATA_LOG=LEVEL                messages on stderr: quiet, info (default) or debug
   STRATA_CUDA_SPIN_US=N           CUDA: how long a GPU's completion worker polls before
-                                  it sleeps in the driver (us, default 1000, 0 = never)
+                                  it sleeps in the driver (us, default 1000, 0 = no poll)
   STRATA_DIST_IDLE_POLL_US=N      strata::dist: longest sleep (and nap) of the MPI thread (us)
   STRATA_DIST_DIRECT=0            strata::dist: copies, puts, gets and atomics between
                                   ranks on one node as messages, not direct access

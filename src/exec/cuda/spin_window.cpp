@@ -14,7 +14,8 @@ std::chrono::microseconds spin_window() {
   if (char const* v = std::getenv("STRATA_CUDA_SPIN_US")) {
     char* end = nullptr;
     us = std::strtol(v, &end, 10);
-    if (!*v || !end || *end || us < 0 || us > 1000000)
+    // Digits only: strtol alone would take " 5" and "+5".
+    if (*v < '0' || *v > '9' || *end || us > 1000000)
       throw config_error("STRATA_CUDA_SPIN_US=\"" + std::string(v) +
                          "\": expected microseconds between 0 and 1000000 (how long a CUDA "
                          "device's completion worker polls before it sleeps)");

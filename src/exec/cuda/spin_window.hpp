@@ -1,6 +1,7 @@
 // How long a CUDA device's completion worker polls a work's marker before it sleeps in the
-// driver (streams.cpp). Read in every build, so that a bad STRATA_CUDA_SPIN_US is the same
-// clear error at the runtime's start on a machine with or without a GPU.
+// driver (streams.cpp). Read once when the runtime starts (exec_state::cuda_spin), in
+// every build, so that a bad STRATA_CUDA_SPIN_US is the same clear error on a machine with
+// or without a GPU.
 #pragma once
 
 #include <chrono>

@@ -22,7 +22,6 @@
 
 #include "exec/cuda/event_pool.hpp"
 #include "exec/cuda/pointers.hpp"
-#include "exec/cuda/spin_window.hpp"
 #include "exec/cuda/staging.hpp"
 #include "exec/exec_state.hpp"
 #include "log.hpp"
@@ -90,7 +89,7 @@ thread_local cudaEvent_t pending_begin = nullptr;
 
 class device {
  public:
-  explicit device(int ordinal) : ordinal_(ordinal) {
+  device(int ordinal, std::chrono::microseconds spin) : ordinal_(ordinal), spin_(spin) {
     device_guard const keep_device;
     check(cudaSetDevice(ordinal), "cudaSetDevice");
     enable_peers();
@@ -251,6 +250,8 @@ class device {
       std::exception_ptr failure;
       if (err != cudaSuccess) {
         try {
+          // Named as before the poll, whether the query or the synchronize saw the fault:
+          // programs and tests (kernel_fault_test.cu) match this text.
           fail("cudaEventSynchronize", err,
                fmt::format("{} on CUDA device {} failed", e.what, ordinal_));
         } catch (...) {
@@ -297,7 +298,7 @@ class device {
   using marker_pool = handle_pool<cudaEvent_t, cudaEvent_t (*)(), void (*)(cudaEvent_t) noexcept>;
 
   int ordinal_;
-  std::chrono::microseconds spin_ = cuda::spin_window();
+  std::chrono::microseconds spin_;  // the runtime's STRATA_CUDA_SPIN_US (wait_marker)
   std::shared_ptr<marker_pool> markers_ =
       std::make_shared<marker_pool>(&device::make_marker, &device::destroy_marker);
   std::array<cudaStream_t, streams_per_device> streams_{};
@@ -317,10 +318,18 @@ class device {
 
 class state final : public device_backend_state {
  public:
-  device& get(int ordinal) {
+  device& get(int ordinal, std::chrono::microseconds spin) {
     std::lock_guard lock(mutex_);
     auto& d = devices_[ordinal];
-    if (!d) d = std::make_unique<device>(ordinal);
+    if (!d) {
+      // A device whose setup throws leaves no slot behind (wait_idle walks every slot).
+      try {
+        d = std::make_unique<device>(ordinal, spin);
+      } catch (...) {
+        devices_.erase(ordinal);
+        throw;
+      }
+    }
     return *d;
   }
   bool wait_idle() override {
@@ -347,7 +356,7 @@ device& device_of(int ordinal) {
     if (!exec.cuda) exec.cuda = std::make_unique<state>();
     s = static_cast<state*>(exec.cuda.get());
   }
-  return s->get(ordinal);
+  return s->get(ordinal, exec.cuda_spin);
 }
 
 }  // namespace
