@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -174,9 +175,12 @@ TEST(Trace, FileSurvivesACrash) {
     trace::flush();
     launch(on(rt.machine(), backend_id::serial), grid(1), periodically_flushed_kernel{}).wait();
     std::this_thread::sleep_for(std::chrono::milliseconds(400));  // 4 flush periods
+    std::fputs("trace test child: aborting now\n", stderr);
     std::abort();
   };
-  EXPECT_EXIT(crash(), testing::KilledBySignal(SIGABRT), "");
+  // The message proves that the child ran the body: a child that could not re-execute
+  // the binary (a bare argv[0], seen on the GPU machine of session 52) aborts too.
+  EXPECT_EXIT(crash(), testing::KilledBySignal(SIGABRT), "trace test child: aborting now");
   auto const text = read_text(path);
   ASSERT_FALSE(text.empty()) << "the crashed process left no trace in " << path;
   EXPECT_NE(text.back(), ']') << "the trace was ended although the process crashed";
