@@ -9,7 +9,7 @@
 namespace strata::detail::cuda {
 
 /// STRATA_CUDA_SPIN_US in microseconds, spin::before_gpu_sleep when unset; throws config_error
-/// naming the variable for anything but an integer in [0, 1000000] (0: sleep at once).
+/// naming the variable for anything but decimal digits worth 0..1000000 (0: sleep at once).
 std::chrono::microseconds spin_window();
 
 }  // namespace strata::detail::cuda
