@@ -29,7 +29,8 @@ export PATH=$p/bin:$PATH
   for t in ${TESTS:-strata_tensor_cuda_tests strata_cuda_check strata_cuda_kernel_suite_test \
     strata_cuda_real_gpu_test strata_cuda_kernel_fault_test strata_apps_cuda_tests}; do
     log "$t"
-    timeout "${TT:-90}" "$t" --gtest_brief=1 2>&1 | tail -100
+    # By path: death tests re-execute argv[0], which a bare name found on PATH breaks.
+    timeout "${TT:-90}" "$p/bin/$t" --gtest_brief=1 2>&1 | tail -100
     echo "rc=${PIPESTATUS[0]}"
   done
 } >"$out/gpu.log" 2>&1
