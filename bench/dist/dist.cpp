@@ -2,9 +2,8 @@
 //
 // dist-latency   rank 0 against rank 1: a remote async round trip (an empty function
 //                object) against an MPI_Send/MPI_Recv ping-pong of 8 bytes, and 8-byte
-//                put/get (completion waited for each time; a timed run ends with the
-//                same MPI_Barrier on both sides) against MPI_Put/MPI_Get +
-//                MPI_Win_flush on a passive-target window.
+//                put/get (completion waited for each time, 20,000 per timed run)
+//                against MPI_Put/MPI_Get + MPI_Win_flush on a passive-target window.
 // dist-bandwidth put/get of 1 KiB .. 64 MiB against MPI_Put/MPI_Get + flush (each timed
 //                run ends with the same MPI_Barrier on both sides).
 //
@@ -131,17 +130,18 @@ void run_latency(context& ctx) {
       together);
   report("async-round-trip", a_s, a_p, "MPI_Send/Recv ping-pong", n);
 
-  // Put and get: a timed run ends with the same MPI_Barrier on both sides (as in
-  // dist-bandwidth; rank 1's progress thread serves messages meanwhile), and is 20,000
-  // operations long: 2,000 direct puts take about 50 us, about what a barrier whose ranks
-  // have parked may take, so a barrier of either library would weigh on the figure.
+  // Put and get: 20,000 operations per timed run. 2,000 direct puts take about 50 us,
+  // about what a barrier whose ranks have parked may take, so each library's own barrier
+  // at the end would weigh on the figure. (The barrier stays each library's own: with
+  // STRATA_DIST_DIRECT=0 the puts are messages that rank 1 serves from its Strata wait;
+  // parked in MPI_Barrier it would leave them to its idle progress thread.)
   int const n_rma = ctx.opts().quick ? 50 : 20000;
   auto [p_s, p_p] = compare(
       repeats,
       [&] {
         if (rank == 0)
           for (int i = 0; i < n_rma; ++i) dist::put(target, &value, 1).wait();
-        mpi_wait();
+        strata_wait();
       },
       [&] {
         if (rank == 0)
@@ -159,7 +159,7 @@ void run_latency(context& ctx) {
       [&] {
         if (rank == 0)
           for (int i = 0; i < n_rma; ++i) dist::get(&back, target, 1).wait();
-        mpi_wait();
+        strata_wait();
       },
       [&] {
         if (rank == 0)
