@@ -14,6 +14,7 @@
 #include "exec/threads/pool.hpp"
 #include "exec/wait_hook.hpp"
 #include "log.hpp"
+#include "machine/units.hpp"
 
 #include <cxxabi.h>
 #include <algorithm>
@@ -302,12 +303,11 @@ mpi_thread& mpi_thread::get() {
 
 mpi_thread::mpi_thread() {
   if (auto v = std::getenv("STRATA_DIST_IDLE_POLL_US")) {
-    char* end = nullptr;
-    long us = std::strtol(v, &end, 10);
-    if (!end || *end || us < 1 || us > 1000000)
+    auto const us = strata::detail::parse_count(v, 1, 1000000);
+    if (!us)
       throw config_error("STRATA_DIST_IDLE_POLL_US=\"" + std::string(v) +
                          "\": expected microseconds between 1 and 1000000");
-    idle_cap_ = std::chrono::microseconds(us);
+    idle_cap_ = std::chrono::microseconds(*us);
   }
   std::promise<void> ready;
   auto started = ready.get_future();

@@ -48,6 +48,15 @@ std::optional<double> parse_number(std::string_view text) {
   return parts->first;
 }
 
+std::optional<long> parse_count(std::string_view text, long lo, long hi) {
+  if (text.empty() || text.front() < '0' || text.front() > '9') return std::nullopt;
+  long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || value < lo || value > hi)
+    return std::nullopt;
+  return value;
+}
+
 std::optional<double> parse_bytes(std::string_view text) {
   auto parts = split_number(text);
   if (!parts) return std::nullopt;

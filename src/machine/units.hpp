@@ -13,6 +13,9 @@ std::optional<double> parse_number(std::string_view text);     // no unit
 std::optional<double> parse_bytes(std::string_view text);      // B, KB, KiB, MB, MiB, ...
 std::optional<double> parse_bandwidth(std::string_view text);  // B/s, KB/s, ..., GiB/s
 std::optional<double> parse_duration(std::string_view text);   // ns, us, ms, s
+/// Decimal digits only (no sign, no spaces) worth lo..hi; nullopt otherwise. For settings
+/// that are a plain count (STRATA_CUDA_SPIN_US, STRATA_DIST_IDLE_POLL_US).
+std::optional<long> parse_count(std::string_view text, long lo, long hi);
 
 std::string format_bytes(std::uint64_t bytes);  // "1.5 GiB", "32 KiB", "12 B"
 /// The largest binary unit that divides `bytes` exactly: "4GiB", "1536MiB"; parses back.

@@ -1,6 +1,7 @@
 #include "exec/cuda/spin_window.hpp"
 
 #include "exec/spin.hpp"
+#include "machine/units.hpp"
 
 #include <strata/error.hpp>
 
@@ -12,13 +13,12 @@ namespace strata::detail::cuda {
 std::chrono::microseconds spin_window() {
   long us = static_cast<long>(spin::before_gpu_sleep.count());
   if (char const* v = std::getenv("STRATA_CUDA_SPIN_US")) {
-    char* end = nullptr;
-    us = std::strtol(v, &end, 10);
-    // Digits only: strtol alone would take " 5" and "+5".
-    if (*v < '0' || *v > '9' || *end || us > 1000000)
+    auto const parsed = parse_count(v, 0, 1000000);
+    if (!parsed)
       throw config_error("STRATA_CUDA_SPIN_US=\"" + std::string(v) +
                          "\": expected microseconds between 0 and 1000000 (how long a CUDA "
                          "device's completion worker polls before it sleeps)");
+    us = *parsed;
   }
   return std::chrono::microseconds(us);
 }
