@@ -137,7 +137,8 @@ struct distributed_spmv::state {
 };
 
 distributed_spmv::distributed_spmv(dist::team const& team, csr_index global_rows,
-                                   row_block const& block, std::vector<strata::target> const& where)
+                                   row_block const& block, std::vector<strata::target> const& where,
+                                   spmv_format format)
     : state_(std::make_unique<state>()) {
   auto& s = *state_;
   if (where.empty()) throw strata::invalid_argument("distributed_spmv: no places to run on");
@@ -262,8 +263,8 @@ distributed_spmv::distributed_spmv(dist::team const& team, csr_index global_rows
 
   // 4. The products over this rank's places (partitioned_spmv keeps a pointer to its
   //    matrix: s lives on the heap, so the matrices stay where they are).
-  s.local_product.emplace(s.local, where);
-  if (s.remote.rows > 0) s.remote_product.emplace(s.remote, host_targets(where));
+  s.local_product.emplace(s.local, where, format);
+  if (s.remote.rows > 0) s.remote_product.emplace(s.remote, host_targets(where), format);
 }
 
 distributed_spmv::~distributed_spmv() = default;
@@ -319,6 +320,14 @@ dist_spmv_info distributed_spmv::info() const {
   i.local_nonzeros = s.local_nnz;
   i.remote_nonzeros = s.remote_nnz;
   i.ghosts = static_cast<csr_index>(s.ghosts.size());
+  auto const encoding = [](std::optional<partitioned_spmv> const& product) {
+    if (product)
+      for (auto const& p : product->parts())
+        if (!p.device) return p.encoding;
+    return spmv_encoding::csr;
+  };
+  i.local_encoding = encoding(s.local_product);
+  i.remote_encoding = encoding(s.remote_product);
   for (auto const& p : s.from) i.receives_from.push_back(p.rank);
   for (auto const& p : s.to) {
     i.sends_to.push_back(p.rank);

@@ -49,6 +49,8 @@ struct dist_spmv_info {
   csr_index sent = 0;                // x entries sent per product (over all neighbours)
   std::vector<int> receives_from;    // team ranks, ascending
   std::vector<int> sends_to;         // team ranks, ascending
+  spmv_encoding local_encoding = spmv_encoding::csr;   // of its first host part
+  spmv_encoding remote_encoding = spmv_encoding::csr;  // csr also when there is no remote part
 };
 
 /// y = A x for a square matrix whose rows, and the matching entries of x and y, are split
@@ -71,8 +73,11 @@ class distributed_spmv {
   /// their row ranges do not tile it in rank order, or a rank's block is malformed (a
   /// column outside the matrix, row_ptr not matching the entries); the message names the
   /// rank.
+  /// `format` is passed to both parts' partitioned_spmv (the local part of a banded
+  /// matrix with few distinct values is read value-indexed with column offsets).
   distributed_spmv(strata::dist::team const& team, csr_index global_rows, row_block const& block,
-                   std::vector<strata::target> const& where);
+                   std::vector<strata::target> const& where,
+                   spmv_format format = spmv_format::automatic);
   ~distributed_spmv();
   distributed_spmv(distributed_spmv&&) noexcept;
   distributed_spmv& operator=(distributed_spmv&&) noexcept;

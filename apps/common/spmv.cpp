@@ -3,6 +3,9 @@
 #include "places.hpp"
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <limits>
 #include <numeric>
 
 namespace apps {
@@ -44,6 +47,97 @@ std::vector<csr_index> split_rows(csr_matrix const& a, csr_index first, csr_inde
   return bounds;
 }
 
+std::string_view to_string(spmv_encoding e) {
+  switch (e) {
+    case spmv_encoding::csr:
+      return "csr";
+    case spmv_encoding::value_indexed:
+      return "value-indexed";
+    case spmv_encoding::value_indexed_offsets:
+      return "value-indexed+offsets";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// At most 256 distinct bit patterns, found with a small open-addressing set (512 slots, so
+// at most half full): false as soon as a 257th appears. `index` gets each value's slot in
+// `table`, in the order of first appearance.
+class value_table {
+ public:
+  bool add(std::uint64_t bits, std::uint8_t& index) {
+    std::size_t h = static_cast<std::size_t>((bits * 0x9E3779B97F4A7C15ull) >> 55);  // 9 bits
+    for (;; h = (h + 1) & (slots - 1)) {
+      if (!used_[h]) break;
+      if (keys_[h] == bits) {
+        index = ids_[h];
+        return true;
+      }
+    }
+    if (values.size() == 256) return false;
+    used_[h] = true;
+    keys_[h] = bits;
+    ids_[h] = static_cast<std::uint8_t>(values.size());
+    index = ids_[h];
+    values.push_back(std::bit_cast<double>(bits));
+    return true;
+  }
+  std::vector<double> values;
+
+ private:
+  static constexpr std::size_t slots = 512;
+  std::array<bool, slots> used_{};
+  std::array<std::uint64_t, slots> keys_{};
+  std::array<std::uint8_t, slots> ids_{};
+};
+
+}  // namespace
+
+encoded_rows encode_rows(csr_matrix const& a, csr_index first, csr_index last, spmv_format format) {
+  if (first < 0 || last < first || last > a.rows)
+    throw strata::invalid_argument("encode_rows: rows [" + std::to_string(first) + ", " +
+                                   std::to_string(last) + ") of a matrix of " +
+                                   std::to_string(a.rows) + " rows");
+  encoded_rows e;
+  auto const k0 = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(first)]);
+  auto const k1 = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(last)]);
+  auto const nnz = static_cast<double>(k1 - k0);
+  double const row_bytes = sizeof(csr_index) * (static_cast<double>(last - first) + 1);
+  e.bytes = row_bytes + nnz * static_cast<double>(sizeof(csr_index) + sizeof(double));
+  if (format == spmv_format::csr || k1 == k0) return e;
+  value_table table;
+  std::vector<std::uint8_t> index(k1 - k0);
+  for (std::size_t k = k0; k < k1; ++k)
+    if (!table.add(std::bit_cast<std::uint64_t>(a.val[k]), index[k - k0])) return e;
+  bool offsets = true;
+  for (csr_index r = first; r < last && offsets; ++r)
+    for (auto k = a.row_ptr[static_cast<std::size_t>(r)];
+         k < a.row_ptr[static_cast<std::size_t>(r) + 1]; ++k) {
+      auto const d = static_cast<std::int64_t>(a.col[static_cast<std::size_t>(k)]) - r;
+      if (d < std::numeric_limits<std::int16_t>::min() ||
+          d > std::numeric_limits<std::int16_t>::max()) {
+        offsets = false;
+        break;
+      }
+    }
+  e.values = std::move(table.values);
+  e.value_index = std::move(index);
+  e.encoding = spmv_encoding::value_indexed;
+  e.bytes = row_bytes + nnz * static_cast<double>(sizeof(csr_index) + 1);
+  if (offsets) {
+    e.offset.resize(k1 - k0);
+    for (csr_index r = first; r < last; ++r)
+      for (auto k = a.row_ptr[static_cast<std::size_t>(r)];
+           k < a.row_ptr[static_cast<std::size_t>(r) + 1]; ++k)
+        e.offset[static_cast<std::size_t>(k) - k0] =
+            static_cast<std::int16_t>(a.col[static_cast<std::size_t>(k)] - r);
+    e.encoding = spmv_encoding::value_indexed_offsets;
+    e.bytes = row_bytes + nnz * static_cast<double>(sizeof(std::int16_t) + 1);
+  }
+  return e;
+}
+
 namespace {
 
 // Chunks per thread of a part: enough for the threads backend's dynamic claiming to even
@@ -56,6 +150,7 @@ struct part {
   bool device = false;
   strata::index_t chunks = 0;
   std::vector<csr_index> split;  // host parts: local chunk bounds
+  encoded_rows rows;             // host parts: how they read their rows
   // Device parts: the rows, rebased, in the device's memory, and x and y there.
   strata::buffer<csr_index, 1, strata::sim_space> d_split, d_row_ptr, d_col;
   strata::buffer<double, 1, strata::sim_space> d_val, d_x, d_y;
@@ -70,7 +165,8 @@ struct partitioned_spmv::state {
   std::uint32_t host_memory = 0;
 };
 
-partitioned_spmv::partitioned_spmv(csr_matrix const& a, std::vector<strata::target> const& where)
+partitioned_spmv::partitioned_spmv(csr_matrix const& a, std::vector<strata::target> const& where,
+                                   spmv_format format)
     : state_(std::make_unique<state>()) {
   if (where.empty()) throw strata::invalid_argument("partitioned_spmv: no places to run on");
   state_->a = &a;
@@ -91,7 +187,9 @@ partitioned_spmv::partitioned_spmv(csr_matrix const& a, std::vector<strata::targ
     p.chunks = static_cast<strata::index_t>(local.size()) - 1;
     if (!p.device) {
       p.split = std::move(local);
+      p.rows = encode_rows(a, p.first, p.last, format);
     } else {
+      p.rows = encode_rows(a, p.first, p.last, spmv_format::csr);
       auto const rows = static_cast<std::size_t>(p.last - p.first);
       auto const k0 = a.row_ptr[static_cast<std::size_t>(p.first)];
       auto const nnz = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(p.last)] - k0);
@@ -143,16 +241,33 @@ void partitioned_spmv::multiply(double const* x, double* y) {
   }
   for (auto& p : state_->parts) {
     if (p.device || p.last == p.first) continue;
-    done.push_back(strata::launch(
-        p.where, strata::divide_work(p.where, p.chunks), csr_spmv_kernel{}, p.chunks,
-        p.split.data(), a.row_ptr.data() + p.first, a.col.data(), a.val.data(), x, y + p.first));
+    auto const work = strata::divide_work(p.where, p.chunks);
+    auto const* row_ptr = a.row_ptr.data() + p.first;
+    auto const& e = p.rows;
+    switch (e.encoding) {
+      case spmv_encoding::csr:
+        done.push_back(strata::launch(p.where, work, csr_spmv_kernel{}, p.chunks, p.split.data(),
+                                      row_ptr, a.col.data(), a.val.data(), x, y + p.first));
+        break;
+      case spmv_encoding::value_indexed:
+        done.push_back(strata::launch(p.where, work, csr_vi_spmv_kernel{}, p.chunks, p.split.data(),
+                                      row_ptr, a.col.data(), e.value_index.data(), e.values.data(),
+                                      x, y + p.first));
+        break;
+      case spmv_encoding::value_indexed_offsets:
+        done.push_back(strata::launch(
+            p.where, work, csr_vi_offsets_spmv_kernel{}, p.chunks, p.split.data(), row_ptr,
+            e.offset.data(), e.value_index.data(), e.values.data(), p.first, x, y + p.first));
+        break;
+    }
   }
   strata::wait_all(done);
 }
 
 std::vector<spmv_part_info> partitioned_spmv::parts() const {
   std::vector<spmv_part_info> out;
-  for (auto const& p : state_->parts) out.push_back({p.where.where, p.first, p.last, p.device});
+  for (auto const& p : state_->parts)
+    out.push_back({p.where.where, p.first, p.last, p.device, p.rows.encoding, p.rows.bytes});
   return out;
 }
 

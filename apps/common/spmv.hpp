@@ -9,8 +9,10 @@
 
 #include <strata/strata.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace apps {
@@ -32,6 +34,84 @@ struct csr_spmv_kernel {
   }
 };
 
+/// How a host part stores its rows for the product. A product reads the matrix once per
+/// call and little else, so its time is the matrix's bytes over the memory bandwidth (x's
+/// gathers aside); fewer bytes per nonzero are the one way past a CSR loop's bound.
+/// Matrices of meshes and graphs often hold few distinct values (a Laplacian two, a
+/// pattern or 0/1 matrix one) and columns near the diagonal (banded, after a mesh
+/// ordering): there each nonzero's 8-byte value can be a 1-byte index into a table of the
+/// distinct values (CSR-VI, Kourtis, Goumas and Koziris, "Optimizing sparse matrix-vector
+/// multiplication using index and value compression", CF 2008) and its 4-byte column a
+/// 2-byte offset from the row's diagonal: 3 bytes per nonzero instead of 12.
+enum class spmv_encoding {
+  csr,                    // the matrix's own row_ptr, col and val, read in place
+  value_indexed,          // val as a byte per nonzero into a table of <= 256 values; col in place
+  value_indexed_offsets,  // also col as col - row, 16 bits per nonzero
+};
+std::string_view to_string(spmv_encoding e);
+
+/// What partitioned_spmv may choose: `automatic` takes the smallest encoding the rows
+/// allow (value_indexed_offsets, value_indexed, csr, in that order), `csr` always reads the
+/// matrix in place (no copy, no setup pass: a matrix used for one product, or a comparison).
+enum class spmv_format { automatic, csr };
+
+/// Rows [first, last) of a matrix, encoded. Values are told apart by their bits, so the
+/// table holds -0.0 and 0.0, and NaNs with their payloads, as the matrix does: the product
+/// multiplies exactly the doubles CSR would, in the same order.
+struct encoded_rows {
+  spmv_encoding encoding = spmv_encoding::csr;
+  std::vector<double> values;             // the table (value_indexed*)
+  std::vector<std::uint8_t> value_index;  // per nonzero of the rows, from their first
+  std::vector<std::int16_t> offset;       // per nonzero: col - row (value_indexed_offsets)
+  /// Bytes a product reads for these rows' nonzeros and row_ptr (not x and y).
+  double bytes = 0;
+};
+
+/// Encodes rows [first, last) of `a` as `format` allows (see spmv_format). Throws
+/// strata::invalid_argument for a row range outside the matrix.
+encoded_rows encode_rows(csr_matrix const& a, csr_index first, csr_index last,
+                         spmv_format format = spmv_format::automatic);
+
+/// csr_spmv_kernel over value-indexed rows: row_ptr as there (so row_ptr[0] is the first
+/// row's offset into the matrix, and index - row_ptr[0] its offset into `value_index`),
+/// `col` the matrix's columns, `table` the distinct values.
+struct csr_vi_spmv_kernel {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, strata::index_t chunks, csr_index const* split,
+                            csr_index const* row_ptr, csr_index const* col,
+                            std::uint8_t const* value_index, double const* table, double const* x,
+                            double* y) const {
+    csr_index const k0 = row_ptr[0];
+    for (auto c : self.elements(chunks))
+      for (csr_index r = split[c]; r < split[c + 1]; ++r) {
+        double s = 0;
+        for (csr_index k = row_ptr[r]; k < row_ptr[r + 1]; ++k)
+          s += table[value_index[k - k0]] * x[col[k]];
+        y[r] = s;
+      }
+  }
+};
+
+/// csr_vi_spmv_kernel with the columns as offsets from the diagonal: row r's (global
+/// index first + r) entry k reads x[first + r + offset[k - row_ptr[0]]].
+struct csr_vi_offsets_spmv_kernel {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, strata::index_t chunks, csr_index const* split,
+                            csr_index const* row_ptr, std::int16_t const* offset,
+                            std::uint8_t const* value_index, double const* table, csr_index first,
+                            double const* x, double* y) const {
+    csr_index const k0 = row_ptr[0];
+    for (auto c : self.elements(chunks))
+      for (csr_index r = split[c]; r < split[c + 1]; ++r) {
+        double s = 0;
+        std::int64_t const diagonal = static_cast<std::int64_t>(first) + r;
+        for (csr_index k = row_ptr[r]; k < row_ptr[r + 1]; ++k)
+          s += table[value_index[k - k0]] * x[diagonal + offset[k - k0]];
+        y[r] = s;
+      }
+  }
+};
+
 /// Cuts rows [first, last) into `parts` ranges of about equal weight, the weight of a row
 /// being its nonzeros plus one (the x, y and row_ptr traffic); returns parts + 1 bounds.
 std::vector<csr_index> split_rows(csr_matrix const& a, csr_index first, csr_index last, int parts,
@@ -42,16 +122,22 @@ struct spmv_part_info {
   strata::place where;
   csr_index first_row;
   csr_index last_row;
-  bool device;  // a copy of its rows lives in the device's memory
+  bool device;             // a copy of its rows lives in the device's memory
+  spmv_encoding encoding;  // devices: csr
+  double matrix_bytes;     // what a product reads of the part's rows (encoded_rows::bytes)
 };
 
 /// A matrix partitioned by rows over places (host places, sim devices). The parts are
 /// sized by each place's processors times its speed (its share of the machine), and each
-/// part is cut into chunks of equal nonzeros for its threads.
+/// part is cut into chunks of equal nonzeros for its threads. Host parts read their rows
+/// as `format` allows (encode_rows: a copy of the values as indices, and of the columns as
+/// offsets, when the rows allow them); devices get CSR.
 class partitioned_spmv {
  public:
-  /// `a` must outlive this object (host parts read it in place).
-  partitioned_spmv(csr_matrix const& a, std::vector<strata::target> const& where);
+  /// `a` must outlive this object (host parts read its row_ptr, and its col unless
+  /// encoded as offsets, in place).
+  partitioned_spmv(csr_matrix const& a, std::vector<strata::target> const& where,
+                   spmv_format format = spmv_format::automatic);
   ~partitioned_spmv();
   partitioned_spmv(partitioned_spmv&&) noexcept;
   partitioned_spmv& operator=(partitioned_spmv&&) noexcept;

@@ -6,11 +6,14 @@
 // matrix. Public API only.
 //
 //   mpiexec -n P dist_spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law N]
-//                          [--average D] [--places NAME] [--repeat R] [--strata-sim-devices=2]
+//                          [--average D] [--places NAME] [--format auto|csr] [--repeat R]
+//                          [--strata-sim-devices=2]
 //
 // NAME is host, host:K, sim or host+sim (apps/common/places.hpp), this rank's places;
-// default host. Rank 0 prints. Exits 1 with a message for bad arguments or files, 2 when
-// a product differs from the reference.
+// default host. --format csr reads the rows as CSR; auto (the default) lets host parts
+// read them value-indexed, with column offsets, where they allow (apps/common/spmv.hpp). Rank 0
+// prints. Exits 1 with a message for bad arguments or files, 2 when a product differs from the
+// reference.
 #include "dist_spmv.hpp"
 #include "cli.hpp"
 #include "places.hpp"
@@ -36,7 +39,7 @@ namespace dist = strata::dist;
 
 apps::args const cli(
     "usage: mpiexec -n P dist_spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law "
-    "N] [--average D] [--places host|host:K|sim|host+sim] [--repeat R]");
+    "N] [--average D] [--places host|host:K|sim|host+sim] [--format auto|csr] [--repeat R]");
 
 std::string join(std::vector<int> const& v) {
   std::string s;
@@ -52,6 +55,7 @@ int run(dist::runtime const& rt, int argc, char** argv) {
   std::string source = "laplacian3d", file, place_name = "host";
   long long size = 64, repeat = 10;
   double average = 8;
+  apps::spmv_format format = apps::spmv_format::automatic;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (cli.help(arg, rt.rank() == 0)) return 0;
@@ -70,6 +74,14 @@ int run(dist::runtime const& rt, int argc, char** argv) {
       average = cli.real(arg, value());
     } else if (arg == "--places") {
       place_name = value();
+    } else if (arg == "--format") {
+      std::string f = value();
+      if (f == "auto")
+        format = apps::spmv_format::automatic;
+      else if (f == "csr")
+        format = apps::spmv_format::csr;
+      else
+        cli.fail("--format " + f + ": expected auto or csr");
     } else if (arg == "--repeat") {
       repeat = cli.whole(arg, value());
     } else {
@@ -113,7 +125,7 @@ int run(dist::runtime const& rt, int argc, char** argv) {
   auto block = apps::extract_rows(a, bounds[static_cast<std::size_t>(me)],
                                   bounds[static_cast<std::size_t>(me) + 1]);
   auto where = apps::places_named(rt.machine(), place_name);
-  apps::distributed_spmv product(rt.world(), a.rows, block, where);
+  apps::distributed_spmv product(rt.world(), a.rows, block, where, format);
 
   std::vector<double> x_all(static_cast<std::size_t>(a.cols)),
       want(static_cast<std::size_t>(a.rows));
@@ -151,8 +163,15 @@ int run(dist::runtime const& rt, int argc, char** argv) {
 
   // Rank 0 reports every rank's share: rows, nonzeros, ghosts and neighbours.
   auto const info = product.info();
-  std::vector<std::int64_t> mine = {info.first_row,       info.rows,   info.local_nonzeros,
-                                    info.remote_nonzeros, info.ghosts, info.sent};
+  std::vector<std::int64_t> mine = {info.first_row,
+                                    info.rows,
+                                    info.local_nonzeros,
+                                    info.remote_nonzeros,
+                                    info.ghosts,
+                                    info.sent,
+                                    static_cast<std::int64_t>(info.local_encoding),
+                                    static_cast<std::int64_t>(info.remote_encoding)};
+  std::size_t const neighbours = mine.size();
   for (int r = 0; r < ranks; ++r)
     mine.push_back(std::count(info.receives_from.begin(), info.receives_from.end(), r));
   std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(ranks));
@@ -165,13 +184,17 @@ int run(dist::runtime const& rt, int argc, char** argv) {
       auto const* v = all.data() + static_cast<std::size_t>(r) * mine.size();
       std::vector<int> from;
       for (int q = 0; q < ranks; ++q)
-        if (v[6 + q]) from.push_back(q);
+        if (v[neighbours + static_cast<std::size_t>(q)]) from.push_back(q);
+      auto const encoding = [](std::int64_t e) {
+        return std::string(apps::to_string(static_cast<apps::spmv_encoding>(e)));
+      };
       std::printf(
-          "  rank %d: rows [%lld, %lld), %lld local + %lld remote nonzeros, %lld ghosts "
-          "from %s, %lld x entries sent\n",
+          "  rank %d: rows [%lld, %lld), %lld local (%s) + %lld remote (%s) nonzeros, %lld "
+          "ghosts from %s, %lld x entries sent\n",
           r, static_cast<long long>(v[0]), static_cast<long long>(v[0] + v[1]),
-          static_cast<long long>(v[2]), static_cast<long long>(v[3]), static_cast<long long>(v[4]),
-          join(from).c_str(), static_cast<long long>(v[5]));
+          static_cast<long long>(v[2]), encoding(v[6]).c_str(), static_cast<long long>(v[3]),
+          encoding(v[7]).c_str(), static_cast<long long>(v[4]), join(from).c_str(),
+          static_cast<long long>(v[5]));
     }
     std::printf("  %d rank%s x %-9s %8.3f ms  %6.2f GFLOP/s  max scaled error %.1e  %s\n", ranks,
                 ranks == 1 ? "" : "s", place_name.c_str(), best * 1e3,

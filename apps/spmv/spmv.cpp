@@ -4,10 +4,12 @@
 // against a serial reference product. Public API only (apps/common holds the shared code).
 //
 //   spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law N] [--average D]
-//        [--places NAME]... [--repeat R] [--strata-sim-devices=2]
+//        [--places NAME]... [--format auto|csr] [--repeat R] [--strata-sim-devices=2]
 //
 // NAME is host, host:K, sim, host+sim (apps/common/places.hpp); by default every set this
-// machine has. Exits 1 with a message for bad arguments or files, 2 when a product
+// machine has. --format csr reads the matrix as it is; auto (the default) lets host parts
+// read it value-indexed, with column offsets, where it allows (apps/common/spmv.hpp,
+// spmv_encoding). Exits 1 with a message for bad arguments or files, 2 when a product
 // differs from the reference.
 #include "spmv.hpp"
 #include "cli.hpp"
@@ -27,7 +29,7 @@ namespace {
 
 apps::args const cli(
     "usage: spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law N] [--average D] "
-    "[--places host|host:K|sim|host+sim]... [--repeat R]");
+    "[--places host|host:K|sim|host+sim]... [--format auto|csr] [--repeat R]");
 
 }  // namespace
 
@@ -39,6 +41,7 @@ int app_main(int argc, char** argv) {
   long long size = 64, repeat = 10;
   double average = 8;
   std::vector<std::string> place_names;
+  apps::spmv_format format = apps::spmv_format::automatic;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (cli.help(arg)) return 0;
@@ -57,6 +60,14 @@ int app_main(int argc, char** argv) {
       average = cli.real(arg, value());
     } else if (arg == "--places") {
       place_names.push_back(value());
+    } else if (arg == "--format") {
+      std::string f = value();
+      if (f == "auto")
+        format = apps::spmv_format::automatic;
+      else if (f == "csr")
+        format = apps::spmv_format::csr;
+      else
+        cli.fail("--format " + f + ": expected auto or csr");
     } else if (arg == "--repeat") {
       repeat = cli.whole(arg, value());
     } else {
@@ -101,7 +112,7 @@ int app_main(int argc, char** argv) {
   bool all_ok = true;
   for (auto const& name : place_names) {
     auto where = apps::places_named(machine, name);
-    apps::partitioned_spmv product(a, where);
+    apps::partitioned_spmv product(a, where, format);
     std::vector<double> y(want.size(), -1.0);
     double best = 1e300;
     for (long long r = 0; r < repeat; ++r) {
@@ -115,12 +126,16 @@ int app_main(int argc, char** argv) {
     // a multiply-add into an FMA may change the last bits.
     bool ok = err <= 1e-12;
     all_ok = all_ok && ok;
+    // GB/s of what the parts read: their rows as encoded, x and y once.
+    double bytes = 8.0 * (a.rows + a.cols);
+    for (auto const& p : product.parts()) bytes += p.matrix_bytes;
     std::printf("  %-9s %8.3f ms  %6.2f GFLOP/s  %6.2f GB/s  max rel. error %.1e  %s\n",
                 name.c_str(), best * 1e3, 2.0 * static_cast<double>(a.nnz()) / best / 1e9,
-                (a.bytes() + 8.0 * (a.rows + a.cols)) / best / 1e9, err, ok ? "ok" : "WRONG");
+                bytes / best / 1e9, err, ok ? "ok" : "WRONG");
     for (auto const& p : product.parts())
-      std::printf("            %-14s rows [%d, %d)\n",
-                  apps::describe(strata::target(p.where)).c_str(), p.first_row, p.last_row);
+      std::printf("            %-14s rows [%d, %d), %s, %.1f MB\n",
+                  apps::describe(strata::target(p.where)).c_str(), p.first_row, p.last_row,
+                  std::string(apps::to_string(p.encoding)).c_str(), p.matrix_bytes / 1e6);
   }
   return all_ok ? 0 : 2;
 }

@@ -7,6 +7,12 @@
 // reached when moving the matrix arrays, x once and y once; `gather_limit` is the fraction
 // of the gather bound (the matrix's x[col[k]] loads alone, measured in the same run, best
 // over thread counts), the bound where x's accesses miss the cache (power-law columns).
+// Strata runs twice: as partitioned_spmv reads a matrix by default (spmv_format::automatic:
+// the Laplacian's two values as a byte per nonzero and its columns as 16-bit offsets from
+// the diagonal, 3 bytes per nonzero instead of 12; the power-law matrix, whose values are
+// all distinct, as CSR), against every peer; and forced to CSR (variant ".../csr/..."),
+// the peers' own format, against Eigen and the static OpenMP loop. `limit` counts the
+// bytes Strata's encoding reads, `csr_limit` the CSR matrix's (the bound of a CSR loop).
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -69,16 +75,13 @@ void run_matrix(context& ctx, std::string const& name, apps::csr_matrix const& a
   apps::reference_spmv(a, x.data(), want.data());
   std::vector<double> ys(want.size()), yp(want.size());
   auto eigen = spmv_peer::make_eigen(a.rows, a.cols, a.row_ptr.data(), a.col.data(), a.val.data());
-  double const bytes = a.bytes() + 8.0 * (a.rows + a.cols);
   double const flops = 2.0 * static_cast<double>(a.nnz());
   double const gather_s = gather_bound(ctx, a, x);
+  struct peer {
+    std::string name;
+    std::function<void()> run;
+  };
   for (int t : ctx.thread_counts()) {
-    apps::partitioned_spmv product(a, {on(ctx.cpus(t), backend_id::threads)});
-    auto strata_side = [&] { product.multiply(x.data(), ys.data()); };
-    struct peer {
-      std::string name;
-      std::function<void()> run;
-    };
     std::vector<peer> peers = {
         {"eigen", [&] { spmv_peer::eigen_multiply(*eigen, x.data(), yp.data(), t); }},
         {"omp-csr-static",
@@ -90,27 +93,46 @@ void run_matrix(context& ctx, std::string const& name, apps::csr_matrix const& a
            spmv_peer::omp_csr_dynamic(a.rows, a.row_ptr.data(), a.col.data(), a.val.data(),
                                       x.data(), yp.data(), t);
          }}};
-    for (auto const& p : peers) {
-      std::fill(ys.begin(), ys.end(), 0.0);
-      std::fill(yp.begin(), yp.end(), 0.0);
-      auto [ts, tp] = compare(ctx.opts().repeats, strata_side, p.run);
-      check(ys, want, "strata", name);
-      check(yp, want, p.name, name);
-      result r{"spmv", name + "/threads/" + std::to_string(t), static_cast<double>(a.nnz()),
-               ts,     p.name + "/" + std::to_string(t),       tp};
-      r.limit = bytes / ts / bandwidth;
-      r.extra = {{"threads", t},
-                 {"rows", a.rows},
-                 {"strata_gflops", flops / ts / 1e9},
-                 {"peer_gflops", flops / tp / 1e9},
-                 {"strata_gbps", bytes / ts / 1e9},
-                 {"stream_gbps", bandwidth / 1e9},
-                 {"gather_s", gather_s},
-                 {"gather_limit", gather_s / ts}};
-      r.note =
-          "size = nonzeros; limit = (matrix arrays + x + y bytes) / time / STREAM triad "
-          "bandwidth; gather_limit = gather_s / time, gather_s = the sum of x[col[k]] alone";
-      ctx.report(r);
+    for (auto format : {apps::spmv_format::automatic, apps::spmv_format::csr}) {
+      apps::partitioned_spmv product(a, {on(ctx.cpus(t), backend_id::threads)}, format);
+      auto const part = product.parts().front();
+      double const bytes = part.matrix_bytes + 8.0 * (a.rows + a.cols);
+      auto strata_side = [&] { product.multiply(x.data(), ys.data()); };
+      bool const csr = format == apps::spmv_format::csr;
+      for (std::size_t i = 0; i < (csr ? 2 : peers.size()); ++i) {
+        auto const& p = peers[i];
+        std::fill(ys.begin(), ys.end(), 0.0);
+        std::fill(yp.begin(), yp.end(), 0.0);
+        auto [ts, tp] = compare(ctx.opts().repeats, strata_side, p.run);
+        check(ys, want, "strata", name);
+        check(yp, want, p.name, name);
+        result r{"spmv",
+                 name + (csr ? "/csr" : "") + "/threads/" + std::to_string(t),
+                 static_cast<double>(a.nnz()),
+                 ts,
+                 p.name + "/" + std::to_string(t),
+                 tp};
+        r.limit = bytes / ts / bandwidth;
+        double const csr_bytes = a.bytes() + 8.0 * (a.rows + a.cols);
+        r.extra = {{"threads", t},
+                   {"rows", a.rows},
+                   {"strata_gflops", flops / ts / 1e9},
+                   {"peer_gflops", flops / tp / 1e9},
+                   {"strata_gbps", bytes / ts / 1e9},
+                   {"strata_bytes_per_nonzero", part.matrix_bytes / static_cast<double>(a.nnz())},
+                   {"stream_gbps", bandwidth / 1e9},
+                   {"csr_limit", csr_bytes / ts / bandwidth},
+                   {"gather_s", gather_s},
+                   {"gather_limit", gather_s / ts}};
+        r.note = "size = nonzeros; Strata reads its rows " +
+                 std::string(apps::to_string(part.encoding)) +
+                 (csr ? " (forced)" : " (automatic)") +
+                 ", the peers CSR; limit = (Strata's matrix bytes + x + y) / time / STREAM "
+                 "triad bandwidth (csr_limit: with the CSR matrix's bytes, the bound of a CSR "
+                 "loop); gather_limit = gather_s / time, gather_s = the sum of "
+                 "x[col[k]] alone";
+        ctx.report(r);
+      }
     }
   }
 }

@@ -12,7 +12,9 @@
 
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -22,6 +24,7 @@
 
 namespace {
 
+using apps::csr_index;
 using apps::csr_matrix;
 
 // A directory of its own for the files one test writes, removed afterwards.
@@ -260,29 +263,59 @@ TEST(SparseMatrix, GeneratedMatricesHaveTheirStructure) {
   EXPECT_NEAR(static_cast<double>(p.nnz()) / 2000, 6, 2.5);
 }
 
-// The partitioned product on every set of places, against a naive dense product.
+// y against want: the same non-finite values where want has them (a NaN or an infinity
+// in the matrix reaches its rows' sums), else within 1e-13 relative.
+void expect_close(std::vector<double> const& y, std::vector<double> const& want) {
+  ASSERT_EQ(y.size(), want.size());
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    if (std::isnan(want[i]))
+      EXPECT_TRUE(std::isnan(y[i])) << "row " << i;
+    else if (std::isinf(want[i]))
+      EXPECT_EQ(y[i], want[i]) << "row " << i;
+    else
+      EXPECT_LE(std::abs(y[i] - want[i]) / std::max(1.0, std::abs(want[i])), 1e-13) << "row " << i;
+  }
+}
+
+// The partitioned product on every set of places, against a naive dense product (or, for
+// a matrix too large to hold dense, the entries summed row by row in a plain loop).
 void check_product(csr_matrix const& a, strata::place const& machine) {
-  auto d = dense(a);
   std::vector<double> x(static_cast<std::size_t>(a.cols));
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.5 + static_cast<double>((i * 7) % 11);
   std::vector<double> want(static_cast<std::size_t>(a.rows), 0.0);
-  for (std::size_t r = 0; r < want.size(); ++r)
-    for (std::size_t c = 0; c < x.size(); ++c) want[r] += d[r][c] * x[c];
-  auto pus = machine.slice(strata::isa::host).processors().size();
-  for (std::string name : {"host", "host@serial", "host@openmp", "sim", "host+sim"}) {
-    SCOPED_TRACE(name);
-    apps::partitioned_spmv product(a, apps::places_named(machine, name));
-    std::vector<double> y(want.size(), -7.0);
-    product.multiply(x.data(), y.data());
-    EXPECT_LE(apps::max_relative_difference(y, want), 1e-13);
-    product.multiply(x.data(), y.data());  // again: the device copies are reused
-    EXPECT_LE(apps::max_relative_difference(y, want), 1e-13);
+  if (static_cast<double>(a.rows) * a.cols <= 1e6) {
+    auto d = dense(a);
+    for (std::size_t r = 0; r < want.size(); ++r)
+      for (std::size_t c = 0; c < x.size(); ++c)
+        if (d[r][c] != 0 || !std::isfinite(d[r][c])) want[r] += d[r][c] * x[c];
+  } else {
+    for (std::size_t r = 0; r < want.size(); ++r)
+      for (auto k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k)
+        want[r] += a.val[static_cast<std::size_t>(k)] *
+                   x[static_cast<std::size_t>(a.col[static_cast<std::size_t>(k)])];
   }
-  if (pus >= 2) {
-    apps::partitioned_spmv product(a, apps::places_named(machine, "host:2"));
-    std::vector<double> y(want.size(), -7.0);
-    product.multiply(x.data(), y.data());
-    EXPECT_LE(apps::max_relative_difference(y, want), 1e-13);
+  auto pus = machine.slice(strata::isa::host).processors().size();
+  // Host parts read their rows encoded where the rows allow it (automatic), or as CSR.
+  for (auto format : {apps::spmv_format::automatic, apps::spmv_format::csr}) {
+    for (std::string name : {"host", "host@serial", "host@openmp", "sim", "host+sim"}) {
+      SCOPED_TRACE(name);
+      apps::partitioned_spmv product(a, apps::places_named(machine, name), format);
+      for (auto const& p : product.parts())
+        if (p.device || format == apps::spmv_format::csr) {
+          EXPECT_EQ(p.encoding, apps::spmv_encoding::csr);
+        }
+      std::vector<double> y(want.size(), -7.0);
+      product.multiply(x.data(), y.data());
+      expect_close(y, want);
+      product.multiply(x.data(), y.data());  // again: the device copies are reused
+      expect_close(y, want);
+    }
+    if (pus >= 2) {
+      apps::partitioned_spmv product(a, apps::places_named(machine, "host:2"), format);
+      std::vector<double> y(want.size(), -7.0);
+      product.multiply(x.data(), y.data());
+      expect_close(y, want);
+    }
   }
 }
 
@@ -307,6 +340,135 @@ TEST_F(mtx_files, ProductOnHostAndSimPlacesMatchesANaiveProduct) {
   check_product(apps::laplacian_2d(9, 7), rt.machine());
   check_product(apps::laplacian_3d(5, 4, 3), rt.machine());
   check_product(apps::random_power_law(300, 5, 3), rt.machine());
+}
+
+// Every nonzero of rows [first, last) decodes to the matrix's own value (bit for bit) and
+// column.
+void expect_decodes(csr_matrix const& a, csr_index first, csr_index last,
+                    apps::encoded_rows const& e) {
+  auto const k0 = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(first)]);
+  for (csr_index r = first; r < last; ++r)
+    for (auto k = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(r)]);
+         k < static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(r) + 1]); ++k) {
+      ASSERT_LT(e.value_index[k - k0], e.values.size());
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(e.values[e.value_index[k - k0]]),
+                std::bit_cast<std::uint64_t>(a.val[k]))
+          << "row " << r << " entry " << k;
+      if (e.encoding == apps::spmv_encoding::value_indexed_offsets) {
+        ASSERT_EQ(r + e.offset[k - k0], a.col[k]) << "row " << r << " entry " << k;
+      }
+    }
+}
+
+using apps::spmv_encoding;
+
+TEST(SparseMatrix, RowsAreEncodedOnlyWhenTheyFitAndDecodeExactly) {
+  // A Laplacian: two values, columns within n^2 of the diagonal.
+  auto lap = apps::laplacian_3d(6, 5, 4);
+  auto e = apps::encode_rows(lap, 0, lap.rows);
+  EXPECT_EQ(e.encoding, spmv_encoding::value_indexed_offsets);
+  EXPECT_EQ(e.values.size(), 2u);
+  EXPECT_DOUBLE_EQ(e.bytes, 4.0 * (lap.rows + 1) + 3.0 * static_cast<double>(lap.nnz()));
+  expect_decodes(lap, 0, lap.rows, e);
+  expect_decodes(lap, 7, 50, apps::encode_rows(lap, 7, 50));  // a middle range
+  auto forced = apps::encode_rows(lap, 0, lap.rows, apps::spmv_format::csr);
+  EXPECT_EQ(forced.encoding, spmv_encoding::csr);
+  EXPECT_TRUE(forced.value_index.empty());
+  EXPECT_DOUBLE_EQ(forced.bytes, lap.bytes());
+  // Rows without nonzeros have nothing to encode.
+  auto empty = apps::csr_from_triplets(5, 5, {{4, 4, 1.0}});
+  EXPECT_EQ(apps::encode_rows(empty, 0, 4).encoding, spmv_encoding::csr);
+  EXPECT_EQ(apps::encode_rows(empty, 2, 2).encoding, spmv_encoding::csr);
+  EXPECT_THROW((void)apps::encode_rows(empty, 3, 6), strata::invalid_argument);
+  EXPECT_THROW((void)apps::encode_rows(empty, -1, 2), strata::invalid_argument);
+  EXPECT_THROW((void)apps::encode_rows(empty, 3, 2), strata::invalid_argument);
+
+  // 256 distinct values fit a byte, 257 do not; -0.0 and 0.0, and two NaNs with different
+  // payloads, are different values (the product must multiply exactly the matrix's).
+  // (Each entry at its own position: csr_from_triplets sums duplicates.)
+  std::vector<apps::triplet> t;
+  for (int i = 0; i < 252; ++i) t.push_back({i, i, 1.0 + i});
+  t.push_back({252, 252, 0.0});
+  t.push_back({253, 253, -0.0});
+  t.push_back({254, 254, std::bit_cast<double>(std::uint64_t{0x7ff8000000000001})});
+  t.push_back({255, 255, std::bit_cast<double>(std::uint64_t{0x7ff8000000000002})});
+  for (int i = 0; i < 256; ++i) t.push_back({i, (i + 1) % 256, 1.0 + (i % 252)});  // repeats
+  auto full = apps::csr_from_triplets(256, 256, t);
+  auto f = apps::encode_rows(full, 0, full.rows);
+  ASSERT_EQ(f.encoding, spmv_encoding::value_indexed_offsets);
+  EXPECT_EQ(f.values.size(), 256u);
+  expect_decodes(full, 0, full.rows, f);
+  t.push_back({0, 128, 1e300});  // the 257th value
+  auto over = apps::csr_from_triplets(256, 256, t);
+  EXPECT_EQ(apps::encode_rows(over, 0, over.rows).encoding, spmv_encoding::csr);
+  // ...unless the rows holding it are left out.
+  EXPECT_NE(apps::encode_rows(over, 1, over.rows).encoding, spmv_encoding::csr);
+
+  // Offsets are 16-bit: col - row in [-32768, 32767], else the columns stay as they are.
+  auto edges = apps::csr_from_triplets(32769, 40000, {{0, 32767, 2.0}, {32768, 0, 3.0}});
+  auto g = apps::encode_rows(edges, 0, edges.rows);
+  EXPECT_EQ(g.encoding, spmv_encoding::value_indexed_offsets);
+  expect_decodes(edges, 0, edges.rows, g);
+  auto far_right = apps::csr_from_triplets(2, 40000, {{0, 32768, 2.0}, {1, 1, 3.0}});
+  EXPECT_EQ(apps::encode_rows(far_right, 0, 2).encoding, spmv_encoding::value_indexed);
+  expect_decodes(far_right, 0, 2, apps::encode_rows(far_right, 0, 2));
+  EXPECT_EQ(apps::encode_rows(far_right, 1, 2).encoding, spmv_encoding::value_indexed_offsets);
+  auto far_left = apps::csr_from_triplets(32770, 3, {{32769, 0, 2.0}});
+  EXPECT_EQ(apps::encode_rows(far_left, 0, far_left.rows).encoding, spmv_encoding::value_indexed);
+}
+
+// The encoded products on matrices made to hit each encoding's edges: more rows than
+// columns (a row's diagonal past x's end), offsets at both 16-bit limits, NaN, infinity
+// and signed zeros, empty rows, and parts of a split that hold no nonzeros.
+TEST(SparseMatrix, EncodedProductsMatchANaiveProduct) {
+  strata::runtime rt{strata::runtime_options{.sim_devices = "2:bw=20GB/s,lat=1us"}};
+  double const inf = std::numeric_limits<double>::infinity();
+  // Tall: 40 rows over 3 columns; rows 10-19 empty.
+  std::vector<apps::triplet> tall;
+  for (int r = 0; r < 40; ++r)
+    if (r < 10 || r >= 20) tall.push_back({r, r % 3, r % 2 ? -1.0 : 0.5});
+  check_product(apps::csr_from_triplets(40, 3, tall), rt.machine());
+  // Wide, with the 16-bit limits and the values a product must keep.
+  auto limits = apps::csr_from_triplets(
+      32769, 32769, {{0, 32767, 2.0}, {32768, 0, 3.0}, {5, 5, -0.0}, {6, 7, 0.0}, {100, 99, 1.5}});
+  check_product(limits, rt.machine());
+  auto special = apps::csr_from_triplets(6, 6, {{0, 0, inf}, {1, 1, -inf}, {2, 3, 2.0}});
+  check_product(special, rt.machine());
+  // A NaN reaches its own row only.
+  auto with_nan = apps::csr_from_triplets(
+      4, 4, {{0, 0, 1.0}, {1, 1, std::numeric_limits<double>::quiet_NaN()}, {2, 2, 1.0}});
+  for (auto format : {apps::spmv_format::automatic, apps::spmv_format::csr}) {
+    apps::partitioned_spmv product(with_nan, apps::places_named(rt.machine(), "host"), format);
+    std::vector<double> x(4, 2.0), y(4, -7.0);
+    product.multiply(x.data(), y.data());
+    EXPECT_EQ(y[0], 2.0);
+    EXPECT_TRUE(std::isnan(y[1]));
+    EXPECT_EQ(y[2], 2.0);
+    EXPECT_EQ(y[3], 0.0);
+  }
+  // Three parts on one place, whatever the PU count: the second and third parts' rows
+  // start past 0, where the offsets are from their rows' diagonals, not the part's first.
+  {
+    auto const serial = apps::places_named(rt.machine(), "host@serial").front();
+    auto lap = apps::laplacian_2d(30, 20);
+    apps::partitioned_spmv product(lap, {serial, serial, serial});
+    ASSERT_EQ(product.parts().size(), 3u);
+    for (auto const& p : product.parts())
+      EXPECT_EQ(p.encoding, spmv_encoding::value_indexed_offsets);
+    EXPECT_GT(product.parts()[2].first_row, 0);
+    std::vector<double> x(static_cast<std::size_t>(lap.cols)), y(x.size()), want(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1.0 + static_cast<double>(i % 5);
+    apps::reference_spmv(lap, x.data(), want.data());
+    product.multiply(x.data(), y.data());
+    expect_close(y, want);
+  }
+  // Which encoding each matrix got, on one host part.
+  auto encoding_of = [&](csr_matrix const& a) {
+    apps::partitioned_spmv product(a, apps::places_named(rt.machine(), "host"));
+    return product.parts().front().encoding;
+  };
+  EXPECT_EQ(encoding_of(limits), spmv_encoding::value_indexed_offsets);
+  EXPECT_EQ(encoding_of(apps::random_power_law(300, 5, 3)), spmv_encoding::csr);
 }
 
 TEST(SparseMatrix, RowsSplitByNonzerosAndShares) {
