@@ -63,7 +63,8 @@ struct encoded_rows {
   std::vector<double> values;             // the table (value_indexed*)
   std::vector<std::uint8_t> value_index;  // per nonzero of the rows, from their first
   std::vector<std::int16_t> offset;       // per nonzero: col - row (value_indexed_offsets)
-  /// Bytes a product reads for these rows' nonzeros and row_ptr (not x and y).
+  /// Bytes a product reads for these rows' nonzeros and row_ptr (not x and y, nor the
+  /// table: at most 2 KiB, read from the cache).
   double bytes = 0;
 };
 
@@ -134,8 +135,8 @@ struct spmv_part_info {
 /// offsets, when the rows allow them); devices get CSR.
 class partitioned_spmv {
  public:
-  /// `a` must outlive this object (host parts read its row_ptr, and its col unless
-  /// encoded as offsets, in place).
+  /// `a` must outlive this object (host parts read its row_ptr in place, and its col and
+  /// val as far as their encoding leaves them).
   partitioned_spmv(csr_matrix const& a, std::vector<strata::target> const& where,
                    spmv_format format = spmv_format::automatic);
   ~partitioned_spmv();

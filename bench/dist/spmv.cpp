@@ -10,7 +10,8 @@
 //  (c) PETSc's MatMult when PETSc was found at configure time (else a skip line).
 // Strata reads the rows as distributed_spmv does by default (spmv_format::automatic: the
 // Laplacian's local rows value-indexed with column offsets, 3 bytes per nonzero instead
-// of 12) and, as variant ".../csr", forced to CSR like (b) and (c).
+// of 12) and, as variant ".../csr", forced to CSR like (b) and (c) (left out where no
+// rank's rows were encoded: the power-law matrix's values are all distinct).
 // One thread per rank on every side (Strata's places use the serial backend), as MPI codes
 // run one rank per core. Every rank runs the same sequence; rank 0 reports.
 #include <strata/dist.hpp>

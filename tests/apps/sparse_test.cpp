@@ -347,6 +347,12 @@ TEST_F(mtx_files, ProductOnHostAndSimPlacesMatchesANaiveProduct) {
 void expect_decodes(csr_matrix const& a, csr_index first, csr_index last,
                     apps::encoded_rows const& e) {
   auto const k0 = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(first)]);
+  auto const k1 = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(last)]);
+  ASSERT_NE(e.encoding, apps::spmv_encoding::csr);
+  ASSERT_EQ(e.value_index.size(), k1 - k0);
+  if (e.encoding == apps::spmv_encoding::value_indexed_offsets) {
+    ASSERT_EQ(e.offset.size(), k1 - k0);
+  }
   for (csr_index r = first; r < last; ++r)
     for (auto k = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(r)]);
          k < static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(r) + 1]); ++k) {
@@ -419,7 +425,8 @@ TEST(SparseMatrix, RowsAreEncodedOnlyWhenTheyFitAndDecodeExactly) {
 
 // The encoded products on matrices made to hit each encoding's edges: more rows than
 // columns (a row's diagonal past x's end), offsets at both 16-bit limits, NaN, infinity
-// and signed zeros, empty rows, and parts of a split that hold no nonzeros.
+// and signed zeros, empty rows (on a 2-PU machine the tall matrix's second host:2 part
+// starts in them), value-indexed rows without offsets, parts that start past row 0.
 TEST(SparseMatrix, EncodedProductsMatchANaiveProduct) {
   strata::runtime rt{strata::runtime_options{.sim_devices = "2:bw=20GB/s,lat=1us"}};
   double const inf = std::numeric_limits<double>::infinity();
@@ -459,6 +466,26 @@ TEST(SparseMatrix, EncodedProductsMatchANaiveProduct) {
     std::vector<double> x(static_cast<std::size_t>(lap.cols)), y(x.size()), want(x.size());
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1.0 + static_cast<double>(i % 5);
     apps::reference_spmv(lap, x.data(), want.data());
+    product.multiply(x.data(), y.data());
+    expect_close(y, want);
+  }
+  // Few values, columns too far from the diagonal for offsets: value_indexed, the
+  // matrix's own columns, also in parts that start past row 0.
+  {
+    std::vector<apps::triplet> far;
+    for (int r = 0; r < 60; ++r) {
+      far.push_back({r, r % 2 ? 39999 - r : r, r % 3 ? 0.5 : -2.0});
+      far.push_back({r, 20000 + r, 1.0});
+    }
+    auto wide = apps::csr_from_triplets(60, 40000, far);
+    check_product(wide, rt.machine());
+    auto const serial = apps::places_named(rt.machine(), "host@serial").front();
+    apps::partitioned_spmv product(wide, {serial, serial, serial});
+    for (auto const& p : product.parts()) EXPECT_EQ(p.encoding, spmv_encoding::value_indexed);
+    EXPECT_GT(product.parts()[2].first_row, 0);
+    std::vector<double> x(static_cast<std::size_t>(wide.cols)), y(60), want(60);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1.0 + static_cast<double>(i % 7);
+    apps::reference_spmv(wide, x.data(), want.data());
     product.multiply(x.data(), y.data());
     expect_close(y, want);
   }
