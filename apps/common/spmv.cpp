@@ -150,10 +150,13 @@ struct part {
   bool device = false;
   strata::index_t chunks = 0;
   std::vector<csr_index> split;  // host parts: local chunk bounds
-  encoded_rows rows;             // host parts: how they read their rows
-  // Device parts: the rows, rebased, in the device's memory, and x and y there.
+  encoded_rows rows;             // how the part reads its rows (devices: a copy there)
+  // Device parts: the rows, rebased and encoded as `rows` says, in the device's memory
+  // (only the arrays the encoding reads), and x and y there.
   strata::buffer<csr_index, 1, strata::sim_space> d_split, d_row_ptr, d_col;
-  strata::buffer<double, 1, strata::sim_space> d_val, d_x, d_y;
+  strata::buffer<double, 1, strata::sim_space> d_val, d_table, d_x, d_y;
+  strata::buffer<std::uint8_t, 1, strata::sim_space> d_value_index;
+  strata::buffer<std::int16_t, 1, strata::sim_space> d_offset;
   std::unique_ptr<strata::queue> q;
 };
 
@@ -189,16 +192,26 @@ partitioned_spmv::partitioned_spmv(csr_matrix const& a, std::vector<strata::targ
       p.split = std::move(local);
       p.rows = encode_rows(a, p.first, p.last, format);
     } else {
-      p.rows = encode_rows(a, p.first, p.last, spmv_format::csr);
+      // A device reads fewer bytes per nonzero over its own memory as the host does; the
+      // encoded arrays also make its copy of the rows smaller.
+      p.rows = encode_rows(a, p.first, p.last, format);
+      auto const encoding = p.rows.encoding;
       auto const rows = static_cast<std::size_t>(p.last - p.first);
       auto const k0 = a.row_ptr[static_cast<std::size_t>(p.first)];
       auto const nnz = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(p.last)] - k0);
+      auto const n = std::max<std::size_t>(nnz, 1);
       auto& d = p.where.where;
       p.q = std::make_unique<strata::queue>(p.where);
       p.d_split = {d, local.size()};
       p.d_row_ptr = {d, rows + 1};
-      p.d_col = {d, std::max<std::size_t>(nnz, 1)};
-      p.d_val = {d, std::max<std::size_t>(nnz, 1)};
+      if (encoding != spmv_encoding::value_indexed_offsets) p.d_col = {d, n};
+      if (encoding == spmv_encoding::csr) {
+        p.d_val = {d, n};
+      } else {
+        p.d_value_index = {d, n};
+        p.d_table = {d, p.rows.values.size()};
+      }
+      if (encoding == spmv_encoding::value_indexed_offsets) p.d_offset = {d, n};
       p.d_x = {d, std::max<std::size_t>(static_cast<std::size_t>(a.cols), 1)};
       p.d_y = {d, std::max<std::size_t>(rows, 1)};
       staging.push_back(std::move(local));
@@ -210,16 +223,31 @@ partitioned_spmv::partitioned_spmv(csr_matrix const& a, std::vector<strata::targ
                                  split_host.size()));
       copies.push_back(
           p.q->copy(p.d_row_ptr.data(), host_ptr(rebased.data(), state_->host_memory), rows + 1));
-      if (nnz > 0) {
-        copies.push_back(
-            p.q->copy(p.d_col.data(), host_ptr(a.col.data() + k0, state_->host_memory), nnz));
-        copies.push_back(
-            p.q->copy(p.d_val.data(), host_ptr(a.val.data() + k0, state_->host_memory), nnz));
+      auto const host = state_->host_memory;
+      if (nnz > 0) {  // (the encoded vectors' buffers stay put when the part is moved below)
+        if (encoding != spmv_encoding::value_indexed_offsets)
+          copies.push_back(p.q->copy(p.d_col.data(), host_ptr(a.col.data() + k0, host), nnz));
+        if (encoding == spmv_encoding::csr) {
+          copies.push_back(p.q->copy(p.d_val.data(), host_ptr(a.val.data() + k0, host), nnz));
+        } else {
+          copies.push_back(
+              p.q->copy(p.d_value_index.data(), host_ptr(p.rows.value_index.data(), host), nnz));
+          copies.push_back(p.q->copy(p.d_table.data(), host_ptr(p.rows.values.data(), host),
+                                     p.rows.values.size()));
+        }
+        if (encoding == spmv_encoding::value_indexed_offsets)
+          copies.push_back(p.q->copy(p.d_offset.data(), host_ptr(p.rows.offset.data(), host), nnz));
       }
     }
     state_->parts.push_back(std::move(p));
   }
   strata::wait_all(copies);
+  // A device part's encoded rows now live on the device: the host's copy can go.
+  for (auto& p : state_->parts)
+    if (p.device) {
+      p.rows.value_index = {};
+      p.rows.offset = {};
+    }
 }
 
 partitioned_spmv::~partitioned_spmv() = default;
@@ -234,9 +262,23 @@ void partitioned_spmv::multiply(double const* x, double* y) {
     if (!p.device || p.last == p.first) continue;
     auto const rows = static_cast<std::size_t>(p.last - p.first);
     p.q->copy(p.d_x.data(), host_ptr(x, state_->host_memory), static_cast<std::size_t>(a.cols));
-    p.q->launch(strata::divide_work(p.where, p.chunks), csr_spmv_kernel{}, p.chunks,
-                p.d_split.data(), p.d_row_ptr.data(), p.d_col.data(), p.d_val.data(), p.d_x.data(),
-                p.d_y.data());
+    auto const work = strata::divide_work(p.where, p.chunks);
+    switch (p.rows.encoding) {
+      case spmv_encoding::csr:
+        p.q->launch(work, csr_spmv_kernel{}, p.chunks, p.d_split.data(), p.d_row_ptr.data(),
+                    p.d_col.data(), p.d_val.data(), p.d_x.data(), p.d_y.data());
+        break;
+      case spmv_encoding::value_indexed:
+        p.q->launch(work, csr_vi_spmv_kernel{}, p.chunks, p.d_split.data(), p.d_row_ptr.data(),
+                    p.d_col.data(), p.d_value_index.data(), p.d_table.data(), p.d_x.data(),
+                    p.d_y.data());
+        break;
+      case spmv_encoding::value_indexed_offsets:
+        p.q->launch(work, csr_vi_offsets_spmv_kernel{}, p.chunks, p.d_split.data(),
+                    p.d_row_ptr.data(), p.d_offset.data(), p.d_value_index.data(), p.d_table.data(),
+                    p.first, p.d_x.data(), p.d_y.data());
+        break;
+    }
     done.push_back(p.q->copy(host_ptr(y + p.first, state_->host_memory), p.d_y.data(), rows));
   }
   for (auto& p : state_->parts) {

@@ -123,16 +123,16 @@ struct spmv_part_info {
   strata::place where;
   csr_index first_row;
   csr_index last_row;
-  bool device;             // a copy of its rows lives in the device's memory
-  spmv_encoding encoding;  // devices: csr
-  double matrix_bytes;     // what a product reads of the part's rows (encoded_rows::bytes)
+  bool device;  // a copy of its rows lives in the device's memory
+  spmv_encoding encoding;
+  double matrix_bytes;  // what a product reads of the part's rows (encoded_rows::bytes)
 };
 
 /// A matrix partitioned by rows over places (host places, sim devices). The parts are
 /// sized by each place's processors times its speed (its share of the machine), and each
-/// part is cut into chunks of equal nonzeros for its threads. Host parts read their rows
-/// as `format` allows (encode_rows: a copy of the values as indices, and of the columns as
-/// offsets, when the rows allow them); devices get CSR.
+/// part is cut into chunks of equal nonzeros for its threads. Every part reads its rows as
+/// `format` allows (encode_rows: the values as indices, and the columns as offsets, when
+/// the rows allow them); a device gets its rows in that encoding.
 class partitioned_spmv {
  public:
   /// `a` must outlive this object (host parts read its row_ptr in place, and its col and

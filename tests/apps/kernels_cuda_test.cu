@@ -61,6 +61,50 @@ TEST_F(AppsCuda, SpmvKernelMatchesTheReference) {
   for (auto p : {dv, dx, dy}) strata::deallocate(p);
 }
 
+// The encoded kernels (value-indexed, with and without column offsets) on a GPU, over
+// rows [first, rows) of the matrix as partitioned_spmv's device parts run them: row_ptr
+// rebased, the encoded arrays of those rows only.
+TEST_F(AppsCuda, EncodedSpmvKernelsMatchTheReference) {
+  auto a = apps::laplacian_2d(37, 29);
+  std::vector<double> x(static_cast<std::size_t>(a.cols)), want(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1.0 + static_cast<double>(i % 5);
+  apps::reference_spmv(a, x.data(), want.data());
+  apps::csr_index const first = 100, rows = a.rows - first;
+  auto e = apps::encode_rows(a, first, a.rows);
+  ASSERT_EQ(e.encoding, apps::spmv_encoding::value_indexed_offsets);
+  auto const k0 = a.row_ptr[static_cast<std::size_t>(first)];
+  std::vector<apps::csr_index> split(static_cast<std::size_t>(rows) + 1), row_ptr(split.size());
+  for (std::size_t r = 0; r < split.size(); ++r) {
+    split[r] = static_cast<apps::csr_index>(r);
+    row_ptr[r] = a.row_ptr[static_cast<std::size_t>(first) + r] - k0;
+  }
+  std::vector<apps::csr_index> col(a.col.begin() + k0, a.col.end());
+  auto ds = to_device(split), dr = to_device(row_ptr), dc = to_device(col);
+  auto di = to_device(e.value_index);
+  auto doff = to_device(e.offset);
+  auto dt = to_device(e.values), dx = to_device(x);
+  for (bool offsets : {false, true}) {
+    auto dy = to_device(std::vector<double>(static_cast<std::size_t>(rows)));
+    auto work = strata::divide_work(gpus.front(), rows);
+    if (offsets)
+      strata::launch(gpus.front(), work, apps::csr_vi_offsets_spmv_kernel{}, strata::index_t{rows},
+                     ds, dr, doff, di, dt, first, dx, dy)
+          .wait();
+    else
+      strata::launch(gpus.front(), work, apps::csr_vi_spmv_kernel{}, strata::index_t{rows}, ds, dr,
+                     dc, di, dt, dx, dy)
+          .wait();
+    auto y = to_host(dy, static_cast<std::size_t>(rows));
+    std::vector<double> tail(want.begin() + first, want.end());
+    EXPECT_LE(apps::max_relative_difference(y, tail), 1e-13) << "offsets " << offsets;
+    strata::deallocate(dy);
+  }
+  for (auto p : {ds, dr, dc}) strata::deallocate(p);
+  strata::deallocate(di);
+  strata::deallocate(doff);
+  for (auto p : {dt, dx}) strata::deallocate(p);
+}
+
 TEST_F(AppsCuda, BottomUpLevelMatchesTheHost) {
   // A ring of 300 vertices, frontier {0}: the next level is {1, 299}.
   apps::vertex_id const n = 300;
