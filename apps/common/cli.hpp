@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <new>
 #include <string>
 #include <system_error>
@@ -115,6 +116,18 @@ class args {
       fail(flag + " '" + text + "' is not a number in [" + number_text(least) + ", " +
            number_text(most) + "]");
     return v;
+  }
+
+  /// The position of `text` among `names`, or a failure naming them all.
+  std::size_t one_of(std::string const& flag, std::string const& text,
+                     std::initializer_list<char const*> names) const {
+    std::size_t i = 0;
+    std::string all;
+    for (char const* n : names) {
+      if (text == n) return i;
+      all += (i++ ? ", " : "") + std::string(n);
+    }
+    fail(flag + " '" + text + "' is not one of " + all);
   }
 
   /// `text` as a finite number greater than `above`.

@@ -75,13 +75,8 @@ int run(dist::runtime const& rt, int argc, char** argv) {
     } else if (arg == "--places") {
       place_name = value();
     } else if (arg == "--format") {
-      std::string f = value();
-      if (f == "auto")
-        format = apps::spmv_format::automatic;
-      else if (f == "csr")
-        format = apps::spmv_format::csr;
-      else
-        cli.fail("--format " + f + ": expected auto or csr");
+      format = cli.one_of(arg, value(), {"auto", "csr"}) == 0 ? apps::spmv_format::automatic
+                                                              : apps::spmv_format::csr;
     } else if (arg == "--repeat") {
       repeat = cli.whole(arg, value());
     } else {

@@ -61,13 +61,8 @@ int app_main(int argc, char** argv) {
     } else if (arg == "--places") {
       place_names.push_back(value());
     } else if (arg == "--format") {
-      std::string f = value();
-      if (f == "auto")
-        format = apps::spmv_format::automatic;
-      else if (f == "csr")
-        format = apps::spmv_format::csr;
-      else
-        cli.fail("--format " + f + ": expected auto or csr");
+      format = cli.one_of(arg, value(), {"auto", "csr"}) == 0 ? apps::spmv_format::automatic
+                                                              : apps::spmv_format::csr;
     } else if (arg == "--repeat") {
       repeat = cli.whole(arg, value());
     } else {
