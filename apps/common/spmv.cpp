@@ -179,67 +179,79 @@ partitioned_spmv::partitioned_spmv(csr_matrix const& a, std::vector<strata::targ
   auto bounds = split_rows(a, 0, a.rows, static_cast<int>(where.size()), shares);
   std::vector<strata::event> copies;
   std::vector<std::vector<csr_index>> staging;  // rebased row_ptr, alive until copied
-  for (std::size_t i = 0; i < where.size(); ++i) {
-    part p{where[i]};
-    p.first = bounds[i];
-    p.last = bounds[i + 1];
-    p.device = is_device(where[i].where);
-    int const threads = place_threads(where[i].where);
-    auto local = split_rows(a, p.first, p.last, std::max(1, threads * chunks_per_thread));
-    for (auto& b : local) b -= p.first;
-    p.chunks = static_cast<strata::index_t>(local.size()) - 1;
-    if (!p.device) {
-      p.split = std::move(local);
-      p.rows = encode_rows(a, p.first, p.last, format);
-    } else {
-      // A device reads fewer bytes per nonzero over its own memory as the host does; the
-      // encoded arrays also make its copy of the rows smaller.
-      p.rows = encode_rows(a, p.first, p.last, format);
-      auto const encoding = p.rows.encoding;
-      auto const rows = static_cast<std::size_t>(p.last - p.first);
-      auto const k0 = a.row_ptr[static_cast<std::size_t>(p.first)];
-      auto const nnz = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(p.last)] - k0);
-      auto const n = std::max<std::size_t>(nnz, 1);
-      auto& d = p.where.where;
-      p.q = std::make_unique<strata::queue>(p.where);
-      p.d_split = {d, local.size()};
-      p.d_row_ptr = {d, rows + 1};
-      if (encoding != spmv_encoding::value_indexed_offsets) p.d_col = {d, n};
-      if (encoding == spmv_encoding::csr) {
-        p.d_val = {d, n};
+  // Each part lives in state_ before its copies start (reserved: never moved meanwhile,
+  // though a move would keep the buffers' memory), so that a failure below can let the
+  // copies in flight end before the memory they read and write goes.
+  state_->parts.reserve(where.size());
+  try {
+    for (std::size_t i = 0; i < where.size(); ++i) {
+      auto& p = state_->parts.emplace_back(part{where[i]});
+      p.first = bounds[i];
+      p.last = bounds[i + 1];
+      p.device = is_device(where[i].where);
+      int const threads = place_threads(where[i].where);
+      auto local = split_rows(a, p.first, p.last, std::max(1, threads * chunks_per_thread));
+      for (auto& b : local) b -= p.first;
+      p.chunks = static_cast<strata::index_t>(local.size()) - 1;
+      if (!p.device) {
+        p.split = std::move(local);
+        p.rows = encode_rows(a, p.first, p.last, format);
       } else {
-        p.d_value_index = {d, n};
-        p.d_table = {d, p.rows.values.size()};
-      }
-      if (encoding == spmv_encoding::value_indexed_offsets) p.d_offset = {d, n};
-      p.d_x = {d, std::max<std::size_t>(static_cast<std::size_t>(a.cols), 1)};
-      p.d_y = {d, std::max<std::size_t>(rows, 1)};
-      staging.push_back(std::move(local));
-      auto& rebased = staging.emplace_back(rows + 1);
-      for (std::size_t r = 0; r <= rows; ++r)
-        rebased[r] = a.row_ptr[static_cast<std::size_t>(p.first) + r] - k0;
-      auto& split_host = staging[staging.size() - 2];
-      copies.push_back(p.q->copy(p.d_split.data(), host_ptr(split_host.data(), state_->host_memory),
-                                 split_host.size()));
-      copies.push_back(
-          p.q->copy(p.d_row_ptr.data(), host_ptr(rebased.data(), state_->host_memory), rows + 1));
-      auto const host = state_->host_memory;
-      if (nnz > 0) {  // (the encoded vectors' buffers stay put when the part is moved below)
-        if (encoding != spmv_encoding::value_indexed_offsets)
-          copies.push_back(p.q->copy(p.d_col.data(), host_ptr(a.col.data() + k0, host), nnz));
+        // A device reads fewer bytes per nonzero over its own memory as the host does; the
+        // encoded arrays also make its copy of the rows smaller.
+        p.rows = encode_rows(a, p.first, p.last, format);
+        auto const encoding = p.rows.encoding;
+        auto const rows = static_cast<std::size_t>(p.last - p.first);
+        auto const k0 = a.row_ptr[static_cast<std::size_t>(p.first)];
+        auto const nnz = static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(p.last)] - k0);
+        auto const n = std::max<std::size_t>(nnz, 1);
+        auto& d = p.where.where;
+        p.q = std::make_unique<strata::queue>(p.where);
+        p.d_split = {d, local.size()};
+        p.d_row_ptr = {d, rows + 1};
+        if (encoding != spmv_encoding::value_indexed_offsets) p.d_col = {d, n};
         if (encoding == spmv_encoding::csr) {
-          copies.push_back(p.q->copy(p.d_val.data(), host_ptr(a.val.data() + k0, host), nnz));
+          p.d_val = {d, n};
         } else {
-          copies.push_back(
-              p.q->copy(p.d_value_index.data(), host_ptr(p.rows.value_index.data(), host), nnz));
-          copies.push_back(p.q->copy(p.d_table.data(), host_ptr(p.rows.values.data(), host),
-                                     p.rows.values.size()));
+          p.d_value_index = {d, n};
+          p.d_table = {d, p.rows.values.size()};
         }
-        if (encoding == spmv_encoding::value_indexed_offsets)
-          copies.push_back(p.q->copy(p.d_offset.data(), host_ptr(p.rows.offset.data(), host), nnz));
+        if (encoding == spmv_encoding::value_indexed_offsets) p.d_offset = {d, n};
+        p.d_x = {d, std::max<std::size_t>(static_cast<std::size_t>(a.cols), 1)};
+        p.d_y = {d, std::max<std::size_t>(rows, 1)};
+        staging.push_back(std::move(local));
+        auto& rebased = staging.emplace_back(rows + 1);
+        for (std::size_t r = 0; r <= rows; ++r)
+          rebased[r] = a.row_ptr[static_cast<std::size_t>(p.first) + r] - k0;
+        auto& split_host = staging[staging.size() - 2];
+        copies.push_back(p.q->copy(
+            p.d_split.data(), host_ptr(split_host.data(), state_->host_memory), split_host.size()));
+        copies.push_back(
+            p.q->copy(p.d_row_ptr.data(), host_ptr(rebased.data(), state_->host_memory), rows + 1));
+        auto const host = state_->host_memory;
+        if (nnz > 0) {
+          if (encoding != spmv_encoding::value_indexed_offsets)
+            copies.push_back(p.q->copy(p.d_col.data(), host_ptr(a.col.data() + k0, host), nnz));
+          if (encoding == spmv_encoding::csr) {
+            copies.push_back(p.q->copy(p.d_val.data(), host_ptr(a.val.data() + k0, host), nnz));
+          } else {
+            copies.push_back(
+                p.q->copy(p.d_value_index.data(), host_ptr(p.rows.value_index.data(), host), nnz));
+            copies.push_back(p.q->copy(p.d_table.data(), host_ptr(p.rows.values.data(), host),
+                                       p.rows.values.size()));
+          }
+          if (encoding == spmv_encoding::value_indexed_offsets)
+            copies.push_back(
+                p.q->copy(p.d_offset.data(), host_ptr(p.rows.offset.data(), host), nnz));
+        }
       }
     }
-    state_->parts.push_back(std::move(p));
+  } catch (...) {
+    for (auto& e : copies) try {
+        e.wait();
+      } catch (...) {  // the first failure is the one to report
+      }
+    throw;
   }
   strata::wait_all(copies);
   // A device part's encoded rows now live on the device: the host's copy can go.

@@ -514,6 +514,31 @@ TEST(SparseMatrix, EncodedProductsMatchANaiveProduct) {
   EXPECT_EQ(encoding_of(apps::random_power_law(300, 5, 3)), spmv_encoding::csr);
 }
 
+// A device whose memory runs out while the parts before it copy their rows: the error
+// reaches the caller once those copies have ended (they read the parts' encoded rows
+// and write their device buffers, which go with the failed product), and the runtime
+// goes on (ASan watches the copies in the sanitizer build).
+TEST(SparseMatrix, ADeviceOutOfMemoryFailsTheProductAfterTheCopiesInFlight) {
+  strata::runtime rt{strata::runtime_options{.sim_devices = "2:bw=200MB/s,lat=50us,mem=4MiB"}};
+  auto sims = rt.machine().slice(strata::isa::sim).descendants(strata::place_type::device);
+  ASSERT_EQ(sims.size(), 2u);
+  // sim1 keeps 3.5 MiB for itself; each part of this Laplacian needs 1.6 MB encoded and
+  // 3.5 MB as CSR (x, y, row_ptr and the rows), which sim0 has.
+  auto hog = strata::allocate<double, strata::sim_space>(sims[1], 7 * 65536);
+  auto lap = apps::laplacian_3d(40, 40, 40);
+  for (auto format : {apps::spmv_format::automatic, apps::spmv_format::csr}) {
+    bool failed = false;
+    try {
+      apps::partitioned_spmv product(lap, apps::places_named(rt.machine(), "sim"), format);
+    } catch (strata::error const&) {
+      failed = true;
+    }
+    EXPECT_TRUE(failed);
+  }
+  strata::deallocate(hog);
+  check_product(apps::laplacian_2d(9, 7), rt.machine());
+}
+
 TEST(SparseMatrix, RowsSplitByNonzerosAndShares) {
   auto a = apps::random_power_law(5000, 8, 4);
   auto b = apps::split_rows(a, 0, a.rows, 4);
