@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -515,11 +516,13 @@ TEST(SparseMatrix, EncodedProductsMatchANaiveProduct) {
 }
 
 // A device whose memory runs out while the parts before it copy their rows: the error
-// reaches the caller once those copies have ended (they read the parts' encoded rows
-// and write their device buffers, which go with the failed product), and the runtime
-// goes on (ASan watches the copies in the sanitizer build).
+// reaches the caller once those copies have ended (they read the constructor's staged
+// row pointers and chunk bounds, which the unwinding frees: only the sanitizer build
+// sees a read of freed memory, since the device buffers' release waits for the copies
+// too), and the runtime goes on. The link's 20 ms latency keeps sim0's copies from
+// reading their sources until well after sim1's allocation fails.
 TEST(SparseMatrix, ADeviceOutOfMemoryFailsTheProductAfterTheCopiesInFlight) {
-  strata::runtime rt{strata::runtime_options{.sim_devices = "2:bw=200MB/s,lat=50us,mem=4MiB"}};
+  strata::runtime rt{strata::runtime_options{.sim_devices = "2:bw=200MB/s,lat=20ms,mem=4MiB"}};
   auto sims = rt.machine().slice(strata::isa::sim).descendants(strata::place_type::device);
   ASSERT_EQ(sims.size(), 2u);
   // sim1 keeps 3.5 MiB for itself; each part of this Laplacian needs 1.6 MB encoded and
@@ -528,12 +531,17 @@ TEST(SparseMatrix, ADeviceOutOfMemoryFailsTheProductAfterTheCopiesInFlight) {
   auto lap = apps::laplacian_3d(40, 40, 40);
   for (auto format : {apps::spmv_format::automatic, apps::spmv_format::csr}) {
     bool failed = false;
+    auto const t0 = std::chrono::steady_clock::now();
     try {
       apps::partitioned_spmv product(lap, apps::places_named(rt.machine(), "sim"), format);
-    } catch (strata::error const&) {
+    } catch (strata::out_of_memory const& e) {
       failed = true;
+      EXPECT_NE(std::string(e.what()).find("sim1"), std::string::npos) << e.what();
     }
     EXPECT_TRUE(failed);
+    // The failure came after sim0's copies had ended: at least their modeled latency.
+    // (Also without the constructor's wait, as the buffers' release waits; see above.)
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(20));
   }
   strata::deallocate(hog);
   check_product(apps::laplacian_2d(9, 7), rt.machine());
