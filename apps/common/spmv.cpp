@@ -140,6 +140,26 @@ encoded_rows encode_rows(csr_matrix const& a, csr_index first, csr_index last, s
 
 namespace {
 
+// Calls launch(kernel, chunks, arrays...) with the kernel of `encoding` and the arrays it
+// reads, for host parts (the matrix in place, their encoded rows) and device parts (their
+// copies) alike; arrays an encoding does not read may be empty.
+void launch_encoded(spmv_encoding encoding, auto&& launch, strata::index_t chunks, auto split,
+                    auto row_ptr, auto col, auto val, auto value_index, auto table, auto offset,
+                    csr_index first, auto x, auto y) {
+  switch (encoding) {
+    case spmv_encoding::csr:
+      launch(csr_spmv_kernel{}, chunks, split, row_ptr, col, val, x, y);
+      break;
+    case spmv_encoding::value_indexed:
+      launch(csr_vi_spmv_kernel{}, chunks, split, row_ptr, col, value_index, table, x, y);
+      break;
+    case spmv_encoding::value_indexed_offsets:
+      launch(csr_vi_offsets_spmv_kernel{}, chunks, split, row_ptr, offset, value_index, table,
+             first, x, y);
+      break;
+  }
+}
+
 // Chunks per thread of a part: enough for the threads backend's dynamic claiming to even
 // out rows of unequal cost, few enough that a chunk's bookkeeping is nothing.
 constexpr int chunks_per_thread = 16;
@@ -275,45 +295,24 @@ void partitioned_spmv::multiply(double const* x, double* y) {
     auto const rows = static_cast<std::size_t>(p.last - p.first);
     p.q->copy(p.d_x.data(), host_ptr(x, state_->host_memory), static_cast<std::size_t>(a.cols));
     auto const work = strata::divide_work(p.where, p.chunks);
-    switch (p.rows.encoding) {
-      case spmv_encoding::csr:
-        p.q->launch(work, csr_spmv_kernel{}, p.chunks, p.d_split.data(), p.d_row_ptr.data(),
-                    p.d_col.data(), p.d_val.data(), p.d_x.data(), p.d_y.data());
-        break;
-      case spmv_encoding::value_indexed:
-        p.q->launch(work, csr_vi_spmv_kernel{}, p.chunks, p.d_split.data(), p.d_row_ptr.data(),
-                    p.d_col.data(), p.d_value_index.data(), p.d_table.data(), p.d_x.data(),
-                    p.d_y.data());
-        break;
-      case spmv_encoding::value_indexed_offsets:
-        p.q->launch(work, csr_vi_offsets_spmv_kernel{}, p.chunks, p.d_split.data(),
-                    p.d_row_ptr.data(), p.d_offset.data(), p.d_value_index.data(), p.d_table.data(),
-                    p.first, p.d_x.data(), p.d_y.data());
-        break;
-    }
+    launch_encoded(
+        p.rows.encoding, [&](auto kernel, auto... args) { p.q->launch(work, kernel, args...); },
+        p.chunks, p.d_split.data(), p.d_row_ptr.data(), p.d_col.data(), p.d_val.data(),
+        p.d_value_index.data(), p.d_table.data(), p.d_offset.data(), p.first, p.d_x.data(),
+        p.d_y.data());
     done.push_back(p.q->copy(host_ptr(y + p.first, state_->host_memory), p.d_y.data(), rows));
   }
   for (auto& p : state_->parts) {
     if (p.device || p.last == p.first) continue;
     auto const work = strata::divide_work(p.where, p.chunks);
-    auto const* row_ptr = a.row_ptr.data() + p.first;
     auto const& e = p.rows;
-    switch (e.encoding) {
-      case spmv_encoding::csr:
-        done.push_back(strata::launch(p.where, work, csr_spmv_kernel{}, p.chunks, p.split.data(),
-                                      row_ptr, a.col.data(), a.val.data(), x, y + p.first));
-        break;
-      case spmv_encoding::value_indexed:
-        done.push_back(strata::launch(p.where, work, csr_vi_spmv_kernel{}, p.chunks, p.split.data(),
-                                      row_ptr, a.col.data(), e.value_index.data(), e.values.data(),
-                                      x, y + p.first));
-        break;
-      case spmv_encoding::value_indexed_offsets:
-        done.push_back(strata::launch(
-            p.where, work, csr_vi_offsets_spmv_kernel{}, p.chunks, p.split.data(), row_ptr,
-            e.offset.data(), e.value_index.data(), e.values.data(), p.first, x, y + p.first));
-        break;
-    }
+    launch_encoded(
+        e.encoding,
+        [&](auto kernel, auto... args) {
+          done.push_back(strata::launch(p.where, work, kernel, args...));
+        },
+        p.chunks, p.split.data(), a.row_ptr.data() + p.first, a.col.data(), a.val.data(),
+        e.value_index.data(), e.values.data(), e.offset.data(), p.first, x, y + p.first);
   }
   strata::wait_all(done);
 }
