@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <thread>
@@ -412,24 +413,30 @@ TEST_F(SimLinks, ManyUnwaitedUploadsToNeighbouringElementsKeepTheirOrderAndBytes
   std::vector<char> big_src(mib, 4);
   auto big = allocate<char, sim_space>(sim0, mib);
   finishes_within(limit, "many unwaited uploads on one link", [&] {
+    // Outlive every round: an event's waiters are woken before its continuations run (a
+    // continuation is not part of the wait), so the continuations are awaited themselves.
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<int> completed;
     for (int r = 0; r < rounds; ++r) {
       std::vector<event> ups{copy(big, host(big_src), mib)};
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      std::mutex m;
-      std::vector<int> completed;
       for (int i = r * per_round; i < (r + 1) * per_round; ++i) {
         ups.push_back(copy(d + i, ptr<int>(&src[static_cast<std::size_t>(i)], 0), 1));
-        ups.back().then([&m, &completed, i] {
+        ups.back().then([&m, &cv, &completed, i] {
           std::lock_guard lock(m);
           completed.push_back(i);
+          cv.notify_all();
         });
       }
       for (std::size_t i = 1; i < ups.size(); ++i)
         EXPECT_LT(modeled_end(ups[i - 1]), modeled_end(ups[i])) << "upload " << i;
       wait_all(ups);
-      std::lock_guard lock(m);
+      std::unique_lock lock(m);
+      cv.wait(lock, [&] { return completed.size() == static_cast<std::size_t>(per_round); });
       EXPECT_TRUE(std::is_sorted(completed.begin(), completed.end()))
           << "round " << r << ": uploads on one link completed out of issue order";
+      completed.clear();
     }
   });
   std::vector<int> back(n, 0);

@@ -191,7 +191,10 @@ class event {
 
   /// Runs `fn` once this event completes (in the completing thread, or now). `fn` must
   /// not throw: an exception from it is logged and dropped. Any callable taking no
-  /// arguments; captures up to 48 bytes are kept without a heap allocation.
+  /// arguments; captures up to 48 bytes are kept without a heap allocation. A
+  /// continuation is not part of the work waited for: `wait` and `ready` may report the
+  /// event complete while `fn` is still running in the completing thread, so whatever
+  /// `fn` touches must outlive it, and its own effects must be signalled by `fn` itself.
   void then(detail::continuation fn) const {
     if (state_)
       state_->then(std::move(fn));
