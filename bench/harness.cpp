@@ -125,16 +125,7 @@ place context::cpus(int threads) const {
 }
 
 std::uint64_t context::last_level_cache() const {
-  int level = 0;
-  std::uint64_t bytes = 0;
-  for (auto const& c : rt_.machine().descendants(place_type::cache)) {
-    if (c.info().cache_level > level) {
-      level = c.info().cache_level;
-      bytes = 0;
-    }
-    if (c.info().cache_level == level) bytes += c.capacity();
-  }
-  return bytes;
+  return rt_.machine().last_level_cache();
 }
 
 void context::report(result const& given) {

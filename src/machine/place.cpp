@@ -158,6 +158,22 @@ std::vector<place> place::descendants(place_type type) const {
   return out;
 }
 
+std::uint64_t place::last_level_cache() const {
+  std::uint8_t level = 0;
+  std::uint64_t bytes = 0;
+  auto const& t = tree();
+  walk(t, index_, [&](std::uint32_t i) {
+    auto const& info = t.nodes[i].info;
+    if (info.type != place_type::cache) return;
+    if (info.cache_level > level) {
+      level = info.cache_level;
+      bytes = 0;
+    }
+    if (info.cache_level == level) bytes += info.capacity;
+  });
+  return bytes;
+}
+
 std::vector<place> place::processors() const {
   std::vector<place> out;
   auto const& t = tree();

@@ -206,7 +206,92 @@ void check_wide_transposes(dist::runtime const& rt, index_t n0, index_t n1) {
   }
 }
 
+// An element of 12 bytes: its runs start and end off the 16-byte grid of the streaming
+// stores (their heads and tails go by memcpy).
+struct odd12 {
+  float v[3];
+};
+
+// Transposes whose every rank's destination is at least dist::detail::stream_threshold
+// bytes (from the machine's last-level cache), so that the tiles are written with
+// non-temporal stores, there and back and to block-cyclic columns, with extents the
+// ranks do not divide.
+template <class T>
+void check_streamed_transposes(dist::runtime const& rt) {
+  int const p = rt.size();
+  auto const thr = dist::detail::stream_threshold(strata::runtime::current().machine(), p);
+  index_t const n0 = 1031;
+  auto const n1 = static_cast<index_t>(thr * 23 / 20 * static_cast<std::size_t>(p) /
+                                       (static_cast<std::size_t>(n0) * sizeof(T))) +
+                  3;
+  auto make = [](double v) {
+    if constexpr (std::is_same_v<T, odd12>) {
+      return T{{static_cast<float>(v), static_cast<float>(v) + 1, -static_cast<float>(v)}};
+    } else {
+      return element<T>(v);
+    }
+  };
+  std::string const what = std::to_string(n0) + " x " + std::to_string(n1) + ", " +
+                           std::to_string(sizeof(T)) + "-byte elements";
+  dist::array_type<2> rows{
+      .extent = {n0, n1}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
+  auto cols = rows;
+  cols.dist = {distribution::whole(), distribution::block()};
+  cols.grid = {1, p};
+  cols.order = {1, 0};
+  auto cyclic_cols = cols;
+  cyclic_cols.dist[1] = distribution::block_cyclic(5);
+  dist::array<T, 2> a(rt.world(), rows), back(rt.world(), rows);
+  ASSERT_GE(a.local().size() * sizeof(T), thr) << what << ": the rows do not stream";
+  a.for_each([&](vec<2> const& i, T& x) { x = make(value(i)); });
+  for (auto const& type : {cols, cyclic_cols}) {
+    dist::array<T, 2> t(rt.world(), type);
+    ASSERT_GE(t.local().size() * sizeof(T), thr) << what << ": the columns do not stream";
+    t.for_each([](vec<2> const&, T& x) { std::memset(static_cast<void*>(&x), 0xab, sizeof(T)); });
+    back.for_each(
+        [](vec<2> const&, T& x) { std::memset(static_cast<void*>(&x), 0xcd, sizeof(T)); });
+    dist::copy(t, a).wait();
+    int bad = 0;
+    t.for_each([&](vec<2> const& i, T const& x) {
+      if (!same(x, make(value(i))) && bad++ < 3)
+        ADD_FAILURE() << what << ": element " << value(i) << " misplaced in the transpose";
+    });
+    dist::copy(back, t).wait();
+    back.for_each([&](vec<2> const& i, T const& x) {
+      if (!same(x, make(value(i))) && bad++ < 3)
+        ADD_FAILURE() << what << ": element " << value(i) << " misplaced after the way back";
+    });
+  }
+}
+
 }  // namespace
+
+TEST(DistArray, StreamedBytesTouchOnlyTheirRange) {
+  // Every alignment of the destination and the source and every length up to a few
+  // 16-byte groups: the bytes in range are the source's, the guard bytes around them
+  // untouched.
+  alignas(64) unsigned char src[256], dst[256];
+  for (std::size_t k = 0; k < sizeof src; ++k) src[k] = static_cast<unsigned char>(k * 7 + 1);
+  for (std::size_t d = 0; d < 32; ++d)
+    for (std::size_t s = 0; s < 4; ++s)
+      for (std::size_t len = 0; len < 100; ++len) {
+        std::memset(dst, 0xee, sizeof dst);
+        dist::detail::stream_bytes(dst + 64 + d, src + s, len);
+        dist::detail::stream_fence();
+        for (std::size_t k = 0; k < sizeof dst; ++k) {
+          bool const in = k >= 64 + d && k < 64 + d + len;
+          unsigned const want = in ? src[s + k - 64 - d] : 0xee;
+          ASSERT_EQ(dst[k], want) << "byte " << k << ", offset " << d << ", source offset " << s
+                                  << ", length " << len;
+        }
+      }
+}
+
+TEST(DistArray, LargeTransposesStreamTheirStores) {
+  dist::runtime rt;
+  check_streamed_transposes<std::complex<double>>(rt);
+  check_streamed_transposes<odd12>(rt);
+}
 
 TEST(DistArray, TransposesOfWideElements) {
   dist::runtime rt;

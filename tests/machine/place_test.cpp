@@ -74,6 +74,33 @@ TEST(Place, CountsProcessorsAndMemories) {
   EXPECT_EQ(pu.processors().size(), 1u) << "a processor's processors are itself";
 }
 
+TEST(Place, LastLevelCacheSumsTheHighestLevelsInstances) {
+  // Two packages, each an L3 over two cores with their own L2: the machine's last level
+  // is both L3s, a package's its own, a core's its L2, a PU's nothing.
+  machine_builder b({.type = place_type::machine, .name = "Machine"});
+  for (int p = 0; p < 2; ++p) {
+    auto pkg = b.add(b.root(), {.type = place_type::package, .name = "P" + std::to_string(p)});
+    auto l3 = b.add(pkg, {.type = place_type::cache,
+                          .name = "L3 " + std::to_string(p),
+                          .capacity = 32ull << 20,
+                          .cache_level = 3});
+    for (int c = 0; c < 2; ++c) {
+      auto l2 = b.add(l3, {.type = place_type::cache,
+                           .name = "L2 " + std::to_string(2 * p + c),
+                           .capacity = 1ull << 20,
+                           .cache_level = 2});
+      auto core = b.add(l2, {.type = place_type::core, .name = "C" + std::to_string(2 * p + c)});
+      b.add(core, {.type = place_type::pu, .name = "PU " + std::to_string(2 * p + c)});
+    }
+  }
+  auto m = b.build();
+  EXPECT_EQ(m.last_level_cache(), 64ull << 20);
+  EXPECT_EQ(find(m, "P1").last_level_cache(), 32ull << 20);
+  EXPECT_EQ(find(m, "C3").last_level_cache(), 0u);
+  EXPECT_EQ(find(m, "L2 3").last_level_cache(), 1ull << 20);
+  EXPECT_EQ(test::phalanx_fig1().last_level_cache(), 0u) << "no caches known";
+}
+
 TEST(Place, LogicalIndicesCountPerTypeAndIsa) {
   auto m = test::phalanx_fig1();
   EXPECT_EQ(find(m, "PU 6").logical_index(), 6);

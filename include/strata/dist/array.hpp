@@ -359,6 +359,9 @@ strata::event copy(array<T, N>& dst, array<T, N> const& src) {
                               &src.type(),
                               tm,
                               {}});
+  // Every member of the team counted as sharing this node's last-level cache (on one
+  // node they do; across nodes the threshold is lower than it could be).
+  plan->stream = dst.local().size() * sizeof(T) >= detail::stream_threshold(host, size);
   if (plan->staging) {
     plan->staging->out.resize(stotal);
     plan->staging->in.resize(rtotal);

@@ -134,6 +134,9 @@ class place {
   std::vector<place> processors() const;
   /// The memories in this subtree (this place if it is a memory).
   std::vector<place> memories() const;
+  /// Bytes of the highest-level caches in this subtree, summed over their instances (a
+  /// machine's last-level cache); 0 when discovery found none.
+  std::uint64_t last_level_cache() const;
   /// The memories on the path from this place to the root, nearest first: this place if
   /// it is a memory, then the memories attached to each ancestor (Phalanx §III-A).
   std::vector<place> memories_above() const;
