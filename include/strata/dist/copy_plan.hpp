@@ -53,7 +53,7 @@ inline void stream_bytes(void* dst, void const* src, std::size_t count) noexcept
   auto* d = static_cast<unsigned char*>(dst);
   auto const* s = static_cast<unsigned char const*>(src);
   std::size_t const head =
-      std::min(count, (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & std::uintptr_t{15});
+      std::min<std::size_t>(count, (16 - (reinterpret_cast<std::uintptr_t>(d) & 15)) & 15);
   std::memcpy(d, s, head);
   d += head;
   s += head;
@@ -323,8 +323,8 @@ template <class T, std::size_t N>
 void copy_plan<T, N>::pack(index_t q) const {
   if (q == me) return;
   auto const& a = sends[static_cast<std::size_t>(q)];
-  copy_set(from, a, staging->out.data() + sdispl[static_cast<std::size_t>(q)], packed_like(a),
-           stream);
+  // Not streamed: MPI reads the staging buffer right away.
+  copy_set(from, a, staging->out.data() + sdispl[static_cast<std::size_t>(q)], packed_like(a));
 }
 template <class T, std::size_t N>
 void copy_plan<T, N>::unpack(index_t q) const {
