@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <complex>
 #include <cstdint>
@@ -172,6 +173,21 @@ bool same(T const& a, T const& b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
+// The sides of a distributed transpose of an n0 x n1 array over p ranks: rows in blocks,
+// the columns in blocks stored transposed, and the columns in blocks of `nb` dealt
+// cyclically, stored transposed.
+std::array<dist::array_type<2>, 3> transpose_types(index_t n0, index_t n1, int p, index_t nb) {
+  dist::array_type<2> rows{
+      .extent = {n0, n1}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
+  auto cols = rows;
+  cols.dist = {distribution::whole(), distribution::block()};
+  cols.grid = {1, p};
+  cols.order = {1, 0};
+  auto cyclic_cols = cols;
+  cyclic_cols.dist[1] = distribution::block_cyclic(nb);
+  return {rows, cols, cyclic_cols};
+}
+
 // Rows to the column type stored transposed and back (the distributed FFT's transposes),
 // and rows to block-cyclic columns, for an element type wider than a double: the tiled
 // copies that go through a buffer, partial tiles at the edges, and ranks without columns.
@@ -180,14 +196,7 @@ void check_wide_transposes(dist::runtime const& rt, index_t n0, index_t n1) {
   int const p = rt.size();
   std::string const what = std::to_string(n0) + " x " + std::to_string(n1) + ", " +
                            std::to_string(sizeof(T)) + "-byte elements";
-  dist::array_type<2> rows{
-      .extent = {n0, n1}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
-  auto cols = rows;
-  cols.dist = {distribution::whole(), distribution::block()};
-  cols.grid = {1, p};
-  cols.order = {1, 0};
-  auto cyclic_cols = cols;
-  cyclic_cols.dist[1] = distribution::block_cyclic(3);
+  auto const [rows, cols, cyclic_cols] = transpose_types(n0, n1, p, 3);
   dist::array<T, 2> a(rt.world(), rows), back(rt.world(), rows);
   a.for_each([](vec<2> const& i, T& x) { x = element<T>(value(i)); });
   for (auto const& type : {cols, cyclic_cols}) {
@@ -243,14 +252,7 @@ void check_streamed_transposes(dist::runtime const& rt) {
                   3;
   std::string const what = std::to_string(n0) + " x " + std::to_string(n1) + ", " +
                            std::to_string(sizeof(T)) + "-byte elements";
-  dist::array_type<2> rows{
-      .extent = {n0, n1}, .dist = {distribution::block(), distribution::whole()}, .grid = {p, 1}};
-  auto cols = rows;
-  cols.dist = {distribution::whole(), distribution::block()};
-  cols.grid = {1, p};
-  cols.order = {1, 0};
-  auto cyclic_cols = cols;
-  cyclic_cols.dist[1] = distribution::block_cyclic(5);
+  auto const [rows, cols, cyclic_cols] = transpose_types(n0, n1, p, 5);
   dist::array<T, 2> a(rt.world(), rows), back(rt.world(), rows);
   if (thr == target) {
     ASSERT_GE(a.local().size() * sizeof(T), thr) << what << ": the rows do not stream";
