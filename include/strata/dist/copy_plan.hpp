@@ -38,8 +38,8 @@ inline constexpr std::size_t stream_threshold_min = std::size_t{8} << 20;
 /// (write-allocate) nor evict what is there: an eighth of the machine's last-level cache
 /// over the `ranks` that share it, at least stream_threshold_min. Measured in session 54
 /// (a VM with 480 MiB of L3): a 4096^2 complex transpose, 32 x 32 tiles, 4.4 -> 9.7 GB/s
-/// streamed (2048^2 6.7 -> 16.8), and dist-fft at one rank 0.97 -> 1.42-1.53 of FFTW-MPI
-/// at 4096^2 and 1.11 -> 1.22-1.40 at 2048^2 (64 MiB per array), but 1.23 -> 0.65 at
+/// streamed (2048^2 6.7 -> 16.8), and dist-fft at one rank 0.97 -> 1.40-1.53 of FFTW-MPI
+/// at 4096^2 and 1.11 -> 1.17-1.40 at 2048^2 (64 MiB per array), but 1.23 -> 0.65 at
 /// 1024^2 (16 MiB), whose arrays the cache held from one transform to the next.
 inline std::size_t stream_threshold(place const& machine, int ranks) {
   auto const llc = static_cast<std::size_t>(machine.last_level_cache());
