@@ -196,23 +196,21 @@ struct plane_copy {
       index_t const nrt = std::min(tile, nr - r0), nct = std::min(tile, nc - c0);
       T const* src = from + at(ar, r0) + at(ac, c0);  // element (r0, c0) on each side
       T* dst = to + at(br, r0) + at(bc, c0);
+      // A transposing tile: `n` runs of `len` elements in (contiguous on the source side,
+      // `in` apart), `len` runs of `n` out (contiguous on the destination side, `out` apart).
+      auto transpose = [&](index_t n, index_t len, index_t in, index_t out) {
+        for (index_t i = 0; i < n; ++i)
+          std::memcpy(buffer + i * tile, src + i * in, static_cast<std::size_t>(len) * sizeof(T));
+        for (index_t o = 0; o < len; ++o) {
+          T* w = stream ? run : dst + o * out;
+          for (index_t i = 0; i < n; ++i) std::memcpy(w + i, buffer + i * tile + o, sizeof(T));
+          if (stream) stream_bytes(dst + o * out, run, static_cast<std::size_t>(n) * sizeof(T));
+        }
+      };
       if (a_by_column && buffer) {
-        // Rows of the tile in (contiguous in a), columns out (contiguous in b).
-        for (index_t r = 0; r < nrt; ++r)
-          std::memcpy(buffer + r * tile, src + r * sar, static_cast<std::size_t>(nct) * sizeof(T));
-        for (index_t c = 0; c < nct; ++c) {
-          T* out = stream ? run : dst + c * sbc;
-          for (index_t r = 0; r < nrt; ++r) std::memcpy(out + r, buffer + r * tile + c, sizeof(T));
-          if (stream) stream_bytes(dst + c * sbc, run, static_cast<std::size_t>(nrt) * sizeof(T));
-        }
+        transpose(nrt, nct, sar, sbc);  // the tile's rows in, its columns out
       } else if (a_by_row && buffer) {
-        for (index_t c = 0; c < nct; ++c)
-          std::memcpy(buffer + c * tile, src + c * sac, static_cast<std::size_t>(nrt) * sizeof(T));
-        for (index_t r = 0; r < nrt; ++r) {
-          T* out = stream ? run : dst + r * sbr;
-          for (index_t c = 0; c < nct; ++c) std::memcpy(out + c, buffer + c * tile + r, sizeof(T));
-          if (stream) stream_bytes(dst + r * sbr, run, static_cast<std::size_t>(nct) * sizeof(T));
-        }
+        transpose(nct, nrt, sac, sbr);  // its columns in, its rows out
       } else if (runs && sbr == 1 && sbc != 1 && nr > 1) {
         // The destination is contiguous along rows: runs down the columns.
         for (index_t c = 0; c < nct; ++c) copy_run(src + c * sac, dst + c * sbc, nrt, sar, sbr);
