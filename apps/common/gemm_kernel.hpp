@@ -31,6 +31,7 @@
 #include <strata/strata.hpp>
 
 #include <cstddef>
+#include <cstdint>
 
 // The element level's two loop forms. Rows of the register tile are unrolled fully, so
 // its accumulators are registers (nvcc and clang spell it `unroll`, GCC `GCC unroll`);
@@ -48,6 +49,8 @@
 #define APPS_GEMM_UNROLL _Pragma("GCC unroll 32")
 #define APPS_GEMM_SIMD _Pragma("omp simd")
 #endif
+
+
 
 namespace apps {
 
@@ -115,16 +118,21 @@ struct gemm_tiling {
 /// in RM x RN register tiles: 8 x 16 doubles / 8 x 32 floats, 16 AVX-512 accumulators,
 /// at the FMA peak in L1 (131-135 GFLOP/s double on one core of the development VM, by
 /// thread CPU time, for every shape from 6 x 16 to 14 x 16). The A slice (at most
-/// 512 x 128 doubles or 512 x 256 floats = 512 KiB) stays in the 1 MiB L2 while the
-/// B panels pass it; a B panel (KC x RN: 16 KiB double, 32 KiB float) stays in the
-/// 48 KiB L1 while every A panel of the slice passes it. Measured at n = 2048 on one
-/// core (GFLOP/s by CPU time, two runs each): double KC x BM 256 x 256: 98-101,
-/// 128 x 512: 107, 128 x 256: 100-102, 192 x 384: 94-98; float 256 x 256: 212-214,
-/// 128 x 512: 225-227, 256 x 512: 235-237.
+/// 512 x 256 doubles or floats: 1 MiB, 512 KiB) stays in L2 while the B panels pass
+/// it; a B panel (KC x RN: 32 KiB) stays in the 48 KiB L1 while every A panel of the
+/// slice passes it. Measured at n = 2048 on one core of an AMD VM with a 1 MiB L2
+/// (GFLOP/s by CPU time, two runs each): double KC x BM 256 x 256: 98-101, 128 x 512:
+/// 107, 128 x 256: 100-102, 192 x 384: 94-98; float 256 x 256: 212-214, 128 x 512:
+/// 225-227, 256 x 512: 235-237. On a Xeon VM with AVX-512 and a 2 MiB L2 (session 55,
+/// with the A prefetch of gemm_micro; best of 3, n = 1024 / 2048 / 4096), double
+/// KC x BM x BN 128 x 512 x 2048: 70 / 71 / -, 256 x 256 x 512: 74 / 68 / 71,
+/// 256 x 512 x 1024: 79 / 72 / 75, 256 x 512 x 512: 80 / 74 / 74, 320 x 384 x 1024:
+/// 78 / 76 / 74; OpenBLAS there: 93. Float at 384 x 512: 155 / 145 / 137 against
+/// 178 / 167 / 161 at 256 x 512.
 template <class T>
 struct gemm_cpu_tiling;
 template <>
-struct gemm_cpu_tiling<double> : gemm_tiling<double, 8, 16, 128, 512, 2048, 1> {};
+struct gemm_cpu_tiling<double> : gemm_tiling<double, 8, 16, 256, 512, 1024, 1> {};
 template <>
 struct gemm_cpu_tiling<float> : gemm_tiling<float, 8, 32, 256, 512, 2048, 1> {};
 
@@ -148,6 +156,15 @@ STRATA_FN inline void gemm_micro(index_t kb, T const* __restrict__ a, T const* _
   for (index_t p = 0; p < kb; ++p) {
     T const* ap = a + p * Tiling::a_step;
     T const* bp = b + p * Tiling::b_step;
+#if !defined(__CUDA_ARCH__)
+    // A CPU reads the A panel from L2 (the block's A slice): asked for 16 k steps ahead
+    // (1 KiB of double), a 2048^3 dgemm ran at 67-71 GFLOP/s on one core of a Xeon VM
+    // with AVX-512, against 59-61 without (the hardware prefetchers alone). Integer
+    // arithmetic: past the last panel the address is outside the scratchpad, which a
+    // prefetch may name but a pointer may not.
+    __builtin_prefetch(reinterpret_cast<void const*>(reinterpret_cast<std::uintptr_t>(ap) +
+                                                     16 * Tiling::a_step * sizeof(T)));
+#endif
     APPS_GEMM_UNROLL
     for (index_t i = 0; i < Tiling::rm; ++i) {
       T const ai = ap[i];
