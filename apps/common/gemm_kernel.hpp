@@ -50,8 +50,6 @@
 #define APPS_GEMM_SIMD _Pragma("omp simd")
 #endif
 
-
-
 namespace apps {
 
 using strata::index_t;

@@ -2,6 +2,7 @@
 // continuations that throw, fibers abandoned early. Regressions from a review.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -20,6 +21,7 @@
 #include "task/scheduler.hpp"
 
 #if defined(__linux__)
+#include <pthread.h>
 #include <sched.h>
 #endif
 
@@ -122,6 +124,63 @@ TEST(Pool, LaunchAndWaitOnTheFirstProcessorLeavesTheParkedReserveAsleep) {
   long const woken = other_threads_sleeps() - before;
   EXPECT_LT(woken, rounds / 3) << "other threads slept " << woken << " times in " << rounds
                                << " launches on the first PU";
+}
+#endif
+
+#if defined(__linux__)
+// Moves the calling thread to `cpu` without pinning it there (the pool's own way, see
+// pool::settle_caller): narrowed to that CPU, then given its affinity back.
+bool move_to_cpu(int cpu) {
+  cpu_set_t own, only;
+  if (pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0) return false;
+  CPU_ZERO(&only);
+  CPU_SET(cpu, &only);
+  if (!CPU_ISSET(cpu, &own) || pthread_setaffinity_np(pthread_self(), sizeof only, &only) != 0)
+    return false;
+  return pthread_setaffinity_np(pthread_self(), sizeof own, &own) == 0 && sched_getcpu() == cpu;
+}
+
+// A caller the OS has put on the second PU's CPU launches over both PUs and waits: it
+// used to share that CPU with the second PU's pinned worker while the first PU's CPU
+// idled (every block on one CPU, twice the time); it is now moved to the first PU's
+// CPU (the share it takes) and its own affinity is given back.
+TEST(Pool, ACallerOnAnotherWorkersCpuLeavesItToThatWorker) {
+  runtime rt;
+  auto pus = rt.machine().slice(isa::host).processors();
+  if (pus.size() < 2) GTEST_SKIP() << "needs two PUs";
+  int const first = pus[0].os_index(), second = pus[1].os_index();
+  auto both = on(rt.machine().slice(isa::host), backend_id::threads);
+  cpu_set_t before;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+  if (!CPU_ISSET(first, &before) || !CPU_ISSET(second, &before))
+    GTEST_SKIP() << "this thread may not run on both PUs";
+  // The workers are up and pinned (each loads the topology first: milliseconds).
+  launch_and_wait(both, grid(2), [](auto const&) {});
+  std::this_thread::sleep_for(50ms);
+  for (bool and_wait : {true, false}) {
+    SCOPED_TRACE(and_wait ? "launch_and_wait" : "launch().wait()");
+    ASSERT_TRUE(move_to_cpu(second));
+    std::atomic<int> cpus[4];
+    auto kernel = [&cpus](auto const& self) {
+      auto const t0 = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - t0 < 2ms) {
+      }
+      cpus[self.block_index()[0]].store(sched_getcpu());
+    };
+    if (and_wait)
+      launch_and_wait(both, grid(4), kernel);
+    else
+      launch(both, grid(4), kernel).wait();
+    std::vector<int> seen;
+    for (auto& c : cpus) seen.push_back(c.load());
+    EXPECT_NE(std::count(seen.begin(), seen.end(), first), 0)
+        << "no block ran on the first PU's CPU " << first;
+    EXPECT_NE(std::count(seen.begin(), seen.end(), second), 0)
+        << "no block ran on the second PU's CPU " << second;
+    cpu_set_t after;
+    ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the caller's affinity was not given back";
+  }
 }
 #endif
 

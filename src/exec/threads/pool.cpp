@@ -11,6 +11,8 @@
 #include <hwloc.h>
 #include <sched.h>
 
+#include <pthread.h>
+
 #include <chrono>
 #include <string>
 #include <thread>
@@ -81,6 +83,14 @@ pool::pool(std::vector<int> slot_os_index, bool pin, int devices)
       sleeping_((slot_os_index.size() + 63) / 64),
       tasks_(std::make_unique<task::detail::scheduler>(
           *this, static_cast<int>(slot_os_index.size()), devices)) {
+  if (pin) {
+    for (std::size_t s = 0; s < slot_os_.size(); ++s) {
+      auto const os = static_cast<std::size_t>(slot_os_[s]);
+      if (slot_os_[s] < 0 || os >= CPU_SETSIZE) continue;
+      if (os_slot_.size() <= os) os_slot_.resize(os + 1, -1);
+      os_slot_[os] = static_cast<int>(s);
+    }
+  }
   // One worker per PU. Slot 0's is a reserve: the threads that wait do slot 0's share of
   // ordinary jobs, and it runs only jobs confined to the first PU, which no other worker
   // may run and which must progress even when no thread waits.
@@ -123,6 +133,9 @@ void pool::submit(std::shared_ptr<job> j) {
     return;
   }
   auto const* slots = j->slots();
+  // Before waking the job's workers: one woken on this thread's CPU would keep it off
+  // that CPU until the OS moves it (a launch's caller then waits for its own share).
+  if (!is_worker) settle_caller(*j);
   outstanding_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mutex_);
@@ -236,6 +249,7 @@ bool pool::help(int slot, event_state const* until) {
   // The reserve worker yields the first PU to a waiting thread: a job confined to that PU
   // must not run on two threads at once.
   auto yield = [&] { return reserve && external_helpers_.load(std::memory_order_acquire) > 0; };
+  if (!is_worker) settle_caller(*j);
   for (index_t c; !yield() && (c = j->claim()) >= 0;) {
     run(*j, c);
     ran = true;
@@ -307,6 +321,22 @@ bool job::execute(index_t chunk) noexcept {
   if (remaining_.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
   done_.complete(error_.take());
   return true;
+}
+
+void pool::settle_caller(job const& j) noexcept {
+  if (os_slot_.empty() || slot_os_.size() < 2) return;  // workers not pinned, or one PU
+  int const cpu = sched_getcpu();
+  if (cpu < 0 || static_cast<std::size_t>(cpu) >= os_slot_.size()) return;
+  int const slot = os_slot_[static_cast<std::size_t>(cpu)];
+  if (slot <= 0 || !j.slots()->has(slot)) return;  // the first PU's CPU, or no conflict
+  auto const first = static_cast<std::size_t>(slot_os_[0]);
+  cpu_set_t own, only;
+  CPU_ZERO(&only);
+  CPU_SET(first, &only);
+  if (pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0 || !CPU_ISSET(first, &own))
+    return;
+  if (pthread_setaffinity_np(pthread_self(), sizeof only, &only) == 0)
+    pthread_setaffinity_np(pthread_self(), sizeof own, &own);
 }
 
 caller_waits::caller_waits() noexcept {

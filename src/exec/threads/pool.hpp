@@ -6,6 +6,8 @@
 #include "exec/exec_state.hpp"
 #include "exec/threads/wake.hpp"
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -96,6 +98,19 @@ class pool {
   /// The last helper leaves: the reserve is woken if first-PU work is left.
   void leave_helping() noexcept;
 
+  /// Called by a thread outside the pool that submits or helps with `j`. Such a thread
+  /// takes the first PU's share (enter_helping); if the OS has put it on the CPU of one of
+  /// j's other pinned workers, the two share that CPU while the first PU's idles, and the
+  /// kernel runs at one CPU's speed (a 2-PU launch of four 100 us blocks took 400 us on
+  /// the 2-core VM: every block on the caller's CPU, or on the worker's while the woken
+  /// worker kept the caller off it); the OS moves a thread to an idle CPU only after
+  /// milliseconds. This moves the thread to the first PU's CPU: its affinity narrowed to
+  /// that CPU (which migrates it at once), then given back at once (which does not move it
+  /// again), so it stays there until the OS moves it and later calls find it there and
+  /// pay one sched_getcpu. A thread whose affinity excludes that CPU, or a pool whose
+  /// workers are not pinned, is left where it is.
+  void settle_caller(job const& j) noexcept;
+
  private:
   void worker_main(int slot, int os_index, bool pin);
   std::shared_ptr<job> find(int slot, bool reserve);
@@ -106,6 +121,7 @@ class pool {
   bool idle() const noexcept;
 
   std::vector<int> slot_os_;  // each slot's PU (OS index)
+  std::vector<int> os_slot_;  // the slot of each OS CPU (-1: none), when workers are pinned
   std::mutex mutex_;
   std::vector<std::shared_ptr<job>> active_;
   std::atomic<long> outstanding_{0};       // submitted and not yet finished
