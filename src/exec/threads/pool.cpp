@@ -329,6 +329,15 @@ void pool::settle_caller(job const& j) noexcept {
   if (cpu < 0 || static_cast<std::size_t>(cpu) >= os_slot_.size()) return;
   int const slot = os_slot_[static_cast<std::size_t>(cpu)];
   if (slot <= 0 || !j.slots()->has(slot)) return;  // the first PU's CPU, or no conflict
+  // At most one move a millisecond: a thread that parks in its wait is woken where its
+  // waker runs (the other worker's CPU) and would be moved back and forth at every
+  // launch of an empty kernel (3 system calls and a migration: 10-40 us on the VM,
+  // against 0.2 us for the whole launch run where it is); a kernel long enough to lose
+  // half its speed there takes longer than that.
+  thread_local std::chrono::steady_clock::time_point last_move{};
+  auto const now = std::chrono::steady_clock::now();
+  if (now - last_move < std::chrono::milliseconds(1)) return;
+  last_move = now;
   auto const first = static_cast<std::size_t>(slot_os_[0]);
   cpu_set_t own, only;
   CPU_ZERO(&only);

@@ -107,8 +107,9 @@ class pool {
   /// milliseconds. This moves the thread to the first PU's CPU: its affinity narrowed to
   /// that CPU (which migrates it at once), then given back at once (which does not move it
   /// again), so it stays there until the OS moves it and later calls find it there and
-  /// pay one sched_getcpu. A thread whose affinity excludes that CPU, or a pool whose
-  /// workers are not pinned, is left where it is.
+  /// pay one sched_getcpu; at most once a millisecond per thread (see pool.cpp). A thread
+  /// whose affinity excludes that CPU, or a pool whose workers are not pinned, is left
+  /// where it is.
   void settle_caller(job const& j) noexcept;
 
  private:
