@@ -23,6 +23,8 @@ namespace {
 std::atomic<pool*> live_pool{nullptr};
 [[gnu::tls_model("initial-exec")]] thread_local int my_slot = 0;
 [[gnu::tls_model("initial-exec")]] thread_local bool is_worker = false;
+// caller_waits scopes this thread is in: it submits work it will then help with.
+thread_local int caller_waits_depth = 0;
 
 // Trace counters of the calling thread (Chrome "C" events on its lane): the tasks it
 // stole and the time it spent idle (spinning or parked for want of work), both running
@@ -83,7 +85,9 @@ pool::pool(std::vector<int> slot_os_index, bool pin, int devices)
       sleeping_((slot_os_index.size() + 63) / 64),
       tasks_(std::make_unique<task::detail::scheduler>(
           *this, static_cast<int>(slot_os_index.size()), devices)) {
-  if (pin) {
+  // settle_caller's map, when workers are pinned and the first PU's CPU is one a thread
+  // can be moved to.
+  if (pin && !slot_os_.empty() && slot_os_[0] >= 0 && slot_os_[0] < CPU_SETSIZE) {
     for (std::size_t s = 0; s < slot_os_.size(); ++s) {
       auto const os = static_cast<std::size_t>(slot_os_[s]);
       if (slot_os_[s] < 0 || os >= CPU_SETSIZE) continue;
@@ -135,7 +139,10 @@ void pool::submit(std::shared_ptr<job> j) {
   auto const* slots = j->slots();
   // Before waking the job's workers: one woken on this thread's CPU would keep it off
   // that CPU until the OS moves it (a launch's caller then waits for its own share).
-  if (!is_worker) settle_caller(*j);
+  // Only a thread that will help (launch_and_wait, a blocking queue): other threads
+  // submit from continuations (sim engines, the MPI thread, CUDA workers) and never
+  // take the first PU's share, so moving them would only crowd its CPU.
+  if (!is_worker && caller_waits_depth > 0) settle_caller(*j);
   outstanding_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mutex_);
@@ -344,8 +351,14 @@ void pool::settle_caller(job const& j) noexcept {
   CPU_SET(first, &only);
   if (pthread_getaffinity_np(pthread_self(), sizeof own, &own) != 0 || !CPU_ISSET(first, &own))
     return;
-  if (pthread_setaffinity_np(pthread_self(), sizeof only, &only) == 0)
-    pthread_setaffinity_np(pthread_self(), sizeof own, &own);
+  if (pthread_setaffinity_np(pthread_self(), sizeof only, &only) != 0) return;
+  // The thread's own affinity back (a second try, then a warning: it would stay pinned).
+  if (pthread_setaffinity_np(pthread_self(), sizeof own, &own) != 0 &&
+      pthread_setaffinity_np(pthread_self(), sizeof own, &own) != 0)
+    log(log_level::info,
+        "threads backend: could not give a waiting thread its CPU affinity "
+        "back after moving it to CPU " +
+            std::to_string(first) + "; it stays pinned there");
 }
 
 caller_waits::caller_waits() noexcept {
@@ -353,11 +366,14 @@ caller_waits::caller_waits() noexcept {
   if (auto* p = pool::instance()) {
     p->enter_helping();
     pool_ = p;
+    ++caller_waits_depth;
   }
 }
 
 caller_waits::~caller_waits() {
-  if (pool_) static_cast<pool*>(pool_)->leave_helping();
+  if (!pool_) return;
+  --caller_waits_depth;
+  static_cast<pool*>(pool_)->leave_helping();
 }
 
 void submit(std::shared_ptr<job> j) {
