@@ -312,6 +312,7 @@ mpi_thread::mpi_thread() {
   std::promise<void> ready;
   auto started = ready.get_future();
   thread_ = std::thread([this, &ready] {
+    strata::detail::mark_background_thread();
     try {
       int initialized = 0;
       MPI_Initialized(&initialized);

@@ -35,6 +35,13 @@ void set_wait_park_hook(wait_park_hook h) noexcept;
 /// Runs the registered park hook, if any.
 void run_wait_park_hook() noexcept;
 
+/// Marks the calling thread as one of the runtime's own background threads (a sim
+/// device's units and copy engines, a CUDA device's worker, dist's MPI thread): work it
+/// submits comes from continuations it runs, not from a caller that will take the first
+/// PU's share, so the pool does not move it to that PU's CPU at a submit
+/// (pool::settle_caller).
+void mark_background_thread() noexcept;
+
 /// Whether any hook is registered; whether the set_wait_hook one is.
 bool has_wait_hook() noexcept;
 bool has_process_wait_hook() noexcept;

@@ -5,6 +5,7 @@
 #include <strata/exec/cuda/backend.hpp>
 
 #include "exec/cuda/pointers.hpp"
+#include "exec/wait_hook.hpp"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -45,7 +46,10 @@ stager::stager(int ordinal) : ordinal_(ordinal) {
       fail("cudaEventCreateWithFlags", e, "staging buffer");
     filled_[i] = ev;
   }
-  worker_ = std::thread([this] { run(); });
+  worker_ = std::thread([this] {
+    mark_background_thread();
+    run();
+  });
 }
 
 stager::~stager() {

@@ -24,6 +24,7 @@
 #include "exec/cuda/pointers.hpp"
 #include "exec/cuda/staging.hpp"
 #include "exec/exec_state.hpp"
+#include "exec/wait_hook.hpp"
 #include "log.hpp"
 
 #include <cuda_runtime_api.h>
@@ -107,7 +108,10 @@ class device {
     check(cudaEventRecord(reference_, streams_[0]), "cudaEventRecord");
     check(cudaEventSynchronize(reference_), "cudaEventSynchronize");
     reference_host_ = std::chrono::steady_clock::now();
-    worker_ = std::thread([this] { run(); });
+    worker_ = std::thread([this] {
+      mark_background_thread();
+      run();
+    });
   }
   ~device() {
     stager_.reset();  // its last copies complete through this device's worker, still running

@@ -122,6 +122,7 @@ sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(p
         trace::name_this_thread(params_.name + " unit " + std::to_string(u),
                                 "sim device " + params_.name);
         own_device = this;
+        mark_background_thread();
         unit_main();
       });
     for (auto dir : {link_dir::in, link_dir::out})
@@ -130,6 +131,7 @@ sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(p
             params_.name + (dir == link_dir::in ? " copy engine (in)" : " copy engine (out)"),
             "sim device " + params_.name);
         own_device = this;
+        mark_background_thread();
         copy_main(engine(dir));
       });
     std::lock_guard lock(registry_mutex);

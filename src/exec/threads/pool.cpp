@@ -23,8 +23,8 @@ namespace {
 std::atomic<pool*> live_pool{nullptr};
 [[gnu::tls_model("initial-exec")]] thread_local int my_slot = 0;
 [[gnu::tls_model("initial-exec")]] thread_local bool is_worker = false;
-// caller_waits scopes this thread is in: it submits work it will then help with.
-thread_local int caller_waits_depth = 0;
+// One of the runtime's own background threads (mark_background_thread).
+thread_local bool background_thread = false;
 
 // Trace counters of the calling thread (Chrome "C" events on its lane): the tasks it
 // stole and the time it spent idle (spinning or parked for want of work), both running
@@ -139,10 +139,11 @@ void pool::submit(std::shared_ptr<job> j) {
   auto const* slots = j->slots();
   // Before waking the job's workers: one woken on this thread's CPU would keep it off
   // that CPU until the OS moves it (a launch's caller then waits for its own share).
-  // Only a thread that will help (launch_and_wait, a blocking queue): other threads
-  // submit from continuations (sim engines, the MPI thread, CUDA workers) and never
-  // take the first PU's share, so moving them would only crowd its CPU.
-  if (!is_worker && caller_waits_depth > 0) settle_caller(*j);
+  // Not the runtime's background threads: they submit from continuations (sim engines,
+  // the MPI thread, CUDA workers) and never take the first PU's share, so moving them
+  // would only crowd its CPU. (A user thread that does not wait is moved too: it then
+  // leaves PU 1's CPU to PU 1's worker, while the first PU's share waits for a helper.)
+  if (!is_worker && !background_thread) settle_caller(*j);
   outstanding_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mutex_);
@@ -366,14 +367,15 @@ caller_waits::caller_waits() noexcept {
   if (auto* p = pool::instance()) {
     p->enter_helping();
     pool_ = p;
-    ++caller_waits_depth;
   }
 }
 
 caller_waits::~caller_waits() {
-  if (!pool_) return;
-  --caller_waits_depth;
-  static_cast<pool*>(pool_)->leave_helping();
+  if (pool_) static_cast<pool*>(pool_)->leave_helping();
+}
+
+void mark_background_thread() noexcept {
+  background_thread = true;
 }
 
 void submit(std::shared_ptr<job> j) {

@@ -98,8 +98,8 @@ class pool {
   /// The last helper leaves: the reserve is woken if first-PU work is left.
   void leave_helping() noexcept;
 
-  /// Called by a thread outside the pool that helps with `j`, or submits it in
-  /// launch_and_wait (or a blocking queue) and will help with it. Such a thread
+  /// Called by a thread outside the pool that helps with `j`, or submits it (but not
+  /// the runtime's background threads: mark_background_thread). Such a thread
   /// takes the first PU's share (enter_helping); if the OS has put it on the CPU of one of
   /// j's other pinned workers, the two share that CPU while the first PU's idles, and the
   /// kernel runs at one CPU's speed (a 2-PU launch of four 100 us blocks took 400 us on
