@@ -355,11 +355,15 @@ void pool::settle_caller(job const& j) noexcept {
   if (pthread_setaffinity_np(pthread_self(), sizeof only, &only) != 0) return;
   // The thread's own affinity back (a second try, then a warning: it would stay pinned).
   if (pthread_setaffinity_np(pthread_self(), sizeof own, &own) != 0 &&
-      pthread_setaffinity_np(pthread_self(), sizeof own, &own) != 0)
-    log(log_level::info,
-        "threads backend: could not give a waiting thread its CPU affinity "
-        "back after moving it to CPU " +
-            std::to_string(first) + "; it stays pinned there");
+      pthread_setaffinity_np(pthread_self(), sizeof own, &own) != 0) {
+    try {  // (noexcept: a message that cannot be built is dropped)
+      log(log_level::info,
+          "threads backend: could not give a waiting thread its CPU affinity back after "
+          "moving it to CPU " +
+              std::to_string(first) + "; it stays pinned there");
+    } catch (...) {
+    }
+  }
 }
 
 caller_waits::caller_waits() noexcept {
