@@ -60,8 +60,8 @@ gemm_plan plan_gemm(strata::target const& where, index_t m, index_t n) {
                            : where.where.slice(strata::isa::host).processors().size();
   // C is cut into blocks of equal size (to a register tile): as few as the largest tile
   // allows, then the longer side into twice as many parts until there are two blocks per
-  // thread (one for one thread). Equal blocks: a 520-row C in tiles of 512 rows left an
-  // 8-row block next to a 512-row one.
+  // thread (one for one thread). Equal blocks: a 1032-row C in tiles of 1024 rows would leave an
+  // 8-row block next to a 1024-row one.
   //
   // Two blocks per thread, though each block packs its own slices of A and B (one block
   // per thread packs less: n = 256 dgemm ran at 109-110 GFLOP/s by CPU time on one core

@@ -44,7 +44,7 @@ strata::shape<2, strata::parallel_group> gemm_shape(gemm_plan const& p, index_t 
   return strata::grid((m + p.bm - 1) / p.bm, (n + p.bn - 1) / p.bn)
       .block(strata::parallel, p.threads, p.threads)
       .elements(p.bm / p.threads, p.bn / p.threads)
-      .scratchpad(Tiling::scratch_bytes(p.bm, p.bn));
+      .scratchpad(Tiling::scratch_bytes(p.bm, p.bn, p.threads));
 }
 
 /// The device tiling's plan (CUDA, sim): 64 x 64 tiles of 16 x 16 threads.

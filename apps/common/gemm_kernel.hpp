@@ -74,26 +74,32 @@ struct gemm_problem {
 
 /// The tiling of one backend kind, as array types (PARRAY §7.1):
 ///   reg       [RM][RN]            a thread's register tile of C (PARRAY's `R`, rmem)
-///   a_scratch [BM/RM][KC][RM]     the block's slice of A: panels of RM rows, k-major (`S`)
+///   a_scratch [MC/RM][KC][RM]     a chunk of the block's slice of A: panels of RM rows,
+///                                 k-major (`S`)
 ///   b_scratch [BN/RN][KC+PB][RN]  the block's slice of B: panels of RN columns, k-major;
 ///                                 PB k steps of padding after each panel (see below)
 /// The micro-kernel walks a panel of A and one of B in step, RM and RN elements a step,
 /// so both are read contiguously (what packing buys: no strides, no cache-set conflicts
 /// of power-of-two leading dimensions). BM and BN are the largest block tile; a launch may
 /// use smaller ones (its shape's elements), in whole panels: the strides do not change.
+/// A block's rows pass through the A scratch MC at a time, each chunk against the whole
+/// B slice (BLIS's loop around the micro-kernel: B is packed once per k slice and reused
+/// by every chunk, the A chunk is sized for L2); MC = BM packs the block's A at once.
 /// PB pads the B panels: packing scatters one row of B over every panel, and panels of
 /// a power-of-two size (KC x RN doubles: 16 KiB) put those stores in the same L1 sets,
 /// where they evict one another; one step of padding spreads them (packing a 256 x 256 B
 /// took 19-20 us without it, 7.5 us with it, on one core of the development VM).
-template <class T, index_t RM, index_t RN, index_t KC, index_t BM, index_t BN, index_t PB = 0>
+template <class T, index_t RM, index_t RN, index_t KC, index_t BM, index_t BN, index_t PB = 0,
+          index_t MC = BM>
 struct gemm_tiling {
-  static_assert(BM % RM == 0 && BN % RN == 0, "block tiles are whole register tiles");
+  static_assert(BM % RM == 0 && BN % RN == 0 && MC % RM == 0 && MC <= BM,
+                "block tiles and A chunks are whole register tiles");
   using value_type = T;
-  static constexpr index_t rm = RM, rn = RN, kc = KC, max_bm = BM, max_bn = BN;
+  static constexpr index_t rm = RM, rn = RN, kc = KC, max_bm = BM, max_bn = BN, mc = MC;
 
   using type = strata::array_type<T>;
   static constexpr type reg = type(strata::static_dims(RM, RN));
-  static constexpr type a_scratch = type(strata::static_dims(BM / RM, KC, RM));
+  static constexpr type a_scratch = type(strata::static_dims(MC / RM, KC, RM));
   static constexpr type b_scratch = type(strata::static_dims(BN / RN, KC + PB, RN));
 
   // The kernel's index arithmetic, read off the types (evaluated by the compiler).
@@ -106,33 +112,48 @@ struct gemm_tiling {
                     reg.stride(1) == 1,
                 "a step of a panel and a row of the register tile are contiguous");
 
-  /// Scratchpad bytes of a block tile of bm x bn (whole panels).
-  static constexpr std::size_t scratch_bytes(index_t bm, index_t bn) {
-    return static_cast<std::size_t>(bm / RM * a_panel + bn / RN * b_panel) * sizeof(T) + 64;
+  /// The rows of A a block of bm rows packs at once: chunks of MC for a block of one
+  /// thread, the whole block for one of several (its threads' tiles interleave over it).
+  STRATA_FN static constexpr index_t chunk_rows(index_t bm, index_t threads_m) {
+    return threads_m == 1 && bm > MC ? MC : bm;
+  }
+
+  /// Scratchpad bytes of a block tile of bm x bn (whole panels) of threads_m rows of
+  /// threads.
+  static constexpr std::size_t scratch_bytes(index_t bm, index_t bn, index_t threads_m = 1) {
+    return static_cast<std::size_t>(chunk_rows(bm, threads_m) / RM * a_panel + bn / RN * b_panel) *
+               sizeof(T) +
+           64;
   }
 };
 
 /// CPU backends (serial, threads, openmp): one thread per block, the block's tile of C
 /// in RM x RN register tiles: 8 x 16 doubles / 8 x 32 floats, 16 AVX-512 accumulators,
 /// at the FMA peak in L1 (131-135 GFLOP/s double on one core of the development VM, by
-/// thread CPU time, for every shape from 6 x 16 to 14 x 16). The A slice (at most
-/// 512 x 256 doubles or floats: 1 MiB, 512 KiB) stays in L2 while the B panels pass
-/// it; a B panel (KC x RN: 32 KiB) stays in the 48 KiB L1 while every A panel of the
-/// slice passes it. Measured at n = 2048 on one core of an AMD VM with a 1 MiB L2
-/// (GFLOP/s by CPU time, two runs each): double KC x BM 256 x 256: 98-101, 128 x 512:
-/// 107, 128 x 256: 100-102, 192 x 384: 94-98; float 256 x 256: 212-214, 128 x 512:
-/// 225-227, 256 x 512: 235-237. On a Xeon VM with AVX-512 and a 2 MiB L2 (session 55,
-/// with the A prefetch of gemm_micro; best of 3, n = 1024 / 2048 / 4096), double
-/// KC x BM x BN 128 x 512 x 2048: 70 / 71 / -, 256 x 256 x 512: 74 / 68 / 71,
-/// 256 x 512 x 1024: 79 / 72 / 75, 256 x 512 x 512: 80 / 74 / 74, 320 x 384 x 1024:
-/// 78 / 76 / 74; OpenBLAS there: 93. Float at 384 x 512: 155 / 145 / 137 against
-/// 178 / 167 / 161 at 256 x 512.
+/// thread CPU time, for every shape from 6 x 16 to 14 x 16). An A chunk (256 x 384
+/// doubles, 512 x 256 floats: 768 / 512 KiB) stays in L2 while the B panels pass it; a B
+/// panel (KC x RN: 48 / 32 KiB) stays in L1 while every A panel of the chunk passes it.
+///
+/// The sizes are measured, not derived. On an AMD VM with a 1 MiB L2 (n = 2048, one core,
+/// GFLOP/s by CPU time, two runs each), one chunk per block: double KC x BM 256 x 256:
+/// 98-101, 128 x 512: 107, 128 x 256: 100-102, 192 x 384: 94-98; float 256 x 256:
+/// 212-214, 128 x 512: 225-227, 256 x 512: 235-237. On a Xeon VM with AVX-512 and a 2 MiB
+/// L2 (sessions 55-56, one core against OpenBLAS in the same process; the figures move
+/// 20% with the VM's phase, so only ratios compare): a 1 MiB A chunk (512 x 256 double)
+/// left the micro-kernel at 65-66 GFLOP/s, a 512 KiB one at 69-70; packing took 12-16%
+/// of the time with a chunk per block of 512 x 1024 (B packed again by every block of a
+/// column, 8 times at n = 4096) and 9-10% with 1024-row blocks of four chunks. Double
+/// n = 4096 against OpenBLAS: KC x BM x BN x MC 256 x 512 x 1024 x 512: 0.74-0.76; 384 x
+/// 1024 x 1024 x 256: 0.85-0.90; 2048-row blocks: 0.88-0.90 at 4096, 0.86 at 2048
+/// (the B slice then comes back from L3 eight times: the micro-kernel ran 3-5% slower).
+/// Float n = 4096: 256 x 512 x 2048 x 512: 0.83, 1024-row blocks 0.85, 2048-row 0.78;
+/// KC 384 no better.
 template <class T>
 struct gemm_cpu_tiling;
 template <>
-struct gemm_cpu_tiling<double> : gemm_tiling<double, 8, 16, 256, 512, 1024, 1> {};
+struct gemm_cpu_tiling<double> : gemm_tiling<double, 8, 16, 384, 1024, 1024, 1, 256> {};
 template <>
-struct gemm_cpu_tiling<float> : gemm_tiling<float, 8, 32, 256, 512, 2048, 1> {};
+struct gemm_cpu_tiling<float> : gemm_tiling<float, 8, 32, 256, 1024, 2048, 1, 512> {};
 
 /// Devices (CUDA, sim): 16 x 16 threads per block, one 4 x 4 register tile each, a
 /// 64 x 64 block tile, k slices of 16: 16 KiB (double) of shared memory per block.
@@ -278,32 +299,38 @@ struct gemm_kernel {
     index_t const bm = threads[0] * elems[0], bn = threads[1] * elems[1];
     index_t const i0 = b[0] * bm, j0 = b[1] * bn;
     index_t const mb = detail::gemm_min(bm, g.m - i0), nb = detail::gemm_min(bn, g.n - j0);
-    index_t const a_panels = (mb + RM - 1) / RM, b_panels = (nb + RN - 1) / RN;
-    // The thread's micro-tiles: (t0 + T0 uu, t1 + T1 vv), interleaved over the block.
-    index_t const tiles_m = elems[0] / RM, tiles_n = elems[1] / RN;
-    T* as = block.template scratchpad<T>(static_cast<std::size_t>(bm / RM * Tiling::a_panel));
+    index_t const b_panels = (nb + RN - 1) / RN;
+    // The thread's micro-tiles: (t0 + T0 uu, t1 + T1 vv), interleaved over the block (a
+    // chunk of it, for a block of one thread).
+    index_t const chunk = Tiling::chunk_rows(bm, threads[0]);
+    index_t const tiles_m = chunk / threads[0] / RM, tiles_n = elems[1] / RN;
+    T* as = block.template scratchpad<T>(static_cast<std::size_t>(chunk / RM * Tiling::a_panel));
     T* bs = block.template scratchpad<T>(static_cast<std::size_t>(bn / RN * Tiling::b_panel));
     index_t const tid = block.linear_index(), nt = block.linear_size();
 
     // k == 0 still takes one pass: C = beta C.
     for (index_t k0 = 0; k0 == 0 || k0 < g.k; k0 += KC) {
       index_t const kb = detail::gemm_min(KC, g.k - k0);
-      detail::gemm_pack_a<Tiling>(as, g.a, i0, mb, k0, kb, tid, nt);
       detail::gemm_pack_b<Tiling>(bs, g.b, j0, nb, k0, kb, tid, nt);
-      block.barrier();
-      // B panel outside (it stays in L1 while the A panels pass it), A panel inside.
-      for (index_t vv = 0; vv < tiles_n; ++vv) {
-        index_t const v = t[1] + threads[1] * vv;
-        if (v >= b_panels) break;
-        for (index_t uu = 0; uu < tiles_m; ++uu) {
-          index_t const u = t[0] + threads[0] * uu;
-          if (u >= a_panels) break;
-          T acc[RM][RN] = {};
-          detail::gemm_micro<Tiling>(kb, as + u * Tiling::a_panel, bs + v * Tiling::b_panel, acc);
-          detail::gemm_store<Tiling>(g, acc, i0 + u * RM, j0 + v * RN, k0 == 0);
+      for (index_t ic = 0; ic < mb; ic += chunk) {
+        index_t const mcb = detail::gemm_min(chunk, mb - ic);
+        index_t const a_panels = (mcb + RM - 1) / RM;
+        detail::gemm_pack_a<Tiling>(as, g.a, i0 + ic, mcb, k0, kb, tid, nt);
+        block.barrier();
+        // B panel outside (it stays in L1 while the A panels pass it), A panel inside.
+        for (index_t vv = 0; vv < tiles_n; ++vv) {
+          index_t const v = t[1] + threads[1] * vv;
+          if (v >= b_panels) break;
+          for (index_t uu = 0; uu < tiles_m; ++uu) {
+            index_t const u = t[0] + threads[0] * uu;
+            if (u >= a_panels) break;
+            T acc[RM][RN] = {};
+            detail::gemm_micro<Tiling>(kb, as + u * Tiling::a_panel, bs + v * Tiling::b_panel, acc);
+            detail::gemm_store<Tiling>(g, acc, i0 + ic + u * RM, j0 + v * RN, k0 == 0);
+          }
         }
+        block.barrier();
       }
-      block.barrier();
     }
   }
 };

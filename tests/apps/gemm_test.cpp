@@ -81,7 +81,8 @@ class Gemm : public testing::Test {
       index_t m, n, k;
     };
     // Tile edges: register tiles of 8 x 16 / 8 x 32 (CPU), 4 x 4 in 64 x 64 (device),
-    // k slices of 256 / 16.
+    // k slices of 384 / 256 / 16, A chunks of 256 / 512 rows (CPU: 257 rows are a chunk
+    // of 256 and one of 1).
     std::vector<mnk> const cases = {{1, 1, 1},     {17, 17, 17},  {255, 255, 255}, {257, 257, 257},
                                     {17, 255, 33}, {257, 1, 64},  {3, 257, 255},   {255, 17, 1},
                                     {9, 33, 300},  {130, 70, 513}};
@@ -111,13 +112,19 @@ TEST_F(Gemm, FloatOddAndNonSquareSizesOnEveryBackend) {
 }
 
 // The CPU plan: tiles of whole register tiles, no larger than the tiling's largest, cutting
-// C into blocks of about equal size (a 520-row C is not a 512-row block and an 8-row one),
+// C into blocks of about equal size (a 1032-row C is not a 1024-row block and an 8-row one),
 // at least two per thread (one for one thread) where C has room for them.
 template <class T>
 void check_plans(strata::target const& where, index_t threads) {
   using tiling = apps::gemm_cpu_tiling<T>;
-  for (auto [m, n] : std::vector<std::pair<index_t, index_t>>{
-           {1, 1}, {17, 255}, {256, 256}, {257, 257}, {520, 520}, {1024, 1024}, {4096, 4096}}) {
+  for (auto [m, n] : std::vector<std::pair<index_t, index_t>>{{1, 1},
+                                                              {17, 255},
+                                                              {256, 256},
+                                                              {257, 257},
+                                                              {520, 520},
+                                                              {1024, 1024},
+                                                              {1032, 1040},
+                                                              {4096, 4096}}) {
     SCOPED_TRACE(std::to_string(m) + " x " + std::to_string(n) + " on " + std::to_string(threads) +
                  " threads");
     auto const p = apps::plan_gemm<T>(where, m, n);
@@ -144,9 +151,11 @@ TEST_F(Gemm, CpuPlansCutCIntoEqualBlocksTwoPerThread) {
     check_plans<double>(where, threads);
     check_plans<float>(where, threads);
   }
-  // One thread: the largest tiles, cut evenly (520 rows: 264 + 256).
-  auto const one = apps::plan_gemm<double>(strata::on(host, strata::backend_id::serial), 520, 520);
-  EXPECT_EQ(one.bm, 264);
+  // One thread: the largest tiles (1024 x 1024 double), cut evenly (1032 rows: 520 +
+  // 512, not 1024 + 8; 1040 columns: 528 + 512).
+  auto const one =
+      apps::plan_gemm<double>(strata::on(host, strata::backend_id::serial), 1032, 1040);
+  EXPECT_EQ(one.bm, 520);
   EXPECT_EQ(one.bn, 528);
 }
 
