@@ -6,8 +6,9 @@
 //   C = alpha A B + beta C
 //
 // * grid: one block per block tile of C (bm x bn = threads x elements per thread);
-// * block: a parallel block whose threads pack the block's slice of A (bm x kc) and of
-//   B (kc x bn) into the scratchpad, meet at a barrier, multiply, meet again;
+// * block: a parallel block whose threads pack the block's slice of B (kc x bn) and of
+//   A (bm x kc, or chunks of it: see `gemm_tiling`) into the scratchpad, meet at a
+//   barrier, multiply, meet again;
 // * thread: its elements of C, as micro-tiles of RM x RN;
 // * element: one micro-tile is a register tile, RM x RN accumulators in a fixed-size
 //   array that the compiler keeps in vector registers (the k loop broadcasts one element
@@ -126,7 +127,7 @@ struct gemm_tiling {
 
   /// Scratchpad bytes of a block tile of bm x bn (whole panels) of threads_m rows of
   /// threads.
-  static constexpr std::size_t scratch_bytes(index_t bm, index_t bn, index_t threads_m = 1) {
+  static constexpr std::size_t scratch_bytes(index_t bm, index_t bn, index_t threads_m) {
     return static_cast<std::size_t>(chunk_rows(bm, threads_m) / RM * a_panel + bn / RN * b_panel) *
                sizeof(T) +
            64;
@@ -138,7 +139,9 @@ struct gemm_tiling {
 /// at the FMA peak in L1 (131-135 GFLOP/s double on one core of the development VM, by
 /// thread CPU time, for every shape from 6 x 16 to 14 x 16). An A chunk (256 x 384
 /// doubles, 512 x 256 floats: 768 / 512 KiB) stays in L2 while the B panels pass it; a B
-/// panel (KC x RN: 48 / 32 KiB) stays in L1 while every A panel of the chunk passes it.
+/// panel (KC x RN: 48 / 32 KiB) is read once per A panel of the chunk, mostly from L1
+/// (at 48 KiB the double panel fills the L1 beside the streaming A panel, and still ran
+/// faster than KC 256: the C tiles are read and written once per k slice).
 ///
 /// The sizes are measured, not derived. On an AMD VM with a 1 MiB L2 (n = 2048, one core,
 /// GFLOP/s by CPU time, two runs each), one chunk per block: double KC x BM 256 x 256:
@@ -183,7 +186,7 @@ STRATA_FN inline void gemm_micro(index_t kb, T const* __restrict__ a, T const* _
     T const* ap = a + p * Tiling::a_step;
     T const* bp = b + p * Tiling::b_step;
 #if !defined(__CUDA_ARCH__)
-    // A CPU reads the A panel from L2 (the block's A slice): asked for 16 k steps ahead
+    // A CPU reads the A panel from L2 (the block's A chunk): asked for 16 k steps ahead
     // (1 KiB of double), a 2048^3 dgemm ran at 67-71 GFLOP/s on one core of a Xeon VM
     // with AVX-512, against 59-61 without (the hardware prefetchers alone). Integer
     // arithmetic: past the last panel the address is outside the scratchpad, which a
@@ -311,9 +314,11 @@ STRATA_FN inline void gemm_pack_b(T* __restrict__ dst, gemm_operand<T const> con
       // The row two ahead, asked for line by line: packing ran 12-15% faster than with
       // the hardware prefetchers alone (session 56).
       if (b.cs == 1 && p + 2 < kb) {
-        char const* ahead = reinterpret_cast<char const*>(b.data + (k0 + p + 2) * b.rs + j0);
-        for (index_t x = 0; x < nb * static_cast<index_t>(sizeof(T)); x += 64)
-          __builtin_prefetch(ahead + x);
+        // Every line the row's nb elements touch, from the first one's line on.
+        auto const first = reinterpret_cast<std::uintptr_t>(b.data + (k0 + p + 2) * b.rs + j0);
+        auto const end = first + static_cast<std::uintptr_t>(nb) * sizeof(T);
+        for (std::uintptr_t x = first & ~std::uintptr_t{63}; x < end; x += 64)
+          __builtin_prefetch(reinterpret_cast<void const*>(x));
       }
 #endif
       for (index_t v = 0; v < panels; ++v) row(p, v);
@@ -327,7 +332,7 @@ STRATA_FN inline void gemm_pack_b(T* __restrict__ dst, gemm_operand<T const> con
 
 /// The kernel: launched on a 2-D grid of 2-D parallel blocks whose shape's elements are
 /// each thread's share of C in whole register tiles (gemm.hpp's `gemm_shape`), with
-/// `Tiling::scratch_bytes(bm, bn)` of scratchpad.
+/// `Tiling::scratch_bytes(bm, bn, threads_m)` of scratchpad.
 template <class Tiling>
 struct gemm_kernel {
   using T = typename Tiling::value_type;

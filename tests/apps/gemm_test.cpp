@@ -81,11 +81,12 @@ class Gemm : public testing::Test {
       index_t m, n, k;
     };
     // Tile edges: register tiles of 8 x 16 / 8 x 32 (CPU), 4 x 4 in 64 x 64 (device),
-    // k slices of 384 / 256 / 16, A chunks of 256 / 512 rows (CPU: 257 rows are a chunk
-    // of 256 and one of 1).
-    std::vector<mnk> const cases = {{1, 1, 1},     {17, 17, 17},  {255, 255, 255}, {257, 257, 257},
-                                    {17, 255, 33}, {257, 1, 64},  {3, 257, 255},   {255, 17, 1},
-                                    {9, 33, 300},  {130, 70, 513}};
+    // k slices of 384 / 256 (double / float on CPU) and 16, A chunks of 256 / 512 rows
+    // for a one-thread block (on serial, double 257 rows are a chunk of 256 and one of 1;
+    // 300 x 40 x 800 is two chunks over three k slices, 520 rows two float chunks).
+    std::vector<mnk> const cases = {{1, 1, 1},     {17, 17, 17},   {255, 255, 255}, {257, 257, 257},
+                                    {17, 255, 33}, {257, 1, 64},   {3, 257, 255},   {255, 17, 1},
+                                    {9, 33, 300},  {130, 70, 513}, {300, 40, 800},  {520, 33, 300}};
     T const alpha = T(1.5), beta = T(-0.5);
     for (auto const& c : cases) {
       auto const a = values<T>(c.m * c.k, 1), b = values<T>(c.k * c.n, 2),
@@ -200,6 +201,21 @@ TEST_F(Gemm, OperandsAreArrayTypesTransposesAndWindows) {
     apps::gemm<double>(where, 1.0, a_type.on(at.data()), b_type.on(bw.data()), 1.0,
                        c_type.on(got.data()));
     expect_close(got, want, k, name + " transposed A, windowed B");
+  }
+  // A as a window of k columns of a wider array (rows contiguous, leading dimension past
+  // k: the CPU packing's row-wise path), k past one slice.
+  index_t const k2 = 400, lda = 411;
+  auto const aw = values<double>(m * lda, 10), b2 = values<double>(k2 * n, 11);
+  std::vector<double> a2(static_cast<std::size_t>(m * k2));
+  for (index_t i = 0; i < m; ++i)
+    for (index_t p = 0; p < k2; ++p)
+      a2[static_cast<std::size_t>(i * k2 + p)] = aw[static_cast<std::size_t>(i * lda + p)];
+  auto const want2 = naive(m, n, k2, 1.0, a2, b2, 1.0, c0);
+  for (auto const& [name, where] : targets()) {
+    std::vector<double> got = c0;
+    apps::gemm<double>(where, 1.0, apps::row_major<double>(m, k2, lda).on(aw.data()),
+                       strata::array_type<double>{k2, n}.on(b2.data()), 1.0, c_type.on(got.data()));
+    expect_close(got, want2, k2, name + " windowed A");
   }
 }
 
