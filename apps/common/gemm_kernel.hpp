@@ -156,7 +156,9 @@ struct gemm_tiling {
 /// 1024 x 1024 x 256: 0.85-0.90; 2048-row blocks: 0.88-0.90 at 4096, 0.86 at 2048
 /// (the B slice then comes back from L3 eight times: the micro-kernel ran 3-5% slower).
 /// Float n = 4096: 256 x 512 x 2048 x 512: 0.83, 1024-row blocks 0.85, 2048-row 0.78;
-/// KC 384 no better.
+/// KC 384 no better. Register tiles of 12 x 16, 14 x 16, 8 x 24 and 6 x 32 were within the
+/// VM's noise of 8 x 16 in a stand-alone harness; 6 x 32 (24 accumulators) in the kernel
+/// as launched ran at 19 GFLOP/s against 48 (GCC spilled the accumulators there).
 template <class T>
 struct gemm_cpu_tiling;
 template <>
