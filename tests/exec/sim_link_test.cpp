@@ -9,12 +9,22 @@
 #include <strata/strata.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <fstream>
+#include <string>
+#endif
 
 #include "support/hang_guard.hpp"
 
@@ -506,6 +516,106 @@ TEST(SimLinksOnePu, AnUploadAndADownloadIssuedTogetherAfterIdleOnTheOnlyPu) {
   auto devs = rt.machine().slice(isa::sim).descendants(place_type::device);
   upload_and_download_after_idle(devs[0], devs[1], 30);
 }
+
+#if defined(__linux__)
+// The thread id of this process's thread whose OS name is `name` (-1 if none).
+pid_t thread_named(std::string const& name) {
+  pid_t found = -1;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (dirent* entry = readdir(dir)) {
+      if (entry->d_name[0] == '.') continue;
+      std::ifstream comm(std::string("/proc/self/task/") + entry->d_name + "/comm");
+      std::string line;
+      if (std::getline(comm, line) && line == name)
+        found = static_cast<pid_t>(std::stoi(entry->d_name));
+    }
+    closedir(dir);
+  }
+  return found;
+}
+
+// Polls `tid`'s scheduling policy until it is `policy` or `within` has passed.
+bool policy_becomes(pid_t tid, int policy, std::chrono::milliseconds within) {
+  auto const until = std::chrono::steady_clock::now() + within;
+  do {
+    if (sched_getscheduler(tid) == policy) return true;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  } while (std::chrono::steady_clock::now() < until);
+  return sched_getscheduler(tid) == policy;
+}
+
+TEST_F(SimLinks, AParkedEngineCannotPreemptItsIssuerAndAnEngineMovingBytesCan) {
+  // Session 57: a woken engine lands on the issuing thread's CPU; as an ordinary thread it
+  // preempted the issuer there and ran its memcpy before the issuer's next copy, whose
+  // modeled start then came a whole memcpy late. Parked, an engine is SCHED_BATCH (no
+  // preemption on wake-up); moving bytes and waiting out the model, an ordinary thread.
+  int settable = -1;  // a sandbox may refuse scheduling policies: nothing to check then
+  std::thread([&] {
+    sched_param none{};
+    settable = pthread_setschedparam(pthread_self(), SCHED_BATCH, &none);
+  }).join();
+  if (settable != 0) GTEST_SKIP() << "this process may not set SCHED_BATCH";
+  constexpr std::size_t n = 8 * mib;  // about 84 ms at 100 MB/s
+  std::vector<char> src(n, 4), back(n, 0);
+  auto a = allocate<char, sim_space>(sim0, n);
+  copy(a, host(src), 4096).wait();  // the device's threads start
+  pid_t const in = thread_named(sim0.name() + " copy in");
+  ASSERT_GT(in, 0) << "no thread named '" << sim0.name() << " copy in'";
+  EXPECT_TRUE(policy_becomes(in, SCHED_BATCH, std::chrono::seconds(10)))
+      << "an idle engine is not SCHED_BATCH";
+  auto up = copy(a, host(src), n);  // nobody waits: the engine itself runs it
+  bool ordinary = false;
+  while (!up.ready() && !ordinary) {
+    ordinary = sched_getscheduler(in) == SCHED_OTHER;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  EXPECT_TRUE(ordinary) << "the engine was never an ordinary thread during its transfer";
+  up.wait();
+  EXPECT_TRUE(policy_becomes(in, SCHED_BATCH, std::chrono::seconds(10)))
+      << "the engine did not park as SCHED_BATCH again";
+  copy(host(back), a, n).wait();
+  EXPECT_EQ(back[n - 1], 4);
+  deallocate(a);
+}
+
+TEST(SimLinksOneCpu, AnUnwaitedTransferCompletesWhileItsIssuerSpinsOnTheOnlyCpu) {
+  // Every thread of the runtime on the issuing thread's CPU (they inherit its affinity),
+  // and the issuer spins without a system call after each copy: an engine that cannot
+  // preempt it on wake-up must still get the CPU (at the scheduler's next tick).
+  cpu_set_t before, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  int const cpu = sched_getcpu();
+  ASSERT_GE(cpu, 0);
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  int never = 0;
+  {
+    runtime rt({.topology = "synthetic:pack:1 core:1 pu:1", .sim_devices = "1:bw=1GB/s,lat=10us"});
+    auto dev = rt.machine().slice(isa::sim).descendants(place_type::device).front();
+    constexpr std::size_t n = 64 << 10;
+    std::vector<char> src(n, 7);
+    auto d = allocate<char, sim_space>(dev, n);
+    finishes_within(limit, "unwaited uploads while the issuer spins on one CPU", [&] {
+      for (int round = 0; round < 20; ++round) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // the engines park
+        auto up = copy(d, ptr<char>(src.data(), 0), n);
+        auto const t0 = std::chrono::steady_clock::now();
+        while (!up.ready() && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
+        }
+        if (!up.ready()) ++never;
+        up.wait();
+      }
+    });
+    std::vector<char> back(n, 0);
+    copy(ptr<char>(back.data(), 0), d, n).wait();
+    EXPECT_EQ(back[n - 1], 7);
+    deallocate(d);
+  }
+  sched_setaffinity(0, sizeof before, &before);
+  EXPECT_EQ(never, 0) << "rounds whose upload did not complete within 5 s of spinning";
+}
+#endif
 
 }  // namespace
 }  // namespace strata

@@ -13,6 +13,11 @@
 #include <ctime>
 #include <utility>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 namespace strata::detail {
 
 namespace {
@@ -91,6 +96,39 @@ void wake_engine(std::condition_variable& ready) {
 std::atomic<double> memcpy_ns_per_byte{0.1};
 constexpr auto batch_margin = std::chrono::microseconds(2);
 
+// The OS name of a device thread (top -H, gdb, perf, /proc/<pid>/task/<tid>/comm): Linux
+// keeps 15 bytes.
+void name_os_thread(std::string name) noexcept {
+#if defined(__linux__)
+  if (name.size() > 15) name.resize(15);
+  pthread_setname_np(pthread_self(), name.c_str());
+#else
+  (void)name;
+#endif
+}
+
+// A parked copy engine is woken by the thread that issues a transfer, and Linux places the
+// woken thread on the waker's CPU (a wake-up on an idle vCPU costs the waker 15 us and the
+// wakee 60 us on the VMs of session 57): as an ordinary thread it then preempts the issuer
+// and runs its memcpy first, so an upload and a download issued together started their
+// models a whole memcpy apart (`sim-copy` "both" at 1 MiB 0.71-0.80 of the model, the
+// second issue 190-350 us after the first in a third of the runs). A DMA engine takes no
+// CPU from the thread that starts it: while parked the engine is SCHED_BATCH, which Linux
+// does not let preempt the running thread on wake-up, so it runs when the issuer waits
+// (or at the next tick); it is an ordinary thread again before it moves bytes and waits
+// out their model, so that it completes on time on a busy CPU.
+void park_without_preempting(bool parked) noexcept {
+#if defined(__linux__)
+  thread_local bool batch = false;
+  if (batch == parked) return;
+  sched_param none{};
+  if (pthread_setschedparam(pthread_self(), parked ? SCHED_BATCH : SCHED_OTHER, &none) == 0)
+    batch = parked;
+#else
+  (void)parked;
+#endif
+}
+
 sim_device::clock::duration memcpy_estimate(std::size_t bytes) {
   return std::chrono::nanoseconds(static_cast<std::int64_t>(
       static_cast<double>(bytes) * memcpy_ns_per_byte.load(std::memory_order_relaxed)));
@@ -121,6 +159,7 @@ sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(p
       units_.emplace_back([this, u] {
         trace::name_this_thread(params_.name + " unit " + std::to_string(u),
                                 "sim device " + params_.name);
+        name_os_thread(params_.name + " unit " + std::to_string(u));
         own_device = this;
         mark_background_thread();
         unit_main();
@@ -130,6 +169,7 @@ sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(p
         trace::name_this_thread(
             params_.name + (dir == link_dir::in ? " copy engine (in)" : " copy engine (out)"),
             "sim device " + params_.name);
+        name_os_thread(params_.name + (dir == link_dir::in ? " copy in" : " copy out"));
         own_device = this;
         mark_background_thread();
         copy_main(engine(dir));
@@ -653,6 +693,8 @@ void sim_device::copy_main(copy_engine& e) {
       }
       std::this_thread::yield();
     }
+    // Nothing issued for engine_spin: it is about to park (outside the lock: a system call).
+    if (!saw_work) park_without_preempting(true);
     {
       lock_spinning(mutex_);
       std::unique_lock lock(mutex_, std::adopt_lock);
@@ -691,6 +733,7 @@ void sim_device::copy_main(copy_engine& e) {
       }
       if (!take(e, op)) return;
     }
+    park_without_preempting(false);
     run_transfer(e, op);
   }
 }
