@@ -559,7 +559,13 @@ TEST_F(SimLinks, AParkedEngineCannotPreemptItsIssuerAndAnEngineMovingBytesCan) {
   std::vector<char> src(n, 4), back(n, 0);
   auto a = allocate<char, sim_space>(sim0, n);
   copy(a, host(src), 4096).wait();  // the device's threads start
-  pid_t const in = thread_named(sim0.name() + " copy in");
+  // The engine names itself when it starts, which may be after the copy above (a waiter
+  // can run a transfer before the engine's thread is first scheduled).
+  pid_t in = -1;
+  for (auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       in < 0 && std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(1)))
+    in = thread_named(sim0.name() + " copy in");
   ASSERT_GT(in, 0) << "no thread named '" << sim0.name() << " copy in'";
   EXPECT_TRUE(policy_becomes(in, SCHED_BATCH, std::chrono::seconds(10)))
       << "an idle engine is not SCHED_BATCH";
