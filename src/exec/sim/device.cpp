@@ -300,15 +300,20 @@ std::int64_t thread_cpu_ns() noexcept {
 // share of a core over its kernel's modeled time instead of whole cores in a burst: eight
 // devices at speed 0.2 starting their kernels together on 2 cores left the host's own
 // threads (graph nodes, boundary kernels, copies) waiting several milliseconds for a
-// core (a trace of ripple-scaling, session 26).
-void sim_device::pace(kernel_op const& op, std::int64_t cpu0) const {
+// core (a trace of ripple-scaling, session 26). The sleep's own CPU time (the system
+// calls, the wake-up: several microseconds on a VM, 16 times per kernel) is the
+// emulator's, not the device's: it is left out of the time the model stretches, or a
+// slow device's every kernel would take 1 / speed times that much longer (session 57).
+std::int64_t sim_device::pace(kernel_op const& op, std::int64_t worked) const {
   double const speed = speed_.load(std::memory_order_relaxed);
-  if (speed >= 1.0 || op.next.load(std::memory_order_relaxed) >= op.chunks) return;
-  auto const spent = std::chrono::nanoseconds(thread_cpu_ns() - cpu0);
-  auto const due = op.start + std::chrono::duration_cast<clock::duration>(spent / speed);
+  if (speed >= 1.0 || op.next.load(std::memory_order_relaxed) >= op.chunks) return 0;
+  auto const due = op.start + std::chrono::duration_cast<clock::duration>(
+                                  std::chrono::nanoseconds(worked) / speed);
   // Woken early by the OS's margin: a sleep that overran would end the kernel late.
-  if (due - clock::now() > 2 * spin::sleep_margin)
-    std::this_thread::sleep_until(due - spin::sleep_margin);
+  if (due - clock::now() <= 2 * spin::sleep_margin) return 0;
+  auto const before = thread_cpu_ns();
+  std::this_thread::sleep_until(due - spin::sleep_margin);
+  return thread_cpu_ns() - before;
 }
 
 void sim_device::unit_main() {
@@ -328,6 +333,7 @@ void sim_device::unit_main() {
       ++op->active;
     }
     auto const cpu0 = thread_cpu_ns();
+    std::int64_t paused = 0;  // CPU time of the pacing's sleeps, not the kernel's
     {
       trace::span traced(op->name, "sim", params_.name);
       for (index_t c; (c = op->next.fetch_add(1, std::memory_order_relaxed)) < op->chunks;) {
@@ -340,10 +346,11 @@ void sim_device::unit_main() {
           op->body(c);
         });
         op->remaining.fetch_sub(1, std::memory_order_acq_rel);
-        pace(*op, cpu0);
+        if (speed_.load(std::memory_order_relaxed) < 1.0)
+          paused += pace(*op, thread_cpu_ns() - cpu0 - paused);
       }
     }
-    auto const spent = thread_cpu_ns() - cpu0;
+    auto const spent = thread_cpu_ns() - cpu0 - paused;
     for (auto seen = op->max_cpu_ns.load(std::memory_order_relaxed);
          spent > seen && !op->max_cpu_ns.compare_exchange_weak(seen, spent);) {
     }

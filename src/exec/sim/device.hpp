@@ -168,8 +168,10 @@ class sim_device {
   };
 
   void unit_main();
-  // A unit's pause after a chunk of a kernel on a slow device (speed < 1).
-  void pace(kernel_op const& op, std::int64_t cpu0) const;
+  // A unit's pause after a chunk of a kernel on a slow device (speed < 1), `worked` the
+  // unit's CPU time in the kernel's chunks so far; returns the CPU time the pause itself
+  // took (its system calls), which is not the device's work.
+  std::int64_t pace(kernel_op const& op, std::int64_t worked) const;
   void copy_main(copy_engine& engine);
   // Takes the front transfer of `engine` if the link is idle (and it ends by `until` when
   // that is set); under mutex_.
