@@ -694,6 +694,23 @@ class hybrid_stencil {
     when_all(after(done)).wait();
   }
 
+  /// How a strip's rows are cut on `where`. On the host: whole rows in 8 blocks per
+  /// thread, not divide_work's 64. Each block reads the rows above and below its own, which
+  /// the neighbouring block (often on the other core, or long evicted) read too: at 4096
+  /// rows over 2 threads, 128 blocks of 32 rows re-read 6% of the grid each sweep, and the
+  /// CPU-only 4096^2 Jacobi ran at 0.89-0.92 of the OpenMP loop (static halves); with 16
+  /// blocks 0.94-0.96 (session 57; 2 per thread 0.94-0.97, but a strip sharing its cores
+  /// with sim devices' threads keeps some balance with 8). Devices: divide_work.
+  static shape<2> strip_division(target const& where, vec<2> region) {
+    auto const traits = detail::traits_of(where);
+    if (!traits.host) return divide_work(where, region);
+    index_t const blocks = std::max<index_t>(1, std::min<index_t>(region[0], traits.threads * 8));
+    index_t const rows = (region[0] + blocks - 1) / blocks;
+    constexpr index_t simd = 16;  // as divide_work: rows rounded to whole vectors
+    return shape<2>(vec<2>{(region[0] + rows - 1) / rows, 1}, vec<2>{1, 1},
+                    vec<2>{rows, (region[1] + simd - 1) / simd * simd});
+  }
+
   /// Launches update over `rows` rows of strip s from `row0`, after `deps`, from buffer
   /// `in` into the other, raising flag `slot` of flag set `in`.
   template <class F, class... A>
@@ -704,7 +721,7 @@ class hybrid_stencil {
     auto const& where = o_.devices[s];
     vec<2> region{rows, from.extent[1]};
     double* flags = flags_[s].block(0).base + in * flags_per_set;
-    return launch(deps, where, divide_work(where, region),
+    return launch(deps, where, strip_division(where, region),
                   tensor_detail::strip_kernel<T, F>{update}, from, to, row0, region, flags, slot,
                   slot == flag_corpus ? flag_corpus + 1 : flag_top + 2,
                   tensor_detail::bind(extra, s)...);
