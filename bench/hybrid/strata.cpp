@@ -10,7 +10,10 @@
 //   the sim devices paced at a quarter of their speed, so that the devices compute side by side
 //   (not on the same cores) and the ideal is reachable on a 2-core machine.
 // - hybrid-shortest-path: the 8-neighbour path cost on a synthetic terrain over the host
-//   and a sim device, with and without change flags: frontier bytes sent and time.
+//   and a sim device, with and without change flags: frontier bytes sent and time; and 30
+//   sweeps on the host strip (one PU) with 1 and 2 paced sim devices at calibrated cuts
+//   against the ideal, as hybrid-jacobi's paced rows.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -32,6 +35,37 @@ using apps::path_update;
 
 std::vector<place> sims(context& ctx) {
   return ctx.rt().machine().slice(isa::sim).descendants(place_type::device);
+}
+
+/// Sim devices at a quarter of their speed while it lives: a paced sim kernel sleeps out
+/// most of its modelled time (docs/memory.md), so a host strip on one PU and two such
+/// devices compute side by side on 2 cores, as a CPU and two accelerators do.
+struct paced {
+  std::vector<place> devs;
+  std::vector<double> speeds;
+  explicit paced(std::vector<place> d) : devs(std::move(d)) {
+    for (auto const& p : devs) {
+      speeds.push_back(sim::speed(p));
+      sim::set_speed(p, speeds.back() / 4);
+    }
+  }
+  paced(paced const&) = delete;
+  paced& operator=(paced const&) = delete;
+  ~paced() {
+    for (std::size_t i = 0; i < devs.size(); ++i) sim::set_speed(devs[i], speeds[i]);
+  }
+};
+
+/// The shortest path's synthetic terrain (elevations in m) on an n x n grid.
+std::vector<double> path_terrain(index_t n) {
+  std::vector<double> z(static_cast<std::size_t>(n * n));
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < n; ++j)
+      z[static_cast<std::size_t>(i * n + j)] =
+          300.0 * std::sin(0.02 * static_cast<double>(i)) *
+              std::cos(0.03 * static_cast<double>(j)) +
+          50.0 * std::sin(0.11 * static_cast<double>(i + 2 * j));
+  return z;
 }
 
 /// Dynamic re-partitioning (§9) on host + 2 sim devices at calibrated cuts: sim device 2's
@@ -256,19 +290,7 @@ void run_hybrid_jacobi(context& ctx) {
   // host strip on one PU, the sim devices paced at a quarter of their speed (a paced sim
   // kernel sleeps out most of its modelled time, docs/exec.md), so the three together
   // need less than this machine's two cores and the ideal is within reach.
-  struct paced {
-    std::vector<place> devs;
-    std::vector<double> speeds;
-    explicit paced(std::vector<place> d) : devs(std::move(d)) {
-      for (auto const& p : devs) {
-        speeds.push_back(sim::speed(p));
-        sim::set_speed(p, speeds.back() / 4);
-      }
-    }
-    ~paced() {
-      for (std::size_t i = 0; i < devs.size(); ++i) sim::set_speed(devs[i], speeds[i]);
-    }
-  } pace({devs[0], devs[1]});
+  paced const pace({devs[0], devs[1]});
   std::vector<place> side{ctx.cpus(1), devs[0], devs[1]};
   std::vector<double> side_alone;
   for (auto const& d : side) {
@@ -282,6 +304,68 @@ void run_hybrid_jacobi(context& ctx) {
   run_rebalance(ctx, side, side_alone, n, iv, "paced/rebalance/host1+2sim", side_note);
 }
 
+/// The shortest path's sweeps on the host strip (one PU) and 1 or 2 paced sim devices at
+/// cuts from their single-device speeds, against the ideal (the sum of those throughputs),
+/// as hybrid-jacobi's paced rows: a fixed number of sweeps from one target, every cell
+/// updated in each.
+void run_hybrid_path_mixes(context& ctx) {
+  auto devs = sims(ctx);
+  if (devs.size() < 2) {
+    ctx.skip("hybrid-shortest-path", "mixes need two sim devices");
+    return;
+  }
+  index_t const n = ctx.opts().quick ? 96 : 1024;
+  long const sweeps = ctx.opts().quick ? 4 : 30;
+  int const reps = ctx.opts().quick ? 1 : 3;
+  double const h = 30.0, inf = std::numeric_limits<double>::infinity();
+  std::vector<double> z = path_terrain(n);
+  std::vector<double> cost(z.size(), inf);
+  cost[static_cast<std::size_t>((n / 5) * n + n / 3)] = 0;
+  view<double, 2> const cv(ptr<double, host_space>(cost.data(), 0), vec<2>{n, n});
+  view<double, 2> const zv(ptr<double, host_space>(z.data(), 0), vec<2>{n, n});
+  auto time_solve = [&](hybrid_stencil<double>& hs) {
+    tensor<double, 2> elevation(hs.devices(), hs.spec());
+    copy(elevation, zv).wait();
+    double best = 1e300;
+    for (int r = 0; r < reps; ++r) {
+      hs.set(cv);
+      auto const res = hs.iterate(sweeps, path_update{}, elevation, h);
+      if (res.iterations != sweeps) throw std::runtime_error("hybrid-shortest-path: stopped early");
+      best = std::min(best, res.seconds);
+    }
+    return best;
+  };
+  paced const pace({devs[0], devs[1]});
+  std::vector<place> const side{ctx.cpus(1), devs[0], devs[1]};
+  double const cells = double(n * n) * double(sweeps);
+  std::vector<double> alone;
+  for (auto const& d : side) {
+    hybrid_stencil<double> hs({n, n}, {.devices = {d}, .boundary = inf});
+    alone.push_back(cells / time_solve(hs));
+  }
+  for (std::size_t k : {2, 3}) {
+    std::vector<place> mix(side.begin(), side.begin() + static_cast<long>(k));
+    std::vector<double> speeds(alone.begin(), alone.begin() + static_cast<long>(k));
+    hybrid_stencil<double> hs({n, n}, {.devices = mix, .weights = speeds, .boundary = inf});
+    double const t = time_solve(hs);
+    double ideal = 0;
+    for (auto v : speeds) ideal += v;
+    result r{"hybrid-shortest-path",
+             "paced/host1+" + std::to_string(k - 1) + "sim",
+             cells,
+             t,
+             "ideal (sum of single-device throughputs)",
+             cells / ideal};
+    r.extra = {{"devices", double(k)}, {"sweeps", double(sweeps)}};
+    for (std::size_t i = 0; i < k; ++i)
+      r.extra.push_back({"alone_cells_per_s_" + std::to_string(i), speeds[i]});
+    r.note =
+        "ratio = achieved / ideal; host strip on 1 PU, sim devices paced at a quarter of their "
+        "speed, so the three compute side by side on the 2 cores";
+    ctx.report(r);
+  }
+}
+
 void run_hybrid_path(context& ctx) {
   index_t const n = ctx.opts().quick ? 96 : 512;
   double const h = 30.0, inf = std::numeric_limits<double>::infinity();
@@ -291,13 +375,8 @@ void run_hybrid_path(context& ctx) {
     return;
   }
   std::vector<place> mixd{ctx.cpus(ctx.thread_counts().back()), devs[0]};
-  std::vector<double> z(static_cast<std::size_t>(n * n)), cost(z.size(), inf);
-  for (index_t i = 0; i < n; ++i)
-    for (index_t j = 0; j < n; ++j)
-      z[static_cast<std::size_t>(i * n + j)] =
-          300.0 * std::sin(0.02 * static_cast<double>(i)) *
-              std::cos(0.03 * static_cast<double>(j)) +
-          50.0 * std::sin(0.11 * static_cast<double>(i + 2 * j));
+  std::vector<double> z = path_terrain(n);
+  std::vector<double> cost(z.size(), inf);
   index_t const ti = n / 5, tj = n / 3;  // the target: away from the cut between the strips
   cost[static_cast<std::size_t>(ti * n + tj)] = 0;
   view<double, 2> cv(ptr<double, host_space>(cost.data(), 0), vec<2>{n, n});
@@ -332,6 +411,7 @@ void run_hybrid_path(context& ctx) {
       "same costs both ways (checked); bytes_sent vs bytes_sent_without_flags is the "
       "seed's point: unchanged frontiers are not sent";
   ctx.report(r);
+  run_hybrid_path_mixes(ctx);
 }
 
 registrar hybrid_jacobi_r("hybrid-jacobi",
@@ -341,7 +421,8 @@ registrar hybrid_jacobi_r("hybrid-jacobi",
                           run_hybrid_jacobi);
 registrar hybrid_path_r("hybrid-shortest-path",
                         "hybrid stencil shortest path on host + sim: frontier bytes and time "
-                        "with and without change flags",
+                        "with and without change flags; host + 1/2 paced sim devices with "
+                        "measured-speed cuts vs the sum of single-device throughputs",
                         run_hybrid_path);
 
 }  // namespace
