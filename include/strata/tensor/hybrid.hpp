@@ -696,11 +696,12 @@ class hybrid_stencil {
 
   /// How a strip's rows are cut on `where`. On the host: whole rows in 8 blocks per
   /// thread, not divide_work's 64. Each block reads the rows above and below its own, which
-  /// the neighbouring block (often on the other core, or long evicted) read too: at 4096
-  /// rows over 2 threads, 128 blocks of 32 rows re-read 6% of the grid each sweep, and the
-  /// CPU-only 4096^2 Jacobi ran at 0.89-0.92 of the OpenMP loop (static halves); with 16
-  /// blocks 0.94-0.96 (session 57; 2 per thread 0.94-0.97, but a strip sharing its cores
-  /// with sim devices' threads keeps some balance with 8). Devices: divide_work.
+  /// the neighbouring block (often on the other core) read too: at 4096 rows over 2
+  /// threads, 128 blocks of 32 rows re-read 6% of the grid's rows each sweep. Session 57,
+  /// `strata bench hybrid-jacobi` host/2 (CPU-only 4096^2 against OpenMP's static halves):
+  /// 0.89-0.93 in seven runs with 64 blocks per thread, 0.93-0.96 in seven with 8 (a
+  /// stand-alone loop of the same solves read 0.96-0.98 with either). Fewer blocks would
+  /// lose the balance a strip needs when sim devices' threads share its cores.
   static shape<2> strip_division(target const& where, vec<2> region) {
     auto const traits = detail::traits_of(where);
     if (!traits.host) return divide_work(where, region);
