@@ -288,7 +288,7 @@ void run_hybrid_jacobi(context& ctx) {
 
   // The same on devices that compute side by side, as a CPU and two accelerators do: the
   // host strip on one PU, the sim devices paced at a quarter of their speed (a paced sim
-  // kernel sleeps out most of its modelled time, docs/exec.md), so the three together
+  // kernel sleeps out most of its modelled time, docs/memory.md), so the three together
   // need less than this machine's two cores and the ideal is within reach.
   paced const pace({devs[0], devs[1]});
   std::vector<place> side{ctx.cpus(1), devs[0], devs[1]};
@@ -359,6 +359,9 @@ void run_hybrid_path_mixes(context& ctx) {
     r.extra = {{"devices", double(k)}, {"sweeps", double(sweeps)}};
     for (std::size_t i = 0; i < k; ++i)
       r.extra.push_back({"alone_cells_per_s_" + std::to_string(i), speeds[i]});
+    auto const& cuts = hs.cuts();
+    for (std::size_t i = 1; i + 1 < cuts.size(); ++i)
+      r.extra.push_back({"cut_" + std::to_string(i), double(cuts[i])});
     r.note =
         "ratio = achieved / ideal; host strip on 1 PU, sim devices paced at a quarter of their "
         "speed, so the three compute side by side on the 2 cores";

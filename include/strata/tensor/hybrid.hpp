@@ -695,17 +695,20 @@ class hybrid_stencil {
   }
 
   /// How a strip's rows are cut on `where`. On the host: whole rows in 8 blocks per
-  /// thread, not divide_work's 64. Each block reads the rows above and below its own, which
-  /// the neighbouring block (often on the other core) read too: at 4096 rows over 2
-  /// threads, 128 blocks of 32 rows re-read 6% of the grid's rows each sweep. Session 57,
-  /// `strata bench hybrid-jacobi` host/2 (CPU-only 4096^2 against OpenMP's static halves):
-  /// 0.89-0.93 in seven runs with 64 blocks per thread, 0.93-0.96 in seven with 8 (a
-  /// stand-alone loop of the same solves read 0.96-0.98 with either). Fewer blocks would
-  /// lose the balance a strip needs when sim devices' threads share its cores.
+  /// thread, not divide_work's 64 (at 4096 rows on 2 threads 16 blocks of 256 rows a sweep,
+  /// not 128 of 32, in the same 16 chunks the threads backend hands out: fewer kernel
+  /// calls and flag updates, which both threads make on one cache line). Session 57,
+  /// `strata bench hybrid-jacobi` host/2 (the CPU-only 4096^2 Jacobi against OpenMP's
+  /// static halves): 0.89-0.93 in seven runs with divide_work's cut, 0.93-0.96 in seven
+  /// with this one; a stand-alone loop of the same solves read 0.96-0.98 with either, so
+  /// what the bench's process adds is not established. Devices (a paced sim device's
+  /// launches are cut for its pacing, CUDA) and strips too short for 8 blocks per thread
+  /// (frontier rows: divide_work splits a row) keep divide_work's shape.
   static shape<2> strip_division(target const& where, vec<2> region) {
     auto const traits = detail::traits_of(where);
-    if (!traits.host) return divide_work(where, region);
-    index_t const blocks = std::max<index_t>(1, std::min<index_t>(region[0], traits.threads * 8));
+    index_t const blocks = static_cast<index_t>(std::max(traits.threads, 1)) * 8;
+    if (where.where.isa() != isa::host || !traits.host || region[0] < blocks)
+      return divide_work(where, region);
     index_t const rows = (region[0] + blocks - 1) / blocks;
     constexpr index_t simd = 16;  // as divide_work: rows rounded to whole vectors
     return shape<2>(vec<2>{(region[0] + rows - 1) / rows, 1}, vec<2>{1, 1},

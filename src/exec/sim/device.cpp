@@ -117,13 +117,18 @@ void name_os_thread(std::string name) noexcept {
 // does not let preempt the running thread on wake-up, so it runs when the issuer waits
 // (or at the next tick); it is an ordinary thread again before it moves bytes and waits
 // out their model, so that it completes on time on a busy CPU.
+// Only from the ordinary policy the thread started with: under a real-time or idle policy
+// (chrt), the engine keeps it; a refused call (a sandbox) is not retried at every park.
 void park_without_preempting(bool parked) noexcept {
 #if defined(__linux__)
-  thread_local bool batch = false;
-  if (batch == parked) return;
+  thread_local int const started = sched_getscheduler(0);
+  thread_local bool batch = false, refused = false;
+  if (started != SCHED_OTHER || refused || batch == parked) return;
   sched_param none{};
   if (pthread_setschedparam(pthread_self(), parked ? SCHED_BATCH : SCHED_OTHER, &none) == 0)
     batch = parked;
+  else
+    refused = true;
 #else
   (void)parked;
 #endif
@@ -301,17 +306,17 @@ std::int64_t thread_cpu_ns() noexcept {
 // devices at speed 0.2 starting their kernels together on 2 cores left the host's own
 // threads (graph nodes, boundary kernels, copies) waiting several milliseconds for a
 // core (a trace of ripple-scaling, session 26). The sleep's own CPU time (the system
-// calls, the wake-up: several microseconds on a VM, 16 times per kernel) is the
-// emulator's, not the device's: it is left out of the time the model stretches, or a
+// calls, the wake-up: several microseconds on a VM, up to 15 times per unit and kernel)
+// is the emulator's, not the device's: it is left out of the time the model stretches, or a
 // slow device's every kernel would take 1 / speed times that much longer (session 57).
-std::int64_t sim_device::pace(kernel_op const& op, std::int64_t worked) const {
+std::int64_t sim_device::pace(kernel_op const& op, std::int64_t cpu0, std::int64_t paused) const {
   double const speed = speed_.load(std::memory_order_relaxed);
   if (speed >= 1.0 || op.next.load(std::memory_order_relaxed) >= op.chunks) return 0;
+  auto const before = thread_cpu_ns();
   auto const due = op.start + std::chrono::duration_cast<clock::duration>(
-                                  std::chrono::nanoseconds(worked) / speed);
+                                  std::chrono::nanoseconds(before - cpu0 - paused) / speed);
   // Woken early by the OS's margin: a sleep that overran would end the kernel late.
   if (due - clock::now() <= 2 * spin::sleep_margin) return 0;
-  auto const before = thread_cpu_ns();
   std::this_thread::sleep_until(due - spin::sleep_margin);
   return thread_cpu_ns() - before;
 }
@@ -346,8 +351,7 @@ void sim_device::unit_main() {
           op->body(c);
         });
         op->remaining.fetch_sub(1, std::memory_order_acq_rel);
-        if (speed_.load(std::memory_order_relaxed) < 1.0)
-          paused += pace(*op, thread_cpu_ns() - cpu0 - paused);
+        paused += pace(*op, cpu0, paused);
       }
     }
     auto const spent = thread_cpu_ns() - cpu0 - paused;

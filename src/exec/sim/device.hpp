@@ -168,10 +168,10 @@ class sim_device {
   };
 
   void unit_main();
-  // A unit's pause after a chunk of a kernel on a slow device (speed < 1), `worked` the
-  // unit's CPU time in the kernel's chunks so far; returns the CPU time the pause itself
-  // took (its system calls), which is not the device's work.
-  std::int64_t pace(kernel_op const& op, std::int64_t worked) const;
+  // A unit's pause after a chunk of a kernel on a slow device (speed < 1): its CPU time in
+  // the kernel since `cpu0`, less `paused` (its earlier pauses), is the device's work so
+  // far. Returns the CPU time this pause took (its system calls), not the device's work.
+  std::int64_t pace(kernel_op const& op, std::int64_t cpu0, std::int64_t paused) const;
   void copy_main(copy_engine& engine);
   // Takes the front transfer of `engine` if the link is idle (and it ends by `until` when
   // that is set); under mutex_.
