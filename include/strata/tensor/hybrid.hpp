@@ -699,7 +699,7 @@ class hybrid_stencil {
   /// not 128 of 32, in the same 16 chunks the threads backend hands out: fewer kernel
   /// calls and flag updates, which both threads make on one cache line). Session 57,
   /// `strata bench hybrid-jacobi` host/2 (the CPU-only 4096^2 Jacobi against OpenMP's
-  /// static halves): 0.89-0.93 in seven runs with divide_work's cut, 0.93-0.96 in seven
+  /// static halves): 0.89-0.93 in seven runs with divide_work's cut, 0.93-1.00 in nine
   /// with this one; a stand-alone loop of the same solves read 0.96-0.98 with either, so
   /// what the bench's process adds is not established. Devices (a paced sim device's
   /// launches are cut for its pacing, CUDA) and strips too short for 8 blocks per thread
