@@ -316,7 +316,7 @@ eikonal_solver<T, L, N>::eikonal_solver(std::vector<strata::place> const& places
 
 template <class T, class L, std::size_t N>
 void eikonal_solver<T, L, N>::reset() {
-  strata::for_each_cell(fim_init{}, a_, eikonal_centre(a_.extent()), T(0)).wait();
+  strata::for_each_cell_and_wait(fim_init{}, a_, eikonal_centre(a_.extent()), T(0));
 }
 
 template <class T, class L, std::size_t N>

@@ -83,9 +83,8 @@ T euler_field<T, L>::max_speed() {
 }
 template <class T, class L>
 void euler_field<T, L>::step(T dt, T h) {
-  strata::for_each_cell(force_step{}, strata::concurrent_padded_access(in), out, dt / h, dt / h,
-                        T(euler_gamma))
-      .wait();
+  strata::for_each_cell_and_wait(force_step{}, strata::concurrent_padded_access(in), out, dt / h,
+                                 dt / h, T(euler_gamma));
   std::swap(in, out);
 }
 

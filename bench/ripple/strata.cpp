@@ -56,7 +56,7 @@ void particles_layout(context& ctx, index_t n, ripple::kokkos_particles* kk, lon
   apps::particle_init(t, pu);
   long steps = 0;
   auto strata_side = [&] {
-    for_each_cell(apps::particle_push{}, t, apps::particle_dt).wait();
+    for_each_cell_and_wait(apps::particle_push{}, t, apps::particle_dt);
     ++steps;
   };
   std::string const name = "strata-" + layout_name<L>() + "/1pu";
@@ -120,7 +120,7 @@ void run_particles(context& ctx) {
     auto [ts, tp] = compare(
         ctx.opts().repeats,
         [&] {
-          for_each_cell(apps::particle_push{}, t, apps::particle_dt).wait();
+          for_each_cell_and_wait(apps::particle_push{}, t, apps::particle_dt);
           ++steps;
         },
         [&] {

@@ -52,7 +52,7 @@ void run_tensor_saxpy(context& ctx) {
     fill(y, 1.0f).wait();
     std::vector<float> py(static_cast<std::size_t>(n), 1.0f);
     auto [ts, tp] = compare(
-        ctx.opts().repeats, [&] { for_each_cell(saxpy_cell{}, x, y, a).wait(); },
+        ctx.opts().repeats, [&] { for_each_cell_and_wait(saxpy_cell{}, x, y, a); },
         [&] { omp::tensor_saxpy(n, a, hx.data(), py.data(), t); });
     check(gather(y), "strata");
     check(py, "the peer");
@@ -94,7 +94,7 @@ void run_tensor_saxpy(context& ctx) {
       wait_all(done);
     };
     auto [ts, tp] = compare(
-        ctx.opts().repeats, [&] { for_each_cell(saxpy_cell{}, x, y, a).wait(); }, raw);
+        ctx.opts().repeats, [&] { for_each_cell_and_wait(saxpy_cell{}, x, y, a); }, raw);
     check(gather(y), "strata");
     result r{"tensor-saxpy",
              "sim" + std::to_string(k),

@@ -240,9 +240,20 @@ bool runs_inline(target const& t) {
 
 void defer(std::function<void()> fn) {
   auto& exec = current_exec();
+  auto body = [fn = std::move(fn)](index_t) { fn(); };
+  // From a worker (a kernel's completion starts a host copy after it): that worker's own
+  // PU, so the worker runs it when it returns to its loop. A job any PU could take woke
+  // another thread each time (not the reserve, which takes only the first PU's jobs): a
+  // thread waiting for a graph of small kernels was woken once per kernel, 50 us each on
+  // the VM.
+  if (is_pool_worker())
+    if (auto* p = pool::instance()) {
+      submit(std::make_shared<body_job<decltype(body)>>(1, p->own_slots(current_slot()),
+                                                        std::move(body)));
+      return;
+    }
   auto [threads, slots] = exec.slots.of(exec.machine);
   (void)threads;
-  auto body = [fn = std::move(fn)](index_t) { fn(); };
   submit(std::make_shared<body_job<decltype(body)>>(1, slots, std::move(body)));
 }
 

@@ -202,6 +202,62 @@ TEST(Pool, ACallerOnAnotherWorkersCpuLeavesItToThatWorker) {
 }
 #endif
 
+// A chain of kernels on the first PU, each launched after the one before, waited for by
+// a thread outside the pool: each is submitted when the one before completes, by the
+// reserve worker that ran it, which runs it next. The waiting thread has parked (each
+// kernel takes a millisecond); it used to count as the first PU's helper while asleep,
+// so every kernel woke it (tens of microseconds on a VM) and the reserve stood aside.
+TEST(Pool, AParkedWaiterIsNotWokenForEachFirstProcessorKernelOfAChain) {
+  runtime rt;
+  auto first = on(rt.machine().slice(isa::host).processors().front(), backend_id::threads);
+  launch(first, grid(1), [](auto const&) {}).wait();  // the pool is up
+  auto const self = std::this_thread::get_id();
+  int const kernels = 30;
+  std::atomic<int> on_caller{0}, ran{0};
+  auto body = [&](auto const&) {
+    if (std::this_thread::get_id() == self) on_caller++;
+    for (auto until = std::chrono::steady_clock::now() + 1ms;
+         std::chrono::steady_clock::now() < until;) {
+    }
+    ran++;
+  };
+  event last = launch(first, grid(1), body);
+  for (int k = 1; k < kernels; ++k) last = launch(after(last), first, grid(1), body);
+  std::this_thread::sleep_for(3ms);  // the reserve runs the chain; nobody waits yet
+  last.wait();
+  EXPECT_EQ(ran.load(), kernels);
+  // One submitted while the caller still spins in its wait (50 us) is the caller's; a
+  // spurious wake-up may give it another.
+  EXPECT_LE(on_caller.load(), 3) << "the parked caller ran " << on_caller.load() << " of "
+                                 << kernels << " kernels";
+}
+
+// The same chain waited for inside launch_and_wait's scope on another thread (a blocking
+// caller parked on its own kernel): the chain must still progress (the parked thread's
+// helper counts are taken away while it sleeps, so nobody waits for it to run them).
+TEST(Pool, AChainOnTheFirstProcessorProgressesWhileABlockingCallerIsParked) {
+  runtime rt;
+  auto pus = rt.machine().slice(isa::host).processors();
+  if (pus.size() < 2) GTEST_SKIP() << "needs two processors (on one the caller runs its kernel)";
+  auto first = on(pus.front(), backend_id::threads);
+  std::atomic<bool> release{false};
+  // The blocking caller waits for a kernel on the last PU that ends when the chain has.
+  std::thread blocked([&] {
+    launch_and_wait(on(pus.back(), backend_id::threads), grid(1), [&](auto const&) {
+      auto const give_up = std::chrono::steady_clock::now() + 10s;
+      while (!release.load() && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(100us);
+    });
+  });
+  std::this_thread::sleep_for(20ms);  // it has parked (on one PU it runs the kernel)
+  event last = launch(first, grid(2), [](auto const&) {});
+  for (int k = 1; k < 20; ++k) last = launch(after(last), first, grid(2), [](auto const&) {});
+  EXPECT_TRUE(ready_within(last, 5000ms)) << "the first PU's chain stalled";
+  release = true;
+  blocked.join();
+  last.wait();
+}
+
 TEST(Pool, LaunchAndWaitRethrowsAndLeavesTheFirstProcessorToTheReserve) {
   runtime rt;
   auto first = rt.machine().slice(isa::host).processors().front();

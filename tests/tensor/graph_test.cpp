@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -285,6 +286,61 @@ TEST_P(TensorGraph, SplitReduceFoldsWhatTheKernelReturnsAsItWrites) {
     ASSERT_TRUE(sum.complete() && top.complete());
     ASSERT_EQ(sum.value(), want_sum) << "run " << run;
     ASSERT_EQ(top.value(), want_top) << "run " << run;
+  }
+}
+
+// The minimum and maximum of integers fold with one accumulator per lane of a row's tiles
+// (tensor_detail::any_order_fold): rows shorter than a tile, rows with a tail, the extreme
+// in the first row (the running value every later row's lanes start from), in a tail, and
+// in every lane position, signed and unsigned, against the sequential fold.
+TEST_P(TensorGraph, SplitReduceMinAndMaxOfIntegersMatchTheSequentialFold) {
+  auto p = places(GetParam());
+  std::uint32_t seed = 12345;
+  auto next = [&] {
+    seed = seed * 1664525u + 1013904223u;
+    return seed;
+  };
+  for (vec<2> extent : {vec<2>{3, 9}, vec<2>{5, 203}, vec<2>{17, 64}, vec<2>{2, 33}}) {
+    tensor_spec<2> s{.extent = extent, .partitions = {1, 2}};
+    tensor<std::int32_t, 2> x(p, s), y(p, s);
+    auto const copy_out = [] STRATA_FN(auto& in, auto& out) {
+      *out = *in;
+      return *in;
+    };
+    auto const as_u16 = [] STRATA_FN(auto& in, auto& out) {
+      *out = *in;
+      return static_cast<std::uint16_t>(*in & 0xffff);
+    };
+    reduction_result<std::int32_t> lo(std::numeric_limits<std::int32_t>::max()),
+        hi(std::numeric_limits<std::int32_t>::min());
+    reduction_result<std::uint16_t> top(std::uint16_t{0});
+    graph g;
+    g.split_reduce(lo, reduce_min{}, copy_out, x, y)
+        .then_split_reduce(hi, reduce_max{}, copy_out, y, x)
+        .then_split_reduce(top, reduce_max{}, as_u16, x, y);
+    auto const cells = static_cast<std::size_t>(extent.product());
+    // Where the extremes go: each cell in turn for the small shapes, else random places.
+    for (std::size_t round = 0; round < std::min<std::size_t>(cells, 40); ++round) {
+      std::vector<std::int32_t> v(cells);
+      for (auto& e : v) e = static_cast<std::int32_t>(next() % 2001) - 1000;
+      std::size_t const at_lo = cells <= 40 ? round : next() % cells;
+      std::size_t const at_hi = cells <= 40 ? cells - 1 - round : next() % cells;
+      v[at_lo] = -5000 - static_cast<std::int32_t>(round);
+      v[at_hi] = 0x7000 + static_cast<std::int32_t>(round);
+      scatter(x, v);
+      strata::run(g).wait();
+      std::int32_t want_lo = std::numeric_limits<std::int32_t>::max();
+      std::int32_t want_hi = std::numeric_limits<std::int32_t>::min();
+      std::uint16_t want_top = 0;
+      for (auto e : v) {
+        want_lo = std::min(want_lo, e);
+        want_hi = std::max(want_hi, e);
+        want_top = std::max(want_top, static_cast<std::uint16_t>(e & 0xffff));
+      }
+      ASSERT_EQ(lo.value_and_reset(), want_lo) << extent[0] << "x" << extent[1] << " " << round;
+      ASSERT_EQ(hi.value_and_reset(), want_hi) << extent[0] << "x" << extent[1] << " " << round;
+      ASSERT_EQ(top.value_and_reset(), want_top) << extent[0] << "x" << extent[1] << " " << round;
+    }
   }
 }
 

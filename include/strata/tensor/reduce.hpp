@@ -38,6 +38,16 @@ struct reduce_max {
 
 namespace tensor_detail {
 
+/// Whether folding with `Op` over `R` gives the same result in any order and grouping,
+/// and folding a value in twice changes nothing: the minimum and maximum of integers (of
+/// floating-point values not: a NaN's place in the order decides). Such a fold may keep
+/// one accumulator per lane of a tile, each started from the running value
+/// (reduce_cell_kernel), instead of folding each tile in order: a vector operation
+/// instead of a dependent chain per cell.
+template <class Op, class R>
+inline constexpr bool any_order_fold = std::is_integral_v<R> && (std::is_same_v<Op, reduce_min> ||
+                                                                 std::is_same_v<Op, reduce_max>);
+
 /// The transform of a plain reduction: the cell's value.
 struct cell_value {
   template <class It>
@@ -217,14 +227,35 @@ struct reduce_cell_kernel {
     }
 #endif
     index_t k = 0;
-    for (; k + tile <= len; k += tile) {
-      R v[tile];
-      STRATA_CELL_INDEPENDENT
-      for (index_t l = 0; l < tile; ++l) {
-        v[l] = static_cast<R>(call_lvalues(f, it...));
-        (next_in_row(it), ...);
+    if constexpr (any_order_fold<Op, R>) {
+      // One accumulator per lane, folded at the row's end: the eikonal solve's active
+      // flags (a maximum of uint16) took as long to fold in order as to compute, 1.1-1.2
+      // ms against 0.6-0.7 for a pass without the reduction (1024^2 floats, one PU).
+      if (len >= tile) {
+        R lanes[tile];
+        for (index_t l = 0; l < tile; ++l) lanes[l] = acc;
+        for (; k + tile <= len; k += tile) {
+          R v[tile];
+          STRATA_CELL_INDEPENDENT
+          for (index_t l = 0; l < tile; ++l) {
+            v[l] = static_cast<R>(call_lvalues(f, it...));
+            (next_in_row(it), ...);
+          }
+          for (index_t l = 0; l < tile; ++l) lanes[l] = op(lanes[l], v[l]);
+        }
+        acc = lanes[0];
+        for (index_t l = 1; l < tile; ++l) acc = op(acc, lanes[l]);
       }
-      for (index_t l = 0; l < tile; ++l) acc = op(acc, v[l]);
+    } else {
+      for (; k + tile <= len; k += tile) {
+        R v[tile];
+        STRATA_CELL_INDEPENDENT
+        for (index_t l = 0; l < tile; ++l) {
+          v[l] = static_cast<R>(call_lvalues(f, it...));
+          (next_in_row(it), ...);
+        }
+        for (index_t l = 0; l < tile; ++l) acc = op(acc, v[l]);
+      }
     }
     for (; k < len; ++k) {
       acc = op(acc, static_cast<R>(call_lvalues(f, it...)));

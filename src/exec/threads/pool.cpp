@@ -25,6 +25,9 @@ std::atomic<pool*> live_pool{nullptr};
 [[gnu::tls_model("initial-exec")]] thread_local bool is_worker = false;
 // One of the runtime's own background threads (mark_background_thread).
 thread_local bool background_thread = false;
+// How many enter_helping calls the calling thread (outside the pool) has not yet paired
+// with leave_helping: a caller_waits scope and the wait inside it hold two.
+thread_local int helping_depth = 0;
 
 // Trace counters of the calling thread (Chrome "C" events on its lane): the tasks it
 // stole and the time it spent idle (spinning or parked for want of work), both running
@@ -95,6 +98,11 @@ pool::pool(std::vector<int> slot_os_index, bool pin, int devices)
       os_slot_[os] = static_cast<int>(s);
     }
   }
+  for (std::size_t s = 0; s < slot_os_.size(); ++s) {
+    std::vector<std::uint64_t> bits((slot_os_.size() + 63) / 64);
+    bits[s / 64] = std::uint64_t{1} << (s % 64);
+    own_.push_back(std::make_unique<slot_set>(std::move(bits)));
+  }
   // One worker per PU. Slot 0's is a reserve: the threads that wait do slot 0's share of
   // ordinary jobs, and it runs only jobs confined to the first PU, which no other worker
   // may run and which must progress even when no thread waits.
@@ -162,12 +170,14 @@ void pool::submit(std::shared_ptr<job> j) {
         wake_slot(static_cast<int>(slot));
     }
   }
-  // The reserve runs the first PU's jobs when nobody waits to do them.
+  // The reserve runs the first PU's jobs when no awake thread waits to do them.
   if (slots->only_first && external_helpers_.load(std::memory_order_seq_cst) == 0 &&
       (sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst) & 1u))
     wake_slot(0);
-  // Waiting threads do the first PU's share.
-  if (slots->has(0)) notify_external();
+  // Waiting threads do the first PU's share of jobs shared with other PUs; a job confined
+  // to the first PU is the reserve's unless an awake waiter (it watches submits_) takes
+  // it, so parked waiters are not woken for it.
+  if (slots->has(0) && !slots->only_first) notify_external();
 }
 
 bool pool::has_work() const noexcept {
@@ -217,7 +227,7 @@ bool pool::idle() const noexcept {
   return outstanding_.load(std::memory_order_acquire) == 0 && tasks_->active_runs() == 0;
 }
 
-std::shared_ptr<job> pool::find(int slot, bool reserve) {
+std::shared_ptr<job> pool::find(int slot, bool reserve, bool shared_only) {
   std::lock_guard lock(mutex_);
   for (auto it = active_.begin(); it != active_.end();) {
     if ((*it)->exhausted()) {
@@ -225,7 +235,7 @@ std::shared_ptr<job> pool::find(int slot, bool reserve) {
       continue;
     }
     auto const* s = (*it)->slots();
-    if (s->has(slot) && (!reserve || s->only_first)) return *it;
+    if (s->has(slot) && (!reserve || s->only_first) && !(shared_only && s->only_first)) return *it;
     ++it;
   }
   return nullptr;
@@ -240,10 +250,18 @@ bool pool::has_job(int slot) {
   return find(slot, reserve) != nullptr;
 }
 
+bool pool::has_shared_job(int slot) {
+  if (outstanding_.load(std::memory_order_acquire) == 0) return false;
+  return find(slot, false, true) != nullptr;
+}
+
 void pool::run(job& j, index_t chunk) {
   // The job is over once its last chunk has completed its event (and the continuations,
-  // which may submit more work): only then does it stop counting as outstanding.
-  if (j.execute(chunk) && outstanding_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+  // which may submit more work): only then does it stop counting as outstanding. Threads
+  // in drain wait for that (others are woken by their events: waking them at the end of
+  // every job woke a thread that waits for a graph of small kernels once per kernel).
+  if (j.execute(chunk) && outstanding_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      draining_.load(std::memory_order_seq_cst) > 0)
     notify_external();
 }
 
@@ -267,15 +285,32 @@ bool pool::help(int slot, event_state const* until) {
 }
 
 void pool::enter_helping() noexcept {
+  ++helping_depth;
   external_helpers_.fetch_add(1, std::memory_order_seq_cst);
 }
 
 void pool::leave_helping() noexcept {
+  --helping_depth;
   // The last waiting thread leaves: the reserve takes over the first PU's jobs.
   if (external_helpers_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
       (sleeping_[0].load(std::memory_order_seq_cst) & 1u) && has_job(0)) {
     if (sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst) & 1u) wake_slot(0);
   }
+}
+
+int pool::pause_helping() noexcept {
+  int const held = helping_depth;
+  // As leave_helping, for all of them at once: if no awake helper is left, the reserve
+  // takes over (woken if first-PU work is queued; a submit from now on wakes it itself).
+  if (held > 0 && external_helpers_.fetch_sub(held, std::memory_order_seq_cst) == held &&
+      (sleeping_[0].load(std::memory_order_seq_cst) & 1u) && has_job(0)) {
+    if (sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst) & 1u) wake_slot(0);
+  }
+  return held;
+}
+
+void pool::resume_helping(int held) noexcept {
+  external_helpers_.fetch_add(held, std::memory_order_seq_cst);
 }
 
 void pool::worker_main(int slot, int os_index, bool pin) {
@@ -306,9 +341,12 @@ void pool::worker_main(int slot, int os_index, bool pin) {
     if (tasks.work(slot)) continue;
     if (help(slot, nullptr)) continue;
     auto const seen = submits_.load(std::memory_order_acquire);
+    // The reserve watches submits too while no awake thread waits to take the first
+    // PU's jobs (it would otherwise find one only when its spin ends, 50 us on).
     auto found = [&] {
       return stopping() || tasks.available(slot) ||
-             (slot != 0 && submits_.load(std::memory_order_acquire) != seen);
+             ((slot != 0 || external_helpers_.load(std::memory_order_relaxed) == 0) &&
+              submits_.load(std::memory_order_acquire) != seen);
     };
     // An idle spell, timed for the trace's counters only while tracing.
     auto const idle_from = trace::enabled() ? std::chrono::steady_clock::now()

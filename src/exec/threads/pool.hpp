@@ -61,6 +61,11 @@ class pool {
   /// `s` is ready. event::wait ends here.
   void wait(event_state& s, std::chrono::steady_clock::time_point until = {});
 
+  /// The slot set of one slot alone (jobs that only that slot's worker may run).
+  slot_set const* own_slots(int slot) const noexcept {
+    return own_[static_cast<std::size_t>(slot)].get();
+  }
+
   /// The task-graph side of the pool: per-worker deques (see src/task/scheduler.hpp).
   task::detail::scheduler& tasks() noexcept { return *tasks_; }
 
@@ -74,7 +79,8 @@ class pool {
   /// Parks the calling thread (src/exec/threads/wake.hpp) until a producer may have
   /// made `check` true, or `deadline` (if set). A worker announces itself as a sleeping
   /// worker (task pushes and job submits wake it), any other thread joins the external
-  /// waiters (submits for the first PU and the end of work wake them); with `ev`, the
+  /// waiters (submits of jobs it shares with other PUs, and the end of work while it
+  /// drains, wake them) and stops counting as a helper while it sleeps; with `ev`, the
   /// event's completion wakes it too. Returns whether a task push claimed this worker's
   /// wake-up (the caller then looks for tasks, or passes the wake-up on).
   template <class Check>
@@ -92,11 +98,18 @@ class pool {
   void notify_external() noexcept;
 
   /// A thread outside the pool says it is about to wait (launch_and_wait, a blocking
-  /// queue): it counts as a helper of the first PU from now on, so a submit does not wake
-  /// the reserve for work this thread will run. Every call is paired with leave_helping.
+  /// queue, every event wait and drain): it counts as a helper of the first PU from now
+  /// on, so a submit does not wake the reserve for work this thread will run. Every call
+  /// is paired with leave_helping. A helper counts only while it is awake: park takes
+  /// its counts away while it sleeps (pause_helping), so the reserve never yields the
+  /// first PU to a thread that needs a wake-up to use it.
   void enter_helping() noexcept;
   /// The last helper leaves: the reserve is woken if first-PU work is left.
   void leave_helping() noexcept;
+  /// An external thread about to sleep stops counting as a helper (every enter_helping
+  /// it has made); returns how many it held, for resume_helping after the sleep.
+  int pause_helping() noexcept;
+  void resume_helping(int held) noexcept;
 
   /// Called by a thread outside the pool that helps with `j`, or submits it (but not
   /// the runtime's background threads: mark_background_thread). Such a thread
@@ -115,8 +128,13 @@ class pool {
 
  private:
   void worker_main(int slot, int os_index, bool pin);
-  std::shared_ptr<job> find(int slot, bool reserve);
+  /// A job slot `slot` may run. The reserve worker takes only jobs confined to the first
+  /// PU; a parked external thread (`shared_only`) only jobs it shares with other PUs.
+  std::shared_ptr<job> find(int slot, bool reserve, bool shared_only = false);
   bool has_job(int slot);
+  /// has_job for a thread outside the pool about to park: jobs confined to the first PU
+  /// are the reserve's while it sleeps.
+  bool has_shared_job(int slot);
   void run(job& j, index_t chunk);
   void stop_workers() noexcept;
   void wake_slot(int slot);
@@ -126,20 +144,22 @@ class pool {
   std::vector<int> os_slot_;  // the slot of each OS CPU (-1: none), when workers are pinned
   std::mutex mutex_;
   std::vector<std::shared_ptr<job>> active_;
-  std::atomic<long> outstanding_{0};       // submitted and not yet finished
-  std::atomic<std::uint32_t> submits_{0};  // bumped by every submit (spinners watch it)
+  std::atomic<long> outstanding_{0};            // submitted and not yet finished
+  std::atomic<std::uint32_t> submits_{0};       // bumped by every submit (spinners watch it)
+  std::vector<std::unique_ptr<slot_set>> own_;  // own_slots
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<std::atomic<waiter*>[]> slot_waiter_;  // each worker's waiter
   std::vector<std::atomic<std::uint64_t>> sleeping_;     // one bit per parked worker
   std::atomic<int> sleepers_{0};                         // workers parked (or about to be)
-  // Threads other than workers that wait (event waits, drain). They do the first PU's
-  // share of ordinary jobs, and the reserve worker stays out of the first PU's jobs
-  // while any of them does.
+  // Threads other than workers that wait (event waits, drain), while awake. They do the
+  // first PU's share of ordinary jobs, and the reserve worker stays out of the first PU's
+  // jobs while any of them does.
   std::atomic<int> external_helpers_{0};
   std::mutex external_mutex_;
   waiter* external_ = nullptr;  // parked external threads
   std::atomic<int> external_parked_{0};
+  std::atomic<int> draining_{0};  // threads in drain (the end of work wakes them)
   std::unique_ptr<task::detail::scheduler> tasks_;
 };
 
@@ -165,7 +185,13 @@ bool pool::park(int slot, event_state* ev, Check&& check,
   }
   // Registered everywhere a producer looks; now the last look at everything waited for.
   std::atomic_thread_fence(std::memory_order_seq_cst);
+  // A sleeping external thread is no helper: the reserve runs the first PU's jobs
+  // meanwhile (it is often awake already, running the tasks that submit them), instead of
+  // leaving them for this thread's wake-up (tens of microseconds on a VM per job: a
+  // graph of small kernels waited for by main ran each one after such a wake-up).
+  int const held = worker ? 0 : pause_helping();
   if (!check()) w.commit(key, deadline);
+  if (held) resume_helping(held);
   bool claimed = false;
   if (worker) {
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);

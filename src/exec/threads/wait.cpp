@@ -91,7 +91,8 @@ void pool::drain() {
   int const slot = current_slot();
   bool const worker = is_pool_worker();
   bool const external = !worker;
-  if (external) external_helpers_.fetch_add(1, std::memory_order_seq_cst);
+  if (external) enter_helping();
+  draining_.fetch_add(1, std::memory_order_seq_cst);
   struct uncount {
     pool* p;
     bool on;
@@ -99,6 +100,10 @@ void pool::drain() {
       if (on) p->leave_helping();
     }
   } counted{this, external};
+  struct undrain {
+    std::atomic<int>& n;
+    ~undrain() { n.fetch_sub(1, std::memory_order_relaxed); }
+  } draining{draining_};
   while (!idle()) {
     if (help(slot, nullptr)) continue;
     if (worker && tasks_->help(slot)) continue;
@@ -108,8 +113,10 @@ void pool::drain() {
              (worker && tasks_->available(slot));
     };
     if (spin_until(work)) continue;
-    park(slot, nullptr,
-         [&] { return idle() || has_job(slot) || (worker && tasks_->available(slot)); });
+    park(slot, nullptr, [&] {
+      return idle() || (worker ? has_job(slot) : has_shared_job(slot)) ||
+             (worker && tasks_->available(slot));
+    });
   }
 }
 
@@ -118,7 +125,7 @@ void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
   auto expired = [&] { return timed && std::chrono::steady_clock::now() >= until; };
   int const slot = current_slot();
   bool const worker = is_pool_worker();
-  if (!worker) external_helpers_.fetch_add(1, std::memory_order_seq_cst);
+  if (!worker) enter_helping();
   struct uncount {
     pool* p;
     bool on;
@@ -156,7 +163,8 @@ void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
     bool const claimed = park(
         slot, &s,
         [&] {
-          return s.ready() || has_job(slot) || (worker && tasks.available(slot)) ||
+          return s.ready() || (worker ? has_job(slot) : has_shared_job(slot)) ||
+                 (worker && tasks.available(slot)) ||
                  hook_epoch.load(std::memory_order_seq_cst) != epoch;
         },
         deadline);
