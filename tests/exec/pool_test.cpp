@@ -202,35 +202,48 @@ TEST(Pool, ACallerOnAnotherWorkersCpuLeavesItToThatWorker) {
 }
 #endif
 
-// A chain of kernels on the first PU, each launched after the one before, waited for by
-// a thread outside the pool: each is submitted when the one before completes, by the
-// reserve worker that ran it, which runs it next. The waiting thread has parked (each
-// kernel takes a millisecond); it used to count as the first PU's helper while asleep,
-// so every kernel woke it (tens of microseconds on a VM) and the reserve stood aside.
-TEST(Pool, AParkedWaiterIsNotWokenForEachFirstProcessorKernelOfAChain) {
-  runtime rt;
-  auto first = on(rt.machine().slice(isa::host).processors().front(), backend_id::threads);
-  launch(first, grid(1), [](auto const&) {}).wait();  // the pool is up
-  auto const self = std::this_thread::get_id();
-  int const kernels = 30;
-  std::atomic<int> on_caller{0}, ran{0};
-  auto body = [&](auto const&) {
-    if (std::this_thread::get_id() == self) on_caller++;
-    for (auto until = std::chrono::steady_clock::now() + 1ms;
-         std::chrono::steady_clock::now() < until;) {
-    }
-    ran++;
-  };
-  event last = launch(first, grid(1), body);
-  for (int k = 1; k < kernels; ++k) last = launch(after(last), first, grid(1), body);
-  std::this_thread::sleep_for(3ms);  // the reserve runs the chain; nobody waits yet
-  last.wait();
-  EXPECT_EQ(ran.load(), kernels);
-  // One submitted while the caller still spins in its wait (50 us) is the caller's; a
-  // spurious wake-up may give it another.
-  EXPECT_LE(on_caller.load(), 3) << "the parked caller ran " << on_caller.load() << " of "
-                                 << kernels << " kernels";
+#if defined(__linux__)
+// The calling thread's voluntary context switches (each park that slept is one; a yield
+// is not).
+long own_sleeps() {
+  std::ifstream status("/proc/thread-self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(24));
+  return -1;
 }
+
+// A graph on the first PU whose nodes each launch a kernel there and wait for it (a
+// tensor split's shape), waited for by a thread outside the pool. The reserve worker runs
+// the nodes and, in each node's wait, the kernel. The outside thread has parked (each
+// kernel takes a millisecond) and used to count as the first PU's helper while asleep:
+// every kernel's submit woke it (tens of microseconds on a VM), one sleep per kernel. It
+// now sleeps through, woken when the graph ends.
+TEST(Pool, AParkedWaiterIsNotWokenForEachFirstProcessorKernelOfAGraph) {
+  runtime rt;
+  auto const pu = rt.machine().slice(isa::host).processors().front();
+  auto const first = on(pu, backend_id::threads);
+  launch(first, grid(1), [](auto const&) {}).wait();  // the pool is up
+  int const kernels = 30;
+  std::atomic<int> ran{0};
+  auto node = [&] {
+    launch(first, grid(1), [&](auto const&) {
+      for (auto until = std::chrono::steady_clock::now() + 1ms;
+           std::chrono::steady_clock::now() < until;) {
+      }
+      ran++;
+    }).wait();
+  };
+  graph g;
+  g.emplace("kernel", node);
+  for (int k = 1; k < kernels; ++k) g.then("kernel", node);
+  long const before = own_sleeps();
+  run(g, pu).wait();
+  long const slept = own_sleeps() - before;
+  EXPECT_EQ(ran.load(), kernels);
+  EXPECT_LE(slept, 4) << "the waiting thread slept " << slept << " times during a graph of "
+                      << kernels << " kernels";
+}
+#endif
 
 // The same chain waited for inside launch_and_wait's scope on another thread (a blocking
 // caller parked on its own kernel): the chain must still progress (the parked thread's

@@ -291,22 +291,26 @@ void pool::enter_helping() noexcept {
 
 void pool::leave_helping() noexcept {
   --helping_depth;
-  // The last waiting thread leaves: the reserve takes over the first PU's jobs.
-  if (external_helpers_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-      (sleeping_[0].load(std::memory_order_seq_cst) & 1u) && has_job(0)) {
-    if (sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst) & 1u) wake_slot(0);
-  }
+  if (external_helpers_.fetch_sub(1, std::memory_order_seq_cst) == 1) reserve_takes_over();
 }
 
 int pool::pause_helping() noexcept {
   int const held = helping_depth;
-  // As leave_helping, for all of them at once: if no awake helper is left, the reserve
-  // takes over (woken if first-PU work is queued; a submit from now on wakes it itself).
-  if (held > 0 && external_helpers_.fetch_sub(held, std::memory_order_seq_cst) == held &&
-      (sleeping_[0].load(std::memory_order_seq_cst) & 1u) && has_job(0)) {
+  // As leave_helping, for all of them at once.
+  if (held > 0 && external_helpers_.fetch_sub(held, std::memory_order_seq_cst) == held)
+    reserve_takes_over();
+  return held;
+}
+
+void pool::reserve_takes_over() noexcept {
+  // The last awake helper is gone: the reserve takes over the first PU's jobs. A spinning
+  // reserve that stood aside for a job submitted before now sees a new submit count (it
+  // would otherwise find the job only when its spin ends, 50 us on); a parked one is woken
+  // if first-PU work is queued (a submit from now on wakes it itself).
+  submits_.fetch_add(1, std::memory_order_seq_cst);
+  if ((sleeping_[0].load(std::memory_order_seq_cst) & 1u) && has_job(0)) {
     if (sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst) & 1u) wake_slot(0);
   }
-  return held;
 }
 
 void pool::resume_helping(int held) noexcept {

@@ -135,6 +135,8 @@ class pool {
   /// has_job for a thread outside the pool about to park: jobs confined to the first PU
   /// are the reserve's while it sleeps.
   bool has_shared_job(int slot);
+  /// The helper count has dropped to zero (leave_helping, pause_helping).
+  void reserve_takes_over() noexcept;
   void run(job& j, index_t chunk);
   void stop_workers() noexcept;
   void wake_slot(int slot);
