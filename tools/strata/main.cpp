@@ -21,6 +21,8 @@ constexpr char const* settings_table = R"(Environment variables and flags:
   --strata-topology=SOURCE        the same, as a program flag
   STRATA_CPU_BACKEND=NAME         backend of host launches that name none: serial, threads
                                   (default) or openmp
+  STRATA_HUGE_PAGES=0             host allocations of 8 MiB or more without the
+                                  transparent-huge-page advice (default 1: with it)
   STRATA_TRACE=FILE               write a Chrome trace (chrome://tracing, Perfetto) to FILE
   STRATA_LOG=LEVEL                messages on stderr: quiet, info (default) or debug
   STRATA_CUDA_SPIN_US=N           CUDA: how long a GPU's completion worker polls before
