@@ -240,24 +240,19 @@ bool runs_inline(target const& t) {
 
 void defer(std::function<void()> fn) {
   auto& exec = current_exec();
-  auto body = [fn = std::move(fn)](index_t) { fn(); };
-  // From a worker (a kernel's completion starts a host copy after it): that worker's own
-  // PU, so the worker runs it when it returns to its loop. A job any PU could take woke
-  // another thread each time (not the reserve, which takes only the first PU's jobs): a
-  // thread waiting for a graph of small kernels was woken once per kernel, 50 us each on
-  // the VM.
-  if (is_pool_worker())
-    if (auto* p = pool::instance()) {
-      submit(std::make_shared<body_job<decltype(body)>>(1, p->own_slots(current_slot()),
-                                                        std::move(body)));
-      return;
-    }
   auto [threads, slots] = exec.slots.of(exec.machine);
   (void)threads;
+  auto body = [fn = std::move(fn)](index_t) { fn(); };
   submit(std::make_shared<body_job<decltype(body)>>(1, slots, std::move(body)));
 }
 
-event start_after(after const& deps, bool inline_start, std::function<event()> start) {
+namespace {
+// How deep small starts run inside the continuations of the ones before (start_after).
+thread_local int small_start_depth = 0;
+constexpr int max_small_start_depth = 8;
+}  // namespace
+
+event start_after(after const& deps, bool inline_start, std::function<event()> start, bool small) {
   auto ready = when_all(deps);
   if (ready.ready()) {
     if (auto err = ready.error()) return event::failed(err);
@@ -278,9 +273,19 @@ event start_after(after const& deps, bool inline_start, std::function<event()> s
   // The continuation reads `ready` through its state (alive while it runs continuations),
   // not through a handle of its own: see complete_with.
   event_state* state = ready.state();
-  ready.then([state, result, inline_start, go = std::move(go)]() mutable {
+  ready.then([state, result, inline_start, small, go = std::move(go)]() mutable {
     if (auto err = state->error()) return result.complete(err);
     if (!inline_start) return go();
+    // A small operation (a few bytes' host copy after a kernel: a reduction's partials)
+    // runs in the completing thread, as a non-inline start does: a job for it woke
+    // another thread each time (50 us on the VM, once per kernel of a graph). Nested
+    // only so deep: a chain of them completes inside each other's continuations.
+    if (small && small_start_depth < max_small_start_depth) {
+      ++small_start_depth;
+      go();
+      --small_start_depth;
+      return;
+    }
     try {
       defer(std::move(go));
     } catch (...) {

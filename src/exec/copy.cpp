@@ -28,6 +28,9 @@ bool on_host(space_id s) {
 // Below this size a parallel copy costs more in hand-offs than it gains in bandwidth.
 constexpr std::size_t parallel_copy_threshold = std::size_t{1} << 20;
 constexpr std::size_t min_piece = std::size_t{256} << 10;
+// A host copy after its dependencies this small starts in the thread that completes them
+// (start_after's `small`).
+constexpr std::size_t small_host_copy = std::size_t{4} << 10;
 
 event host_copy(copy_desc const& d) {
   std::size_t const units = copy_units(d);
@@ -134,10 +137,13 @@ event copy_rows(after const& deps, copy_side_desc dst, copy_side_desc src, std::
   // Host copies run in the starting thread (inline under 1 MiB): a chain of them goes
   // through the pool. Copies that touch a sim device are queued on its copy engine.
   bool const host_only = d.dst.space != space_id::sim && d.src.space != space_id::sim;
-  auto result = start_after(deps, host_only, [d] {
-    sim_device::forget_wake_credit();  // it follows its dependency, not this thread
-    return start_copy(d, sim_device::clock::now());
-  });
+  auto result = start_after(
+      deps, host_only,
+      [d] {
+        sim_device::forget_wake_credit();  // it follows its dependency, not this thread
+        return start_copy(d, sim_device::clock::now());
+      },
+      host_only && d.bytes() <= small_host_copy);
   // Until it is queued on a device, a freeing of that device's memory waits for it.
   if (!host_only && !result.ready()) {
     auto& exec = current_exec();

@@ -127,6 +127,8 @@ void advise_huge_pages(void* p, std::size_t bytes) noexcept {
 
 void* host_alloc(place const& numa, std::size_t bytes, std::size_t alignment, bool bind,
                  std::function<void(void*, std::size_t)>& release) {
+  // (The setting is read before anything is allocated: a bad value throws.)
+  bool const huge = bytes >= huge_page_threshold && huge_pages_wanted();
   if (bind && bytes >= bind_threshold && numa.os_index() >= 0) {
     if (auto topo = host_topology()) {
       if (auto node =
@@ -134,13 +136,12 @@ void* host_alloc(place const& numa, std::size_t bytes, std::size_t alignment, bo
         if (void* p = hwloc_alloc_membind(topo, bytes, node->nodeset, HWLOC_MEMBIND_BIND,
                                           HWLOC_MEMBIND_BYNODESET)) {
           release = [topo](void* q, std::size_t n) { hwloc_free(topo, q, n); };
-          if (bytes >= huge_page_threshold && huge_pages_wanted()) advise_huge_pages(p, bytes);
+          if (huge) advise_huge_pages(p, bytes);
           return p;
         }
       }
     }
   }
-  bool const huge = bytes >= huge_page_threshold && huge_pages_wanted();
   // Large ones aligned to a huge page, so that all of them can be backed by huge pages.
   if (huge && alignment < huge_page) alignment = huge_page;
   std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;

@@ -813,6 +813,10 @@ void task_group::join() {
       // ready tasks one chain at a time.
       if (worker && p->tasks().run_own(this)) continue;
       if (worker && p->tasks().help(slot)) continue;
+      // Jobs too (the reserve: the first PU's, when no awake thread waits to run them): a
+      // task of the group may wait for a kernel on this worker's PU alone, which no
+      // other thread would run while this one joins.
+      if (worker && p->help(slot, nullptr)) continue;
       if (done()) break;
       if (worker) {
         bool found = false;
@@ -822,8 +826,9 @@ void task_group::join() {
           strata::detail::spin::relax();
         if (found) continue;
       }
-      bool const claimed =
-          p->park(slot, nullptr, [&] { return done() || (worker && p->tasks().available(slot)); });
+      bool const claimed = p->park(slot, nullptr, [&] {
+        return done() || (worker && (p->tasks().available(slot) || p->has_job(slot)));
+      });
       if (claimed && done()) p->tasks().pass_on(slot);
     }
   }

@@ -245,6 +245,38 @@ TEST(Pool, AParkedWaiterIsNotWokenForEachFirstProcessorKernelOfAGraph) {
 }
 #endif
 
+// A task group joined inside a graph node while its children wait for kernels on the
+// first PU, the graph waited for by a thread outside the pool that does not help. When the
+// reserve worker is the joiner and a child runs on another worker, only the joiner can
+// run the first PU's kernel (the parked outside thread is not woken for it): a join now
+// runs its worker's jobs too. Every round must end (5 s each).
+TEST(Pool, AJoinOnTheReserveRunsTheFirstProcessorsKernelsItsChildrenWaitFor) {
+  runtime rt;
+  auto const first = on(rt.machine().slice(isa::host).processors().front(), backend_id::threads);
+  launch(first, grid(1), [](auto const&) {}).wait();  // the pool is up
+  std::atomic<int> kernels{0};
+  for (int round = 0; round < 30; ++round) {
+    graph g;
+    g.emplace("joiner", [&] {
+      task_group children;
+      for (int c = 0; c < 3; ++c)
+        children.spawn([&] {
+          launch(first, grid(1), [&](auto const&) {
+            for (auto until = std::chrono::steady_clock::now() + 200us;
+                 std::chrono::steady_clock::now() < until;) {
+            }
+            kernels++;
+          }).wait();
+        });
+      children.join();
+    });
+    auto done = run(g);
+    ASSERT_TRUE(ready_within(done, 5000ms)) << "round " << round << " hung";
+    done.wait();
+  }
+  EXPECT_EQ(kernels.load(), 90);
+}
+
 // The same chain waited for inside launch_and_wait's scope on another thread (a blocking
 // caller parked on its own kernel): the chain must still progress (the parked thread's
 // helper counts are taken away while it sleeps, so nobody waits for it to run them).

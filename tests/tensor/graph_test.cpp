@@ -300,7 +300,7 @@ TEST_P(TensorGraph, SplitReduceMinAndMaxOfIntegersMatchTheSequentialFold) {
     seed = seed * 1664525u + 1013904223u;
     return seed;
   };
-  for (vec<2> extent : {vec<2>{3, 9}, vec<2>{5, 203}, vec<2>{17, 64}, vec<2>{2, 33}}) {
+  for (vec<2> extent : {vec<2>{3, 9}, vec<2>{2, 20}, vec<2>{5, 203}, vec<2>{17, 64}}) {
     tensor_spec<2> s{.extent = extent, .partitions = {1, 2}};
     tensor<std::int32_t, 2> x(p, s), y(p, s);
     auto const copy_out = [] STRATA_FN(auto& in, auto& out) {
@@ -319,7 +319,8 @@ TEST_P(TensorGraph, SplitReduceMinAndMaxOfIntegersMatchTheSequentialFold) {
         .then_split_reduce(hi, reduce_max{}, copy_out, y, x)
         .then_split_reduce(top, reduce_max{}, as_u16, x, y);
     auto const cells = static_cast<std::size_t>(extent.product());
-    // Where the extremes go: each cell in turn for the small shapes, else random places.
+    // Where the extremes go: each cell in turn for the small shapes (2 x 20: rows of a
+    // tile and a tail, every lane and tail position), else random places.
     for (std::size_t round = 0; round < std::min<std::size_t>(cells, 40); ++round) {
       std::vector<std::int32_t> v(cells);
       for (auto& e : v) e = static_cast<std::int32_t>(next() % 2001) - 1000;

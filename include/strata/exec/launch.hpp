@@ -112,8 +112,11 @@ void defer(std::function<void()> fn);
 /// in the thread that starts it and is complete on return: host copies, serial and
 /// OpenMP kernels), a deferred start goes through the pool, so that a long chain
 /// completing at once does not recurse one stack frame per operation. The trace's flow
-/// arrow is kept from the caller to the deferred operation.
-event start_after(after const& deps, bool inline_start, std::function<event()> start);
+/// arrow is kept from the caller to the deferred operation. A `small` inline operation (a
+/// host copy of a few KiB) starts in the completing thread instead, up to a few levels of
+/// such starts inside each other.
+event start_after(after const& deps, bool inline_start, std::function<event()> start,
+                  bool small = false);
 
 /// Records a deferred operation on a sim device (by index) until `result` completes, so
 /// that freeing the device's memory waits for it (docs/memory.md).

@@ -98,11 +98,6 @@ pool::pool(std::vector<int> slot_os_index, bool pin, int devices)
       os_slot_[os] = static_cast<int>(s);
     }
   }
-  for (std::size_t s = 0; s < slot_os_.size(); ++s) {
-    std::vector<std::uint64_t> bits((slot_os_.size() + 63) / 64);
-    bits[s / 64] = std::uint64_t{1} << (s % 64);
-    own_.push_back(std::make_unique<slot_set>(std::move(bits)));
-  }
   // One worker per PU. Slot 0's is a reserve: the threads that wait do slot 0's share of
   // ordinary jobs, and it runs only jobs confined to the first PU, which no other worker
   // may run and which must progress even when no thread waits.
@@ -308,7 +303,7 @@ void pool::reserve_takes_over() noexcept {
   // would otherwise find the job only when its spin ends, 50 us on); a parked one is woken
   // if first-PU work is queued (a submit from now on wakes it itself).
   submits_.fetch_add(1, std::memory_order_seq_cst);
-  if ((sleeping_[0].load(std::memory_order_seq_cst) & 1u) && has_job(0)) {
+  if ((sleeping_[0].load(std::memory_order_seq_cst) & 1u) && find(0, true) != nullptr) {
     if (sleeping_[0].fetch_and(~std::uint64_t{1}, std::memory_order_seq_cst) & 1u) wake_slot(0);
   }
 }

@@ -61,10 +61,9 @@ class pool {
   /// `s` is ready. event::wait ends here.
   void wait(event_state& s, std::chrono::steady_clock::time_point until = {});
 
-  /// The slot set of one slot alone (jobs that only that slot's worker may run).
-  slot_set const* own_slots(int slot) const noexcept {
-    return own_[static_cast<std::size_t>(slot)].get();
-  }
+  /// Whether a job slot `slot` may run now is queued (the reserve: only first-PU jobs,
+  /// and none while an awake thread waits to run them).
+  bool has_job(int slot);
 
   /// The task-graph side of the pool: per-worker deques (see src/task/scheduler.hpp).
   task::detail::scheduler& tasks() noexcept { return *tasks_; }
@@ -131,7 +130,6 @@ class pool {
   /// A job slot `slot` may run. The reserve worker takes only jobs confined to the first
   /// PU; a parked external thread (`shared_only`) only jobs it shares with other PUs.
   std::shared_ptr<job> find(int slot, bool reserve, bool shared_only = false);
-  bool has_job(int slot);
   /// has_job for a thread outside the pool about to park: jobs confined to the first PU
   /// are the reserve's while it sleeps.
   bool has_shared_job(int slot);
@@ -146,9 +144,8 @@ class pool {
   std::vector<int> os_slot_;  // the slot of each OS CPU (-1: none), when workers are pinned
   std::mutex mutex_;
   std::vector<std::shared_ptr<job>> active_;
-  std::atomic<long> outstanding_{0};            // submitted and not yet finished
-  std::atomic<std::uint32_t> submits_{0};       // bumped by every submit (spinners watch it)
-  std::vector<std::unique_ptr<slot_set>> own_;  // own_slots
+  std::atomic<long> outstanding_{0};       // submitted and not yet finished
+  std::atomic<std::uint32_t> submits_{0};  // bumped by every submit (spinners watch it)
   std::vector<std::thread> threads_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<std::atomic<waiter*>[]> slot_waiter_;  // each worker's waiter
@@ -191,9 +188,14 @@ bool pool::park(int slot, event_state* ev, Check&& check,
   // meanwhile (it is often awake already, running the tasks that submit them), instead of
   // leaving them for this thread's wake-up (tens of microseconds on a VM per job: a
   // graph of small kernels waited for by main ran each one after such a wake-up).
-  int const held = worker ? 0 : pause_helping();
+  struct paused {
+    pool* p;
+    int held;
+    ~paused() {
+      if (held) p->resume_helping(held);
+    }
+  } away{this, worker ? 0 : pause_helping()};
   if (!check()) w.commit(key, deadline);
-  if (held) resume_helping(held);
   bool claimed = false;
   if (worker) {
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
