@@ -7,6 +7,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -64,6 +65,57 @@ TEST(Hardening, ChainedSmallCopiesThroughAQueueDoNotGrowTheStack) {
     gate.complete();
     q.wait();
     EXPECT_EQ(b, (std::vector<int>{1, 2, 3, 4}));
+  });
+}
+
+// Host copies of at most 4 KiB after their dependencies start in the completing thread,
+// a few levels deep (launch.hpp's start_after `small`). Two users build chains at once,
+// of uneven sizes on both sides of that bound, each copy moving one value one slot on:
+// a copy that started before the one it depends on leaves a zero behind. The gates open
+// from a third thread, so the chains complete inside another thread's continuations.
+TEST(Hardening, SmallCopyChainsOpenedByAnotherThreadKeepTheirOrder) {
+  runtime rt;
+  constexpr int links = chain_length / 4;
+  // Runs of 1, 100 (an inline start) and 1100 ints (4400 bytes: a deferred start).
+  static constexpr std::size_t width[] = {1, 100, 1100};
+  finishes_within(limit, "small copy chains opened by another thread", [&] {
+    std::vector<event> gates{event::pending(), event::pending()};
+    std::vector<std::vector<int>> slots(2);
+    std::vector<event> ends(2);
+    std::vector<std::thread> users;
+    for (int u = 0; u < 2; ++u)
+      users.emplace_back([&, u] {
+        std::size_t total = 0;
+        for (int i = 0; i <= links; ++i) total += width[i % 3];
+        slots[u].assign(total, 0);
+        std::fill_n(slots[u].begin(), width[0], 42 + u);
+        event last = gates[u];
+        std::size_t at = 0;
+        for (int i = 0; i < links; ++i) {
+          // Copy i moves the run it reads into the next run (the smaller width of the two).
+          std::size_t const n = std::min(width[i % 3], width[(i + 1) % 3]);
+          std::size_t const next = at + width[i % 3];
+          last = copy(after(last), ptr<int>(slots[u].data() + next, 0),
+                      ptr<int>(slots[u].data() + at, 0), n);
+          at = next;
+        }
+        ends[u] = last;
+      });
+    for (auto& t : users) t.join();
+    std::thread opener([&] {
+      gates[0].complete();
+      gates[1].complete();
+    });
+    wait_all({ends[0], ends[1]});
+    opener.join();
+    for (int u = 0; u < 2; ++u) {
+      // Every run's first value went through the whole chain.
+      std::size_t at = 0;
+      for (int i = 0; i <= links; ++i) {
+        ASSERT_EQ(slots[u][at], 42 + u) << "user " << u << ", copy " << i;
+        at += width[i % 3];
+      }
+    }
   });
 }
 
