@@ -69,7 +69,7 @@ event start_copy(copy_desc const& d, sim_device::clock::time_point issued) {
   // which a hand-made ptr may get wrong.
   auto device_of = [&](copy_side const& s) {
     auto info = find_allocation(s.base);
-    int i = info && info->space == space_id::sim && info->machine == current_machine_key()
+    int i = info && info->space == space_id::sim && info->machine == exec.machine_key
                 ? exec.sims.of_memory(info->place_id)
                 : -1;
     if (i < 0)

@@ -18,7 +18,11 @@ std::atomic<std::uint64_t> generations{0};
 }
 
 exec_state::exec_state(place m, bool system)
-    : machine(std::move(m)), this_system(system), generation(++generations), sims(machine) {
+    : machine(std::move(m)),
+      machine_key(std::hash<place>{}(machine)),
+      this_system(system),
+      generation(++generations),
+      sims(machine) {
   for (auto const& pu : machine.descendants(place_type::pu))
     if (pu.isa() == isa::host) slot_os_index.push_back(pu.os_index());
   device_release_fence.store(&sim_release_fence, std::memory_order_release);

@@ -51,6 +51,7 @@ struct exec_state {
   static void sim_release_fence(std::uint32_t memory, std::uint64_t machine_key);
 
   place machine;
+  std::uint64_t const machine_key;  // current_machine_key() of this runtime, computed once
   bool this_system;
   std::uint64_t const generation;  // unique per runtime: keys per-thread caches
   std::vector<int> slot_os_index;  // OS CPU number of each host PU, in slot order

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <thread>
 
 namespace strata {
 namespace {
@@ -115,6 +116,37 @@ TEST(Deallocate, RejectsWhatItDidNotAllocate) {
   auto s = allocate<int, sim_space>(rt.machine(), 4);
   expect_error_mentions([&] { deallocate(ptr<int>(s.get(), s.place_id())); }, "it is sim memory");
   deallocate(s);
+}
+
+// A thread keeps its last lookups of the allocation registry (registry.cpp): a lookup after
+// a free, or after another allocation took the same addresses, must see the change. The
+// sim memory is its device's pool, so a freed block comes back at the same address.
+TEST(FindAllocation, SeesFreesAndNewAllocationsAtTheSameAddress) {
+  runtime rt({.sim_devices = "2"});
+  auto sims = rt.machine().slice(isa::sim).descendants(place_type::device);
+  auto a = allocate<int, sim_space>(sims[0], 256);
+  void const* address = a.get();
+  auto const first = detail::find_allocation(address);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->space, space_id::sim);
+  EXPECT_EQ(first->bytes, 256 * sizeof(int));
+  // Every slot of the thread's cache filled with other lookups, then the first again.
+  auto h = allocate<int>(rt.machine(), 16);
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(detail::find_allocation(h.get() + i % 16));
+  ASSERT_TRUE(detail::find_allocation(address));
+  deallocate(a);
+  EXPECT_FALSE(detail::find_allocation(address)) << "a freed allocation was still found";
+  auto b = allocate<int, sim_space>(sims[0], 64);
+  if (b.get() == address) {
+    auto const again = detail::find_allocation(address);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->bytes, 64 * sizeof(int)) << "the freed allocation's size came back";
+  }
+  // Another thread's lookups and frees: this thread's answers follow them.
+  ASSERT_TRUE(detail::find_allocation(h.get()));
+  std::thread([&] { deallocate(h); }).join();
+  EXPECT_FALSE(detail::find_allocation(h.get())) << "a free on another thread was missed";
+  deallocate(b);
 }
 
 TEST(Buffer, PitchAlignsRows) {

@@ -14,6 +14,7 @@ sim_fleet::sim_fleet(place const& machine) {
         {dev, mems.empty() ? 0u : mems.front().id(), static_cast<int>(dev.processors().size())});
   }
   devices_.resize(entries_.size());
+  ready_ = std::make_unique<std::atomic<sim_device*>[]>(entries_.size());
 }
 
 sim_fleet::~sim_fleet() {
@@ -21,6 +22,10 @@ sim_fleet::~sim_fleet() {
 }
 
 sim_device& sim_fleet::device(int index) {
+  if (index >= 0 && static_cast<std::size_t>(index) < entries_.size())
+    if (auto* d = ready_[static_cast<std::size_t>(index)].load(std::memory_order_acquire);
+        d && open_.load(std::memory_order_acquire))
+      return *d;
   std::lock_guard lock(mutex_);
   if (shut_down_)
     throw error("sim device " + at(index).device.name() +
@@ -32,6 +37,7 @@ sim_device& sim_fleet::device(int index) {
     d = std::make_unique<sim_device>(sim_params{e.device.name(), info.link.bandwidth,
                                                 info.link.latency, info.speed,
                                                 e.units > 0 ? e.units : 1});
+    ready_[static_cast<std::size_t>(index)].store(d.get(), std::memory_order_release);
   }
   return *d;
 }
@@ -54,6 +60,9 @@ void sim_fleet::shut_down() {
   {
     std::lock_guard lock(mutex_);
     shut_down_ = true;
+    open_.store(false, std::memory_order_release);
+    for (std::size_t i = 0; i < entries_.size(); ++i)
+      ready_[i].store(nullptr, std::memory_order_release);
     ending.swap(devices_);
   }
   ending.clear();  // joins the devices' threads, outside the lock

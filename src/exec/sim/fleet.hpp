@@ -4,6 +4,7 @@
 
 #include <strata/machine/place.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -48,6 +49,11 @@ class sim_fleet {
   std::mutex mutex_;
   std::vector<std::unique_ptr<sim_device>> devices_;
   bool shut_down_ = false;
+  // devices_ once started, read without the mutex: every copy and launch of a sim device
+  // looks its emulator up, and the mutex was a cache miss on a cold issue path (issue 21).
+  // Set under the mutex; cleared (with `open_`) before shut_down joins the devices.
+  std::unique_ptr<std::atomic<sim_device*>[]> ready_;
+  std::atomic<bool> open_{true};
 };
 
 }  // namespace strata::detail
