@@ -22,6 +22,8 @@ bool ring_writer::fits(std::size_t total) {
     tail += (pos + record > ring_capacity ? ring_capacity - pos : 0) + record;
     offset += body;
   }
+  // The next record's zeroed stamp after them (ring.hpp).
+  tail += sizeof(ring_record);
   if (tail - head_seen > ring_capacity) head_seen = ctrl->head.load(std::memory_order_acquire);
   return tail - head_seen <= ring_capacity;
 }
@@ -43,10 +45,10 @@ std::size_t ring_writer::write(char const* a, std::size_t na, char const* b, std
       left -= k;
     }
     if (left) std::memcpy(to, b + (at - na), left);
+    // Each record as soon as it is written: the reader may start on a long message.
+    end_record(tail, need);
     tail += need;
     offset += body;
-    // Each record as soon as it is written: the reader may start on a long message.
-    ctrl->tail.store(tail, std::memory_order_release);
   }
   return offset;
 }

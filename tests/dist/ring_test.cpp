@@ -1,12 +1,15 @@
 // The shared-memory ring of the active messages on one node (src/dist/ring.hpp), in one
 // process: messages of any length arrive whole and in order through a ring much shorter
 // than some of them; a handler that throws takes its message once; a message whose
-// assembly runs out of memory is dropped alone.
+// assembly runs out of memory is dropped alone; bytes of earlier messages never pass for
+// a record.
 #include "dist/ring.hpp"
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <new>
 #include <random>
@@ -136,7 +139,9 @@ TEST(DistRing, WriteWholeWritesNothingWhenTheMessageDoesNotFit) {
   auto const tail = r.ctrl.tail.load();
   EXPECT_FALSE(r.writer.write_whole(m.data(), m.size(), nullptr, 0));
   EXPECT_EQ(r.ctrl.tail.load(), tail);
-  EXPECT_EQ(written, static_cast<int>(ring_capacity / (sizeof(ring_record) + 1000)));
+  // Whole records of a 1000-byte body, and the next record's stamp after the last.
+  EXPECT_EQ(written, static_cast<int>((ring_capacity - sizeof(ring_record)) /
+                                      (sizeof(ring_record) + ring_padded(1000))));
   int got = 0;
   auto handle = [&](int, std::byte const* b, std::size_t n) {
     ASSERT_EQ(n, m.size());
@@ -190,6 +195,49 @@ TEST(DistRing, AMessageWhoseAssemblyFailsIsDroppedAlone) {
   EXPECT_EQ(got[0], ms[1]);
   EXPECT_EQ(got[1], ms[2]);
   EXPECT_FALSE(r.reader.dropping);
+}
+
+// The reader finds a record by its stamp at its head (ring.hpp). Every 8-byte word of the
+// first lap's bodies holds the stamp a record at that word's place would carry in the
+// next lap; the next lap's records, of other sizes, start inside those old bodies. The
+// reader must take each of them once, and nothing between them: the writer zeroes the
+// stamp where its next record starts before it publishes one.
+TEST(DistRing, OldBodiesNeverPassForARecord) {
+  ring r;
+  std::uint64_t written = 0;  // bytes of the stream so far (the writer's tail)
+  std::deque<message> sent;
+  auto handle = [&](int, std::byte const* m, std::size_t n) {
+    ASSERT_FALSE(sent.empty()) << "a record nobody wrote";
+    ASSERT_EQ(n, sent.front().size());
+    ASSERT_EQ(std::memcmp(m, sent.front().data(), n), 0);
+    sent.pop_front();
+  };
+  auto send = [&](message m) {
+    ASSERT_TRUE(r.writer.write_whole(m.data(), m.size(), nullptr, 0));
+    sent.push_back(std::move(m));
+    written = r.ctrl.tail.load();
+    ASSERT_EQ(r.reader.read(handle, 64), 1);
+    ASSERT_TRUE(sent.empty());
+    // Nothing new: the head's slot holds no stamp that passes.
+    ASSERT_EQ(r.reader.read(handle, 64), 0) << "a phantom record at " << written;
+  };
+  // First lap: 1008-byte bodies (1024-byte records) of forged stamps.
+  while (written + 1024 + sizeof(ring_record) <= ring_capacity) {
+    message m(1008);
+    for (std::size_t w = 0; w < m.size() / 8; ++w) {
+      std::uint64_t const at = written + sizeof(ring_record) + 8 * w;
+      std::uint64_t const forged = at + ring_capacity + 1;  // a next-lap record's stamp here
+      std::memcpy(m.data() + 8 * w, &forged, 8);
+    }
+    send(std::move(m));
+    if (HasFatalFailure()) return;
+  }
+  // Next laps: records of 48, 80, 112 ... bytes, their heads inside the old bodies.
+  std::mt19937_64 rng(9);
+  for (int i = 0; written < 3 * ring_capacity; ++i) {
+    send(make(rng, 32 + 16 * static_cast<std::size_t>(i % 7)));
+    if (HasFatalFailure()) return;
+  }
 }
 
 }  // namespace
