@@ -332,14 +332,18 @@ strata::event pull_halo(team const& t, int q, shared_block const& mine, block_ha
       if (direct_count(pid, peer, mapped.get(), block_count::started) < n)
         return short_for_good(block_count::started);
       try {
-        std::uint64_t published = 0;
+        // The slot: the rows' bytes, then their address in q's memory.
+        std::uint64_t slot[2] = {0, 0};
         if (mapped) {
-          published =
-              static_cast<halo_slot const*>(mapped.get())->bytes.load(std::memory_order_relaxed);
+          auto const* s = static_cast<halo_slot const*>(mapped.get());
+          slot[0] = s->bytes.load(std::memory_order_relaxed);
+          slot[1] = s->address.load(std::memory_order_relaxed);
         } else {
-          remote_run const run{static_cast<std::uintptr_t>(peer.address), sizeof published};
-          direct_read(pid, w, std::span(&run, 1), &published);
+          static_assert(sizeof(halo_slot) == sizeof slot);
+          remote_run const run{static_cast<std::uintptr_t>(peer.address), sizeof slot};
+          direct_read(pid, w, std::span(&run, 1), slot);
         }
+        std::uint64_t const published = slot[0];
         if (published == halo_failed)
           throw error("dist::tensor: team rank " + std::to_string(q) + "'s side of halo exchange " +
                       std::to_string(n) +
@@ -350,13 +354,10 @@ strata::event pull_halo(team const& t, int q, shared_block const& mine, block_ha
                                  std::to_string(published) + " bytes of halo rows; this rank " +
                                  "expects " + std::to_string(expected) +
                                  " (the tensor's shape or padding differs between the ranks)");
-        if (mapped) {
-          std::memcpy(into, static_cast<char const*>(mapped.get()) + halo_rows_offset, expected);
-        } else {
-          remote_run const rows{static_cast<std::uintptr_t>(peer.address + halo_rows_offset),
-                                expected};
-          direct_read(pid, w, std::span(&rows, 1), into);
-        }
+        // Straight from q's tensor: q keeps the rows as they are until it sees this
+        // rank's pulls_done (its exchange's event waits for it).
+        remote_run const rows{static_cast<std::uintptr_t>(slot[1]), expected};
+        direct_read(pid, w, std::span(&rows, 1), into);
       } catch (...) {
         // Counted all the same: q waits for it to end its own half, which went well.
         mine.pulls_done();

@@ -99,22 +99,24 @@ strata::event when_peers_pulled(team const& t, std::vector<block_handle> peers, 
                                 std::vector<std::shared_ptr<void const>> mapped);
 
 /// A dist::tensor face's block on one node (dist/tensor.hpp, docs/dist.md "Halo rows on
-/// one node"): this header, then the rows its owner sends in its latest exchange (a copy,
-/// written before the block's `started` count says so).
+/// one node"): where the rows its owner sends in its latest exchange are in the owner's
+/// memory (the tensor itself) and their bytes, written before the block's `started`
+/// count says so. The peer reads them from there with process_vm_readv: one copy.
 struct halo_slot {
   std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> address{0};
 };
-/// Where the rows start in a face's block.
-inline constexpr std::size_t halo_rows_offset = 64;
+/// The bytes of a face's block (its halo_slot, a line).
+inline constexpr std::size_t halo_block_bytes = 64;
 /// halo_slot::bytes of an exchange whose rows could not be made ready (its start failed):
 /// the peer fails its half too instead of waiting.
 inline constexpr std::uint64_t halo_failed = ~std::uint64_t{0};
 /// Exchange `n` of a dist::tensor face with team rank q on this node, after this rank
-/// has put its rows in its block `mine` and counted the exchange started: completes
-/// (polled by the MPI thread, like an MPI request) once q has done the same in its block
-/// `peer` (`started` >= n), this rank has copied q's rows into `into` (`bytes`: a
-/// different size fails the event) and counted that in `mine` (pulls_done), and q has
-/// counted its copy of this rank's rows (the block may then be written again, or freed).
+/// has said where its rows are in its block `mine` and counted the exchange started:
+/// completes (polled by the MPI thread, like an MPI request) once q has done the same in
+/// its block `peer` (`started` >= n), this rank has copied q's rows into `into` (`bytes`:
+/// a different size fails the event) and counted that in `mine` (pulls_done), and q has
+/// counted its copy of this rank's rows (they may then be written again, or freed).
 /// `peer_mapped`: map_peer_block's pointer to q's block, or null (then read with
 /// process_vm_readv). `keep` holds `mine` and `into` alive until the event completes.
 strata::event pull_halo(team const& t, int q, shared_block const& mine, block_handle peer,
