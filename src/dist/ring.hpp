@@ -102,15 +102,19 @@ struct ring_writer {
       head_seen = ctrl->head.load(std::memory_order_acquire);
       if (tail + room - head_seen > ring_capacity) return {nullptr, 0};
     }
-    if (skip) {
-      // Published with the record (end_record): the reader passes it only then.
-      ring_record const s{0, static_cast<std::uint32_t>(skip - sizeof(ring_record)), ring_skip};
-      std::memcpy(data + pos, &s, sizeof s);
-    }
+    // Published with the record (end_record): the reader passes the skip only then.
+    if (skip)
+      write_head(data + pos, static_cast<std::uint32_t>(skip - sizeof(ring_record)), ring_skip);
     char* to = data + (skip ? 0 : pos);
-    ring_record const r{0, static_cast<std::uint32_t>(body), flags};
-    std::memcpy(to, &r, sizeof r);
-    return {to + sizeof r, need};
+    write_head(to, static_cast<std::uint32_t>(body), flags);
+    return {to + sizeof(ring_record), need};
+  }
+  /// A record head at `at` without its stamp: the stamp word is the reader's to poll, so
+  /// it is only ever stored atomically (0 here; the stamp in end_record).
+  static void write_head(char* at, std::uint32_t body_bytes, std::uint32_t flags) {
+    ring_stamp(at).store(0, std::memory_order_relaxed);
+    std::memcpy(at + offsetof(ring_record, bytes), &body_bytes, sizeof body_bytes);
+    std::memcpy(at + offsetof(ring_record, flags), &flags, sizeof flags);
   }
   /// Publishes the record begun at `tail` taking `need` bytes (a skip record before it
   /// included): zeroes the next record's stamp, sets the stamps (the record's last, so
@@ -151,8 +155,9 @@ int ring_reader::read(Handle&& handle, int limit) {
     std::uint64_t const head = ctrl->head.load(std::memory_order_relaxed);
     char const* at = data + (head % ring_capacity);
     if (ring_stamp_of(at) != head + 1) break;  // not written yet
-    ring_record rec;
-    std::memcpy(&rec, at, sizeof rec);
+    ring_record rec{head + 1, 0, 0};
+    std::memcpy(&rec.bytes, at + offsetof(ring_record, bytes), sizeof rec.bytes);
+    std::memcpy(&rec.flags, at + offsetof(ring_record, flags), sizeof rec.flags);
     struct advance {
       ring_control* ctrl;
       std::uint64_t to;
