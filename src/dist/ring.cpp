@@ -7,8 +7,10 @@ namespace strata::dist::detail {
 
 static_assert((ring_capacity & (ring_capacity - 1)) == 0,
               "ring positions are taken modulo the capacity");
-static_assert(std::atomic<std::uint64_t>::is_always_lock_free,
-              "the ring's words are shared between processes");
+static_assert(std::atomic<std::uint64_t>::is_always_lock_free &&
+                  std::atomic_ref<std::uint64_t>::is_always_lock_free &&
+                  std::atomic_ref<std::uint64_t>::required_alignment <= 16,
+              "the ring's words are shared between processes (stamps at 16-byte steps)");
 
 bool ring_writer::fits(std::size_t total) {
   // The bytes the message takes from the tail on: its records, and the skip records

@@ -151,8 +151,13 @@ struct ring_reader {
 template <class Handle>
 int ring_reader::read(Handle&& handle, int limit) {
   int got = 0;
+  // At most a ring's worth of bytes per call, as much as was there when it began at most:
+  // a peer streaming a long message must not keep this reader (and its progress round)
+  // from the other rings (am_rings::receive takes them in turn).
+  std::uint64_t const stop = ctrl->head.load(std::memory_order_relaxed) + ring_capacity;
   while (got < limit) {
     std::uint64_t const head = ctrl->head.load(std::memory_order_relaxed);
+    if (head >= stop) break;
     char const* at = data + (head % ring_capacity);
     if (ring_stamp_of(at) != head + 1) break;  // not written yet
     ring_record rec{head + 1, 0, 0};

@@ -240,4 +240,24 @@ TEST(DistRing, OldBodiesNeverPassForARecord) {
   }
 }
 
+// A writer that keeps the ring full (here the handler itself, writing a message for each
+// it is given) does not keep one read() call going: it returns after a ring's worth of
+// bytes, so the reader's round can take the other rings (am_rings::receive).
+TEST(DistRing, OneReadTakesAtMostARingsWorth) {
+  ring r;
+  std::mt19937_64 rng(13);
+  auto const m = make(rng, 1000);
+  ASSERT_TRUE(r.writer.write_whole(m.data(), m.size(), nullptr, 0));
+  int handled = 0;
+  auto handle = [&](int, std::byte const*, std::size_t n) {
+    ASSERT_EQ(n, m.size());
+    ++handled;
+    r.writer.write_whole(m.data(), m.size(), nullptr, 0);  // room: this one is released after
+  };
+  int const got = r.reader.read(handle, 1000);
+  EXPECT_EQ(got, handled);
+  EXPECT_LE(static_cast<std::size_t>(got), ring_capacity / 1000 + 1) << "one read kept going";
+  EXPECT_GT(got, 1);
+}
+
 }  // namespace

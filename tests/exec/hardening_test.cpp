@@ -70,14 +70,15 @@ TEST(Hardening, ChainedSmallCopiesThroughAQueueDoNotGrowTheStack) {
 
 // Host copies of at most 4 KiB after their dependencies start in the completing thread,
 // a few levels deep (launch.hpp's start_after `small`). Two users build chains at once,
-// of uneven sizes on both sides of that bound, each copy moving one value one slot on:
-// a copy that started before the one it depends on leaves a zero behind. The gates open
-// from a third thread, so the chains complete inside another thread's continuations.
+// of uneven sizes on both sides of that bound (4 B, 400 B: started inline; 4,400 B: by
+// a job), each copy moving the start of one slot into the next: a copy that started
+// before the one it depends on leaves a zero behind. The gates open from a third thread,
+// so the chains complete inside another thread's continuations.
 TEST(Hardening, SmallCopyChainsOpenedByAnotherThreadKeepTheirOrder) {
   runtime rt;
-  constexpr int links = chain_length / 4;
-  // Runs of 1, 100 (an inline start) and 1100 ints (4400 bytes: a deferred start).
-  static constexpr std::size_t width[] = {1, 100, 1100};
+  constexpr int links = chain_length / 10;
+  static constexpr std::size_t width[] = {1, 100, 1100};  // ints per copy, in turn
+  constexpr std::size_t slot = 1100;                      // ints per slot
   finishes_within(limit, "small copy chains opened by another thread", [&] {
     std::vector<event> gates{event::pending(), event::pending()};
     std::vector<std::vector<int>> slots(2);
@@ -85,19 +86,13 @@ TEST(Hardening, SmallCopyChainsOpenedByAnotherThreadKeepTheirOrder) {
     std::vector<std::thread> users;
     for (int u = 0; u < 2; ++u)
       users.emplace_back([&, u] {
-        std::size_t total = 0;
-        for (int i = 0; i <= links; ++i) total += width[i % 3];
-        slots[u].assign(total, 0);
-        std::fill_n(slots[u].begin(), width[0], 42 + u);
+        slots[u].assign((links + 1) * slot, 0);
+        slots[u][0] = 42 + u;
         event last = gates[u];
-        std::size_t at = 0;
         for (int i = 0; i < links; ++i) {
-          // Copy i moves the run it reads into the next run (the smaller width of the two).
-          std::size_t const n = std::min(width[i % 3], width[(i + 1) % 3]);
-          std::size_t const next = at + width[i % 3];
-          last = copy(after(last), ptr<int>(slots[u].data() + next, 0),
-                      ptr<int>(slots[u].data() + at, 0), n);
-          at = next;
+          std::size_t const at = static_cast<std::size_t>(i) * slot;
+          last = copy(after(last), ptr<int>(slots[u].data() + at + slot, 0),
+                      ptr<int>(slots[u].data() + at, 0), width[i % 3]);
         }
         ends[u] = last;
       });
@@ -108,14 +103,10 @@ TEST(Hardening, SmallCopyChainsOpenedByAnotherThreadKeepTheirOrder) {
     });
     wait_all({ends[0], ends[1]});
     opener.join();
-    for (int u = 0; u < 2; ++u) {
-      // Every run's first value went through the whole chain.
-      std::size_t at = 0;
-      for (int i = 0; i <= links; ++i) {
-        ASSERT_EQ(slots[u][at], 42 + u) << "user " << u << ", copy " << i;
-        at += width[i % 3];
-      }
-    }
+    for (int u = 0; u < 2; ++u)
+      for (int i = 0; i <= links; ++i)
+        ASSERT_EQ(slots[u][static_cast<std::size_t>(i) * slot], 42 + u)
+            << "user " << u << ", slot " << i;
   });
 }
 

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include "memory/registry.hpp"
+
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace strata {
 namespace {
@@ -120,33 +123,44 @@ TEST(Deallocate, RejectsWhatItDidNotAllocate) {
 
 // A thread keeps its last lookups of the allocation registry (registry.cpp): a lookup after
 // a free, or after another allocation took the same addresses, must see the change. The
-// sim memory is its device's pool, so a freed block comes back at the same address.
+// registry is driven directly, with records for addresses of one array (fake allocations:
+// nothing is freed through them), so the same base comes back for certain.
 TEST(FindAllocation, SeesFreesAndNewAllocationsAtTheSameAddress) {
-  runtime rt({.sim_devices = "2"});
-  auto sims = rt.machine().slice(isa::sim).descendants(place_type::device);
-  auto a = allocate<int, sim_space>(sims[0], 256);
-  void const* address = a.get();
-  auto const first = detail::find_allocation(address);
-  ASSERT_TRUE(first);
-  EXPECT_EQ(first->space, space_id::sim);
-  EXPECT_EQ(first->bytes, 256 * sizeof(int));
-  // Every slot of the thread's cache filled with other lookups, then the first again.
-  auto h = allocate<int>(rt.machine(), 16);
-  for (int i = 0; i < 8; ++i) ASSERT_TRUE(detail::find_allocation(h.get() + i % 16));
-  ASSERT_TRUE(detail::find_allocation(address));
-  deallocate(a);
-  EXPECT_FALSE(detail::find_allocation(address)) << "a freed allocation was still found";
-  auto b = allocate<int, sim_space>(sims[0], 64);
-  if (b.get() == address) {
-    auto const again = detail::find_allocation(address);
-    ASSERT_TRUE(again);
-    EXPECT_EQ(again->bytes, 64 * sizeof(int)) << "the freed allocation's size came back";
+  std::vector<char> memory(4096);
+  auto record = [](std::size_t bytes, space_id space) {
+    return detail::allocation_record{bytes, space, 0, 0, false, {}};
+  };
+  char* const base = memory.data() + 64;
+  detail::register_allocation(base, record(256, space_id::host));
+  ASSERT_TRUE(detail::find_allocation(base + 10));
+  EXPECT_EQ(detail::find_allocation(base + 10)->bytes, 256u);
+  // Five other allocations looked up: more than the thread keeps.
+  for (int i = 1; i <= 5; ++i) {
+    detail::register_allocation(base + 512 * i, record(64, space_id::host));
+    ASSERT_TRUE(detail::find_allocation(base + 512 * i + 1));
   }
-  // Another thread's lookups and frees: this thread's answers follow them.
-  ASSERT_TRUE(detail::find_allocation(h.get()));
-  std::thread([&] { deallocate(h); }).join();
-  EXPECT_FALSE(detail::find_allocation(h.get())) << "a free on another thread was missed";
-  deallocate(b);
+  ASSERT_TRUE(detail::find_allocation(base + 10));  // kept again
+  // Freed, then the same base taken by a smaller allocation of another space.
+  detail::unregister_allocation(base);
+  EXPECT_FALSE(detail::find_allocation(base + 10)) << "a freed allocation was still found";
+  detail::register_allocation(base, record(64, space_id::sim));
+  auto const again = detail::find_allocation(base + 10);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->bytes, 64u) << "the freed allocation's size came back";
+  EXPECT_EQ(again->space, space_id::sim);
+  EXPECT_FALSE(detail::find_allocation(base + 100)) << "past the new allocation's end";
+  // A free on another thread: this thread's next answer follows it.
+  ASSERT_TRUE(detail::find_allocation(base + 512 + 1));
+  std::thread([&] { detail::unregister_allocation(base + 512); }).join();
+  EXPECT_FALSE(detail::find_allocation(base + 512 + 1)) << "a free on another thread was missed";
+  // An allocation of 0 bytes holds its base only.
+  detail::register_allocation(base + 3000, record(0, space_id::host));
+  EXPECT_TRUE(detail::find_allocation(base + 3000));
+  EXPECT_FALSE(detail::find_allocation(base + 3001));
+  detail::unregister_allocation(base + 3000);
+  EXPECT_FALSE(detail::find_allocation(base + 3000));
+  detail::unregister_allocation(base);
+  for (int i = 2; i <= 5; ++i) detail::unregister_allocation(base + 512 * i);
 }
 
 TEST(Buffer, PitchAlignsRows) {

@@ -423,8 +423,18 @@ class tensor {
         throw invalid_argument(
             "dist::tensor: the padding of a local tensor whose distributed tensor was "
             "destroyed; expected the dist::tensor to outlive the use of local()");
-      strata::event ready = s->policy ? s->policy(deps, b, dims) : when_all(deps);
-      if (!(dims & 1u)) return ready;   // the ranks share faces in dimension 0 only
+      if (!(dims & 1u)) return s->policy ? s->policy(deps, b, dims) : when_all(deps);
+      // The ranks share faces in dimension 0 only. The rows a face sends include their
+      // padding columns, which the policy writes: it waits until the face's previous
+      // exchange has ended (the neighbour may still be reading those rows from here).
+      strata::event earlier = when_all(deps);
+      for (int side = 0; side < 2; ++side) {
+        auto& f = *s->faces[b][static_cast<std::size_t>(side)];
+        if (f.peer < 0) continue;
+        std::lock_guard lock(f.mutex);
+        if (!f.last.ready()) earlier = when_all(after(earlier, f.last));
+      }
+      strata::event ready = s->policy ? s->policy(after(earlier), b, dims) : earlier;
       std::vector<strata::event> done;  // one allocation per exchange, handed to the join
       done.reserve(3);
       done.push_back(ready);
