@@ -58,12 +58,15 @@ TEST(Trace, WritesKernelsCopiesAndLanes) {
         v.data())
         .wait();
     launch(on(rt.machine(), backend_id::serial), grid(4), [](auto const&) {}).wait();
-    // A kernel and a 4 MiB copy (4 ms at 1 GB/s) on two queues of one sim device.
-    buffer<char> host(rt.machine(), std::size_t{4} << 20);
-    buffer<char, 1, sim_space> dev(sim0, std::size_t{4} << 20);
+    // A kernel and a 32 MiB copy (34 ms at 1 GB/s) on two queues of one sim device. Long
+    // enough that a device thread started a few milliseconds late under load (the ASan
+    // stage of a CI run, two tests at once on 2 cores: 4.7 ms once, when these were 4 ms)
+    // still overlaps the other.
+    buffer<char> host(rt.machine(), std::size_t{32} << 20);
+    buffer<char, 1, sim_space> dev(sim0, std::size_t{32} << 20);
     queue compute(sim0), transfer(sim0);
     auto k = compute.launch(
-        grid(1), [](auto const&) { std::this_thread::sleep_for(std::chrono::milliseconds(4)); });
+        grid(1), [](auto const&) { std::this_thread::sleep_for(std::chrono::milliseconds(34)); });
     auto c = transfer.copy(dev, host);
     wait_all({k, c});
   }
