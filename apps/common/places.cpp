@@ -91,6 +91,19 @@ double place_share(strata::place const& p) {
   return std::max<double>(1.0, static_cast<double>(p.processors().size())) * speed;
 }
 
+std::uint64_t place_l2_bytes(strata::place const& p) {
+  if (is_device(p)) return 0;
+  std::uint64_t smallest = 0;
+  for (auto const& pu : p.processors())
+    for (auto up = pu.unsliced().parent(); up; up = up->parent())
+      if (up->type() == strata::place_type::cache && up->info().cache_level == 2) {
+        if (up->capacity() > 0 && (smallest == 0 || up->capacity() < smallest))
+          smallest = up->capacity();
+        break;
+      }
+  return smallest;
+}
+
 std::uint32_t host_memory_id(strata::place const& p) {
   auto memories = p.unsliced().root().descendants(strata::place_type::host_memory);
   if (memories.empty())

@@ -24,6 +24,9 @@ bool is_device(strata::place const& p);
 int place_threads(strata::target const& t);
 /// The share of work `p` should get: its processors times its speed (sim's speed factor).
 double place_share(strata::place const& p);
+/// The smallest level-2 cache above the host PUs of `p`, in bytes; 0 when the machine
+/// model names none (a device, or hwloc without cache information).
+std::uint64_t place_l2_bytes(strata::place const& p);
 /// The id of a host memory of p's machine, to wrap host arrays as strata::ptr for copies.
 std::uint32_t host_memory_id(strata::place const& p);
 /// A host array as a strata::ptr, for copies to and from devices.

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <ranges>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -513,6 +514,178 @@ TEST(SparseMatrix, EncodedProductsMatchANaiveProduct) {
   };
   EXPECT_EQ(encoding_of(limits), spmv_encoding::value_indexed_offsets);
   EXPECT_EQ(encoding_of(apps::random_power_law(300, 5, 3)), spmv_encoding::csr);
+}
+
+// Column blocks, straight through encode_rows and the kernel: every block width and panel
+// count on matrices made for the edges (a partial last block, empty rows and whole empty
+// panels, more rows than columns and the reverse, a row range starting past 0, signed
+// zeros, infinities and NaN). A row's terms must be added as CSR adds them, so y is
+// compared bit for bit with csr_spmv_kernel's, both compiled here.
+// The kernels run here on a Self of this file's own, so no instantiation of this file
+// (compiled without -march=native: no FMA) can stand in for the library's at link time.
+struct one_thread_self {
+  std::ranges::iota_view<strata::index_t, strata::index_t> elements(strata::index_t n) const {
+    return {0, n};
+  }
+};
+
+std::vector<double> csr_kernel_product(csr_matrix const& a, csr_index first, csr_index last,
+                                       std::vector<double> const& x) {
+  std::vector<csr_index> split{0, last - first};
+  std::vector<double> y(static_cast<std::size_t>(last - first), -7.0);
+  apps::csr_spmv_kernel{}(one_thread_self{}, 1, split.data(), a.row_ptr.data() + first,
+                          a.col.data(), a.val.data(), x.data(), y.data());
+  return y;
+}
+
+std::vector<double> blocks_kernel_product(apps::encoded_rows const& e, csr_index rows,
+                                          std::vector<double> const& x) {
+  auto const panels = static_cast<strata::index_t>(e.panel.size()) - 1;
+  // One guard entry past the rows: a write outside them would show.
+  std::vector<double> y(static_cast<std::size_t>(rows) + 1, -7.0);
+  apps::column_blocks_spmv_kernel{}(one_thread_self{}, panels, e.panel.data(), e.blocks,
+                                    e.block_columns, e.tile.data(), e.row.data(), e.column.data(),
+                                    e.value.data(), x.data(), y.data());
+  EXPECT_EQ(y.back(), -7.0);
+  y.pop_back();
+  return y;
+}
+
+testing::AssertionResult same_bits(std::vector<double> const& a, std::vector<double> const& b) {
+  if (a.size() != b.size())
+    return testing::AssertionFailure() << "sizes " << a.size() << " and " << b.size();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (std::bit_cast<std::uint64_t>(a[i]) != std::bit_cast<std::uint64_t>(b[i]))
+      return testing::AssertionFailure() << "element " << i << ": " << a[i] << " and " << b[i];
+  return testing::AssertionSuccess();
+}
+
+TEST(SparseMatrix, ColumnBlocksAddTheSameDoublesAsCsr) {
+  double const inf = std::numeric_limits<double>::infinity();
+  double const nan = std::numeric_limits<double>::quiet_NaN();
+  // Uniform random columns (far from the diagonal), rows [100, 400) empty, special values.
+  auto scattered = [&](csr_index rows, csr_index cols, int per_row, std::uint64_t seed) {
+    std::vector<apps::triplet> t;
+    for (csr_index r = 0; r < rows; ++r) {
+      if (r >= 100 && r < 400) continue;
+      strata::philox4x32 g(seed, static_cast<std::uint64_t>(r));
+      for (int k = 0; k < per_row; ++k)
+        t.push_back({r, strata::uniform_int(g, csr_index{0}, cols - 1),
+                     2.0 * strata::uniform_real<double>(g) - 1.0});
+    }
+    t.push_back({7, cols - 1, -0.0});
+    t.push_back({8, 0, inf});
+    t.push_back({9, cols / 2, nan});
+    t.push_back({rows - 1, cols - 1, 3.0});
+    return apps::csr_from_triplets(rows, cols, t);
+  };
+  struct input {
+    char const* name;
+    csr_matrix a;
+    csr_index first, last;
+  };
+  std::vector<input> inputs;
+  inputs.push_back({"power-law", apps::random_power_law(5000, 6, 7), 0, 5000});
+  inputs.push_back({"power-law rows [1234, 4321)", apps::random_power_law(5000, 6, 7), 1234, 4321});
+  inputs.push_back({"tall", scattered(6000, 1100, 3, 1), 0, 6000});
+  inputs.push_back({"wide", scattered(500, 70001, 9, 2), 0, 500});
+  inputs.push_back({"wide rows [450, 500)", scattered(500, 70001, 9, 2), 450, 500});
+  for (auto const& in : inputs) {
+    std::vector<double> x(static_cast<std::size_t>(in.a.cols));
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.25 + static_cast<double>((i * 5) % 17);
+    auto const want = csr_kernel_product(in.a, in.first, in.last, x);
+    for (csr_index width : {256, 1024}) {
+      if (in.a.cols < 4 * width) continue;
+      for (int panels : {1, 3, 7, 64}) {
+        SCOPED_TRACE(std::string(in.name) + ", width " + std::to_string(width) + ", panels " +
+                     std::to_string(panels));
+        auto e = apps::encode_rows(in.a, in.first, in.last, apps::spmv_format::automatic,
+                                   {width, panels});
+        ASSERT_EQ(e.encoding, spmv_encoding::column_blocks);
+        EXPECT_EQ(e.blocks, (in.a.cols + width - 1) / width);
+        ASSERT_EQ(e.panel.size(), static_cast<std::size_t>(panels) + 1);
+        EXPECT_EQ(e.panel.front(), 0);
+        EXPECT_EQ(e.panel.back(), in.last - in.first);
+        EXPECT_EQ(e.tile.back(), in.a.row_ptr[static_cast<std::size_t>(in.last)] -
+                                     in.a.row_ptr[static_cast<std::size_t>(in.first)]);
+        EXPECT_TRUE(same_bits(blocks_kernel_product(e, in.last - in.first, x), want));
+      }
+    }
+  }
+}
+
+TEST(SparseMatrix, ColumnBlocksAreChosenForScatteredColumnsOnly) {
+  auto const power = apps::random_power_law(5000, 6, 7);
+  using apps::spmv_format;
+  EXPECT_EQ(apps::encode_rows(power, 0, 5000, spmv_format::automatic, {256, 2}).encoding,
+            spmv_encoding::column_blocks);
+  // Not allowed, or forced to CSR, or x within four blocks: CSR (the values are distinct).
+  EXPECT_EQ(apps::encode_rows(power, 0, 5000).encoding, spmv_encoding::csr);
+  EXPECT_EQ(apps::encode_rows(power, 0, 5000, spmv_format::csr, {256, 2}).encoding,
+            spmv_encoding::csr);
+  EXPECT_EQ(apps::encode_rows(power, 0, 5000, spmv_format::automatic, {2048, 2}).encoding,
+            spmv_encoding::csr);
+  // A mesh: offsets, never blocks.
+  auto const mesh = apps::laplacian_2d(100, 100);
+  EXPECT_EQ(apps::encode_rows(mesh, 0, mesh.rows, spmv_format::automatic, {256, 2}).encoding,
+            spmv_encoding::value_indexed_offsets);
+  // Distinct values near the diagonal (within half a block): CSR, the gathers hit the cache.
+  std::vector<apps::triplet> band;
+  for (int r = 0; r < 5000; ++r)
+    for (int d : {-100, 0, 100})
+      if (r + d >= 0 && r + d < 5000) band.push_back({r, r + d, 1.0 + r * 1e-3 + d * 1e-7});
+  auto const banded = apps::csr_from_triplets(5000, 5000, band);
+  EXPECT_EQ(apps::encode_rows(banded, 0, 5000, spmv_format::automatic, {256, 2}).encoding,
+            spmv_encoding::csr);
+  // Half the nonzeros far: blocks; fewer: not.
+  auto half = [](int far_per_row) {
+    std::vector<apps::triplet> t;
+    for (int r = 0; r < 4000; ++r) {
+      for (int k = 0; k < 4 - far_per_row; ++k) t.push_back({r, (r + k) % 4000, 1.0 + r + k * 0.1});
+      for (int k = 0; k < far_per_row; ++k) t.push_back({r, (r + 2000 + k) % 4000, 2.0 + r});
+    }
+    return apps::csr_from_triplets(4000, 4000, t);
+  };
+  EXPECT_EQ(apps::encode_rows(half(2), 0, 4000, spmv_format::automatic, {256, 1}).encoding,
+            spmv_encoding::column_blocks);
+  EXPECT_EQ(apps::encode_rows(half(1), 0, 4000, spmv_format::automatic, {256, 1}).encoding,
+            spmv_encoding::csr);
+  for (csr_index bad : {-256, 100, 255, 300, 1 << 17})
+    EXPECT_THROW(apps::encode_rows(power, 0, 10, spmv_format::automatic, {bad, 1}),
+                 strata::invalid_argument)
+        << bad;
+  EXPECT_EQ(apps::block_columns_for(0), 32768);  // unknown: taken as 1 MiB
+  EXPECT_EQ(apps::block_columns_for(std::uint64_t{2} << 20), 65536);
+  EXPECT_EQ(apps::block_columns_for(std::uint64_t{64} << 20), 65536);
+  EXPECT_EQ(apps::block_columns_for(std::uint64_t{256} << 10), 8192);
+  EXPECT_EQ(apps::block_columns_for(std::uint64_t{1} << 10), 256);
+}
+
+// Through partitioned_spmv, on a matrix wide enough for blocks sized to any L2 (x of 2.4
+// MB spans at least four blocks of at most 64 Ki columns): host parts read column blocks,
+// sim devices CSR, and every mix gives the forced-CSR product's bits.
+TEST(SparseMatrix, PartitionedProductsReadScatteredColumnsInBlocksOnTheHost) {
+  strata::runtime rt{strata::runtime_options{.sim_devices = "2:bw=20GB/s,lat=1us"}};
+  auto const a = apps::random_power_law(300000, 4, 11);
+  std::vector<double> x(static_cast<std::size_t>(a.cols));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 1.0 + static_cast<double>(i % 13) / 16;
+  auto pus = rt.machine().slice(strata::isa::host).processors().size();
+  std::vector<std::string> names{"host", "host@serial", "host@openmp", "host+sim"};
+  if (pus >= 2) names.push_back("host:2");
+  for (auto const& name : names) {
+    SCOPED_TRACE(name);
+    auto const where = apps::places_named(rt.machine(), name);
+    apps::partitioned_spmv blocked(a, where), csr(a, where, apps::spmv_format::csr);
+    for (auto const& p : blocked.parts())
+      EXPECT_EQ(p.encoding, p.device ? spmv_encoding::csr : spmv_encoding::column_blocks);
+    std::vector<double> y(x.size(), -7.0), want(x.size(), -3.0);
+    csr.multiply(x.data(), want.data());
+    blocked.multiply(x.data(), y.data());
+    EXPECT_TRUE(same_bits(y, want));
+    std::fill(y.begin(), y.end(), -7.0);
+    blocked.multiply(x.data(), y.data());  // again: y is zeroed by the product itself
+    EXPECT_TRUE(same_bits(y, want));
+  }
 }
 
 // A device whose memory runs out while the parts before it copy their rows: the error
