@@ -106,11 +106,27 @@ csr_index block_columns_for(std::uint64_t l2_bytes) {
 
 namespace {
 
-// Whether column blocks pay (encode_rows' rule): x spans four blocks or more and at least
-// half the nonzeros lie more than half a block from the diagonal (row r's diagonal at
-// column r * cols / rows), where a row-order product's gathers leave the cache.
-bool scattered_columns(csr_matrix const& a, csr_index first, csr_index last, csr_index width) {
-  if (a.cols / 4 < width) return false;
+std::int64_t block_count(csr_index cols, csr_index width) {
+  return (static_cast<std::int64_t>(cols) + width - 1) / width;
+}
+
+// Panels of a range: as asked, but no more than its rows.
+int tile_panels(csr_index first, csr_index last, column_blocking const& blocking) {
+  return static_cast<int>(std::clamp<std::int64_t>(blocking.panels, 1, std::max(last - first, 1)));
+}
+
+// Whether column blocks pay (encode_rows' rule): x spans four blocks or more, the tiles
+// hold 4 nonzeros each on average (a wide, very sparse range would spend its time on
+// empty tiles), and at least half the nonzeros lie more than half a block from the
+// diagonal (row r's diagonal at column r * cols / rows), where a row-order product's
+// gathers leave the cache.
+bool scattered_columns(csr_matrix const& a, csr_index first, csr_index last,
+                       column_blocking const& blocking) {
+  auto const width = blocking.block_columns;
+  auto const blocks = block_count(a.cols, width);
+  auto const nnz = static_cast<std::int64_t>(a.row_ptr[static_cast<std::size_t>(last)]) -
+                   a.row_ptr[static_cast<std::size_t>(first)];
+  if (blocks < 4 || nnz < 4 * blocks * tile_panels(first, last, blocking)) return false;
   double const slope = static_cast<double>(a.cols) / static_cast<double>(std::max(a.rows, 1));
   std::int64_t far = 0, all = 0;
   for (csr_index r = first; r < last; ++r) {
@@ -129,8 +145,8 @@ void encode_blocks(csr_matrix const& a, csr_index first, csr_index last,
   auto const width = blocking.block_columns;
   e.encoding = spmv_encoding::column_blocks;
   e.block_columns = width;
-  e.blocks = (a.cols + width - 1) / width;
-  e.panel = split_rows(a, first, last, std::max(1, blocking.panels));
+  e.blocks = static_cast<csr_index>(block_count(a.cols, width));
+  e.panel = split_rows(a, first, last, tile_panels(first, last, blocking));
   for (auto& p : e.panel) p -= first;
   auto const panels = e.panel.size() - 1;
   auto const blocks = static_cast<std::size_t>(e.blocks);
@@ -188,7 +204,7 @@ encoded_rows encode_rows(csr_matrix const& a, csr_index first, csr_index last, s
   double const row_bytes = sizeof(csr_index) * (static_cast<double>(last - first) + 1);
   e.bytes = row_bytes + nnz * static_cast<double>(sizeof(csr_index) + sizeof(double));
   if (format == spmv_format::csr || k1 == k0) return e;
-  bool const blocks = width != 0 && scattered_columns(a, first, last, width);
+  bool const blocks = width != 0 && scattered_columns(a, first, last, blocking);
   value_table table;
   std::vector<std::uint8_t> index(k1 - k0);
   bool few_values = true;
@@ -254,11 +270,15 @@ void launch_encoded(spmv_encoding encoding, auto&& launch, strata::index_t chunk
 }
 
 // Chunks per thread of a part: enough for the threads backend's dynamic claiming to even
-// out rows of unequal cost, few enough that a chunk's bookkeeping is nothing.
+// out rows of unequal cost, few enough that a chunk's bookkeeping is nothing. A host
+// part's chunks are the blocks of its launch (strata::grid): divide_work would put 16
+// of them into one block, a thread's, leaving nothing to claim (the same speed either
+// way in a quiet moment on the 2-core VM; claiming is what absorbs a preempted thread).
 constexpr int chunks_per_thread = 16;
 // Column-blocked parts claim panels: fewer, since each panel fetches every block's x lines
-// it touches once (on the 2-core VM, a 2 M-row power-law product at 1 thread took 33 ms in
-// one panel, 36 ms in 8, 39 ms in 16, against 70-78 ms as CSR).
+// it touches once (on the 2-core VM, a 1 M-row power-law product at 1 thread took 14.3 ms
+// in one panel, 15.2 in 4, 16.2 in 8, 21.1 in 16, against 33.5-35.4 ms as CSR); one
+// thread takes one panel.
 constexpr int panels_per_thread = 4;
 
 struct part {
@@ -312,7 +332,7 @@ partitioned_spmv::partitioned_spmv(csr_matrix const& a, std::vector<strata::targ
       p.chunks = static_cast<strata::index_t>(local.size()) - 1;
       if (!p.device) {
         column_blocking const blocking{block_columns_for(place_l2_bytes(where[i].where)),
-                                       std::max(1, threads * panels_per_thread)};
+                                       threads == 1 ? 1 : threads * panels_per_thread};
         p.rows = encode_rows(a, p.first, p.last, format, blocking);
         if (p.rows.encoding == spmv_encoding::column_blocks) {
           p.split = p.rows.panel;
@@ -408,15 +428,13 @@ void partitioned_spmv::multiply(double const* x, double* y) {
   }
   for (auto& p : state_->parts) {
     if (p.device || p.last == p.first) continue;
-    auto const work = strata::divide_work(p.where, p.chunks);
+    // A block per chunk or panel (see chunks_per_thread).
+    auto const work = strata::grid(p.chunks);
     auto const& e = p.rows;
     if (e.encoding == spmv_encoding::column_blocks) {
-      // A block per panel: divide_work would put up to 16 panels into one block (one
-      // thread's), for vectorizable element ranges these panels are not.
-      done.push_back(strata::launch(p.where, strata::grid(p.chunks), column_blocks_spmv_kernel{},
-                                    p.chunks, p.split.data(), e.blocks, e.block_columns,
-                                    e.tile.data(), e.row.data(), e.column.data(), e.value.data(), x,
-                                    y + p.first));
+      done.push_back(strata::launch(p.where, work, column_blocks_spmv_kernel{}, p.chunks,
+                                    p.split.data(), e.blocks, e.block_columns, e.tile.data(),
+                                    e.row.data(), e.column.data(), e.value.data(), x, y + p.first));
       continue;
     }
     launch_encoded(

@@ -52,8 +52,8 @@ struct csr_spmv_kernel {
 /// block, value), in row order, and the product runs tile by tile, so a block's x lines
 /// are fetched once per panel instead of once per nonzero (cache blocking: Nishtala,
 /// Vuduc, Demmel and Yelick, "When cache blocking of sparse matrix vector multiply works
-/// and why", AAECC 2007). It costs 14 bytes per nonzero instead of 12, and y is read and
-/// written once per tile, from the cache.
+/// and why", AAECC 2007). It costs 14 bytes per nonzero instead of 12, and a panel's y is
+/// read and written once per tile (from the cache where the panel's y fits there).
 enum class spmv_encoding {
   csr,                    // the matrix's own row_ptr, col and val, read in place
   value_indexed,          // val as a byte per nonzero into a table of <= 256 values; col in place
@@ -76,7 +76,8 @@ struct column_blocking {
   csr_index block_columns = 0;
   int panels = 1;
 };
-/// Columns per block for a host place with `l2_bytes` of L2 per core (0: unknown, taken as
+/// Columns per block for a host place whose smallest L2 (per core, or per cluster of cores)
+/// holds `l2_bytes` (0: unknown, taken as
 /// 1 MiB): the largest power of two whose doubles fill at most a quarter of it, within
 /// [2^8, 2^16].
 csr_index block_columns_for(std::uint64_t l2_bytes);
@@ -189,7 +190,9 @@ struct spmv_part_info {
 /// sized by each place's processors times its speed (its share of the machine), and each
 /// part is cut into chunks of equal nonzeros for its threads. Every part reads its rows as
 /// `format` allows (encode_rows: the values as indices, and the columns as offsets, when
-/// the rows allow them); a device gets its rows in that encoding.
+/// the rows allow them; on host parts, column blocks sized to the part's L2 when the
+/// columns are scattered, one panel for one thread, four per thread otherwise); a device
+/// gets its rows in the first two encodings, never in column blocks.
 class partitioned_spmv {
  public:
   /// `a` must outlive this object (host parts read its row_ptr in place, and its col and

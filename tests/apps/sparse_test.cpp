@@ -478,6 +478,9 @@ TEST(SparseMatrix, EncodedProductsMatchANaiveProduct) {
     for (int r = 0; r < 60; ++r) {
       far.push_back({r, r % 2 ? 39999 - r : r, r % 3 ? 0.5 : -2.0});
       far.push_back({r, 20000 + r, 1.0});
+      // Most nonzeros near the diagonal: no column blocks, whatever the L2's size.
+      far.push_back({r, r + 1, 0.25});
+      far.push_back({r, r + 2, 0.25});
     }
     auto wide = apps::csr_from_triplets(60, 40000, far);
     check_product(wide, rt.machine());
@@ -574,6 +577,7 @@ TEST(SparseMatrix, ColumnBlocksAddTheSameDoublesAsCsr) {
                      2.0 * strata::uniform_real<double>(g) - 1.0});
     }
     t.push_back({7, cols - 1, -0.0});
+    t.push_back({150, cols - 1, -0.0});  // alone in its row: y starts at +0.0, as CSR's sum
     t.push_back({8, 0, inf});
     t.push_back({9, cols / 2, nan});
     t.push_back({rows - 1, cols - 1, 3.0});
@@ -588,8 +592,8 @@ TEST(SparseMatrix, ColumnBlocksAddTheSameDoublesAsCsr) {
   inputs.push_back({"power-law", apps::random_power_law(5000, 6, 7), 0, 5000});
   inputs.push_back({"power-law rows [1234, 4321)", apps::random_power_law(5000, 6, 7), 1234, 4321});
   inputs.push_back({"tall", scattered(6000, 1100, 3, 1), 0, 6000});
-  inputs.push_back({"wide", scattered(500, 70001, 9, 2), 0, 500});
-  inputs.push_back({"wide rows [450, 500)", scattered(500, 70001, 9, 2), 450, 500});
+  inputs.push_back({"wide", scattered(500, 70001, 40, 2), 0, 500});
+  inputs.push_back({"wide rows [450, 500)", scattered(500, 70001, 40, 2), 450, 500});
   for (auto const& in : inputs) {
     std::vector<double> x(static_cast<std::size_t>(in.a.cols));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.25 + static_cast<double>((i * 5) % 17);
@@ -601,9 +605,19 @@ TEST(SparseMatrix, ColumnBlocksAddTheSameDoublesAsCsr) {
                      std::to_string(panels));
         auto e = apps::encode_rows(in.a, in.first, in.last, apps::spmv_format::automatic,
                                    {width, panels});
+        // Tiles of fewer than 4 nonzeros on average (panels at most the rows): no blocks.
+        std::int64_t const blocks = (in.a.cols + width - 1) / width;
+        std::int64_t const tiles = blocks * std::min<std::int64_t>(panels, in.last - in.first);
+        std::int64_t const nnz = in.a.row_ptr[static_cast<std::size_t>(in.last)] -
+                                 in.a.row_ptr[static_cast<std::size_t>(in.first)];
+        if (nnz < 4 * tiles) {
+          EXPECT_NE(e.encoding, spmv_encoding::column_blocks);
+          continue;
+        }
         ASSERT_EQ(e.encoding, spmv_encoding::column_blocks);
-        EXPECT_EQ(e.blocks, (in.a.cols + width - 1) / width);
-        ASSERT_EQ(e.panel.size(), static_cast<std::size_t>(panels) + 1);
+        EXPECT_EQ(e.blocks, blocks);
+        ASSERT_EQ(e.panel.size(),
+                  static_cast<std::size_t>(std::min<std::int64_t>(panels, in.last - in.first)) + 1);
         EXPECT_EQ(e.panel.front(), 0);
         EXPECT_EQ(e.panel.back(), in.last - in.first);
         EXPECT_EQ(e.tile.back(), in.a.row_ptr[static_cast<std::size_t>(in.last)] -
@@ -625,6 +639,22 @@ TEST(SparseMatrix, ColumnBlocksAreChosenForScatteredColumnsOnly) {
             spmv_encoding::csr);
   EXPECT_EQ(apps::encode_rows(power, 0, 5000, spmv_format::automatic, {2048, 2}).encoding,
             spmv_encoding::csr);
+  // Few values (a pattern matrix) with scattered columns: blocks before value indices (a 1 M
+  // row pattern product at one thread: 14.5 ms in blocks, 25 ms value-indexed, 29 as CSR).
+  // (40,000 columns: offsets from the diagonal do not fit 16 bits.)
+  auto pattern = apps::random_power_law(40000, 4, 5);
+  std::fill(pattern.val.begin(), pattern.val.end(), 1.0);
+  EXPECT_EQ(apps::encode_rows(pattern, 0, 40000, spmv_format::automatic, {256, 2}).encoding,
+            spmv_encoding::column_blocks);
+  EXPECT_EQ(apps::encode_rows(pattern, 0, 40000).encoding, spmv_encoding::value_indexed);
+  // Too sparse for its tiles: 5000 x 5000 with 300 nonzeros in 20 blocks x 4 panels.
+  std::vector<apps::triplet> sparse_far;
+  for (int r = 0; r < 300; ++r) sparse_far.push_back({r * 16, (r * 2741) % 5000, 1.0 + r});
+  auto const thin = apps::csr_from_triplets(5000, 5000, sparse_far);
+  EXPECT_EQ(apps::encode_rows(thin, 0, 5000, spmv_format::automatic, {256, 4}).encoding,
+            spmv_encoding::csr);
+  EXPECT_EQ(apps::encode_rows(thin, 0, 5000, spmv_format::automatic, {256, 1}).encoding,
+            spmv_encoding::column_blocks);
   // A mesh: offsets, never blocks.
   auto const mesh = apps::laplacian_2d(100, 100);
   EXPECT_EQ(apps::encode_rows(mesh, 0, mesh.rows, spmv_format::automatic, {256, 2}).encoding,
