@@ -47,18 +47,19 @@ struct csr_spmv_kernel {
 /// Matrices whose columns are scattered (a random graph, power-law rows) gain nothing from
 /// that: their time goes to x's gathers, each a cache miss once x outgrows the L2 (on the
 /// 2-core VM, 4.7 ns a load into a 16 MiB x against 0.55 ns into 512 KiB). There the rows
-/// are cut into a few panels and the columns into blocks whose slice of x fits in a quarter
-/// of the L2; each (panel, block) tile stores its nonzeros as (row, 16-bit column in the
-/// block, value), in row order, and the product runs tile by tile, so a block's x lines
-/// are fetched once per panel instead of once per nonzero (cache blocking: Nishtala,
-/// Vuduc, Demmel and Yelick, "When cache blocking of sparse matrix vector multiply works
-/// and why", AAECC 2007). It costs 14 bytes per nonzero instead of 12, and a panel's y is
-/// read and written once per tile (from the cache where the panel's y fits there).
+/// are cut into panels and the columns into blocks whose slices of y and x each fit in a
+/// quarter of the L2; each (panel, block) tile stores its nonzeros as (16-bit row in the
+/// panel, 16-bit column in the block, value), in column order, and the product runs tile
+/// by tile: a panel's y stays in the L2 while its tiles pass, and each tile reads its slice
+/// of x in address order, which the prefetchers follow, instead of a cache miss per
+/// nonzero (cache blocking: Nishtala, Vuduc, Demmel and Yelick, "When cache blocking of
+/// sparse matrix vector multiply works and why", AAECC 2007). 12 bytes per nonzero, as
+/// CSR.
 enum class spmv_encoding {
   csr,                    // the matrix's own row_ptr, col and val, read in place
   value_indexed,          // val as a byte per nonzero into a table of <= 256 values; col in place
   value_indexed_offsets,  // also col as col - row, 16 bits per nonzero
-  column_blocks,          // (row, column in block, value) per nonzero, tile by tile (host only)
+  column_blocks,          // (row in panel, column in block, value), tile by tile (host only)
 };
 std::string_view to_string(spmv_encoding e);
 
@@ -70,8 +71,8 @@ enum class spmv_format { automatic, csr };
 
 /// Whether encode_rows may choose column_blocks, and their shape: `block_columns` columns
 /// per block (a power of two from 2^8 to 2^16; 0: no column blocks, as for a device part),
-/// the rows cut into `panels` ranges of about equal weight (split_rows), the chunks a
-/// launch's threads claim.
+/// the rows cut into at least `panels` ranges of about equal weight (split_rows; the
+/// chunks a launch's threads claim), none taller than block_columns rows, none empty.
 struct column_blocking {
   csr_index block_columns = 0;
   int panels = 1;
@@ -90,12 +91,13 @@ struct encoded_rows {
   std::vector<double> values;             // the table (value_indexed*)
   std::vector<std::uint8_t> value_index;  // per nonzero of the rows, from their first
   std::vector<std::int16_t> offset;       // per nonzero: col - row (value_indexed_offsets)
-  // column_blocks: panel p holds rows [panel[p], panel[p + 1]) (local to the range); tile
-  // (p, b), p * blocks + b, its nonzeros [tile[t], tile[t + 1]) of row / column / value,
-  // column b * block_columns + column[k]; tiles of a panel in block order.
+  // column_blocks: panel p holds rows [panel[p], panel[p + 1]) (local to the range), at most
+  // block_columns of them; tile (p, b), p * blocks + b, its nonzeros [tile[t], tile[t + 1])
+  // of row / column / value: row panel[p] + row[k], column b * block_columns + column[k],
+  // in column order (a column's in row order); tiles of a panel in block order.
   csr_index blocks = 0, block_columns = 0;
-  std::vector<csr_index> panel, tile, row;
-  std::vector<std::uint16_t> column;
+  std::vector<csr_index> panel, tile;
+  std::vector<std::uint16_t> row, column;  // row - panel[p], column - b * block_columns
   std::vector<double> value;
   /// Bytes a product reads for these rows' nonzeros and row_ptr (not x and y, nor the
   /// table: at most 2 KiB, read from the cache).
@@ -158,14 +160,15 @@ struct column_blocks_spmv_kernel {
   template <class Self>
   STRATA_FN void operator()(Self const& self, strata::index_t panels, csr_index const* panel,
                             csr_index blocks, csr_index block_columns, csr_index const* tile,
-                            csr_index const* row, std::uint16_t const* column, double const* value,
-                            double const* x, double* y) const {
+                            std::uint16_t const* row, std::uint16_t const* column,
+                            double const* value, double const* x, double* y) const {
     for (auto p : self.elements(panels)) {
       for (csr_index r = panel[p]; r < panel[p + 1]; ++r) y[r] = 0;
+      double* yp = y + panel[p];
       for (csr_index b = 0; b < blocks; ++b) {
         double const* xb = x + static_cast<std::int64_t>(b) * block_columns;
         std::int64_t const t = static_cast<std::int64_t>(p) * blocks + b;
-        for (csr_index k = tile[t]; k < tile[t + 1]; ++k) y[row[k]] += value[k] * xb[column[k]];
+        for (csr_index k = tile[t]; k < tile[t + 1]; ++k) yp[row[k]] += value[k] * xb[column[k]];
       }
     }
   }

@@ -605,9 +605,12 @@ TEST(SparseMatrix, ColumnBlocksAddTheSameDoublesAsCsr) {
                      std::to_string(panels));
         auto e = apps::encode_rows(in.a, in.first, in.last, apps::spmv_format::automatic,
                                    {width, panels});
-        // Tiles of fewer than 4 nonzeros on average (panels at most the rows): no blocks.
+        // Tiles of fewer than 4 nonzeros on average: no blocks. Panels: as asked, at least
+        // one per `width` rows, at most the rows.
+        std::int64_t const rows = in.last - in.first;
         std::int64_t const blocks = (in.a.cols + width - 1) / width;
-        std::int64_t const tiles = blocks * std::min<std::int64_t>(panels, in.last - in.first);
+        std::int64_t const tiles =
+            blocks * std::min(rows, std::max<std::int64_t>(panels, (rows + width - 1) / width));
         std::int64_t const nnz = in.a.row_ptr[static_cast<std::size_t>(in.last)] -
                                  in.a.row_ptr[static_cast<std::size_t>(in.first)];
         if (nnz < 4 * tiles) {
@@ -616,10 +619,13 @@ TEST(SparseMatrix, ColumnBlocksAddTheSameDoublesAsCsr) {
         }
         ASSERT_EQ(e.encoding, spmv_encoding::column_blocks);
         EXPECT_EQ(e.blocks, blocks);
-        ASSERT_EQ(e.panel.size(),
-                  static_cast<std::size_t>(std::min<std::int64_t>(panels, in.last - in.first)) + 1);
+        ASSERT_GE(e.panel.size(), static_cast<std::size_t>((rows + width - 1) / width) + 1);
         EXPECT_EQ(e.panel.front(), 0);
-        EXPECT_EQ(e.panel.back(), in.last - in.first);
+        EXPECT_EQ(e.panel.back(), rows);
+        for (std::size_t p = 0; p + 1 < e.panel.size(); ++p) {
+          EXPECT_LT(e.panel[p], e.panel[p + 1]);  // none empty
+          EXPECT_LE(e.panel[p + 1] - e.panel[p], width);
+        }
         EXPECT_EQ(e.tile.back(), in.a.row_ptr[static_cast<std::size_t>(in.last)] -
                                      in.a.row_ptr[static_cast<std::size_t>(in.first)]);
         EXPECT_TRUE(same_bits(blocks_kernel_product(e, in.last - in.first, x), want));
@@ -647,11 +653,12 @@ TEST(SparseMatrix, ColumnBlocksAreChosenForScatteredColumnsOnly) {
   EXPECT_EQ(apps::encode_rows(pattern, 0, 40000, spmv_format::automatic, {256, 2}).encoding,
             spmv_encoding::column_blocks);
   EXPECT_EQ(apps::encode_rows(pattern, 0, 40000).encoding, spmv_encoding::value_indexed);
-  // Too sparse for its tiles: 5000 x 5000 with 300 nonzeros in 20 blocks x 4 panels.
+  // 1600 scattered nonzeros in 5000 x 5000: 20 blocks x 20 panels of 256 rows hold 4 a
+  // tile; 40 panels would hold 2, too few.
   std::vector<apps::triplet> sparse_far;
-  for (int r = 0; r < 300; ++r) sparse_far.push_back({r * 16, (r * 2741) % 5000, 1.0 + r});
+  for (int r = 0; r < 1600; ++r) sparse_far.push_back({r * 3, (r * 2741) % 5000, 1.0 + r});
   auto const thin = apps::csr_from_triplets(5000, 5000, sparse_far);
-  EXPECT_EQ(apps::encode_rows(thin, 0, 5000, spmv_format::automatic, {256, 4}).encoding,
+  EXPECT_EQ(apps::encode_rows(thin, 0, 5000, spmv_format::automatic, {256, 40}).encoding,
             spmv_encoding::csr);
   EXPECT_EQ(apps::encode_rows(thin, 0, 5000, spmv_format::automatic, {256, 1}).encoding,
             spmv_encoding::column_blocks);
