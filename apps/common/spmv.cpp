@@ -320,10 +320,8 @@ void launch_encoded(spmv_encoding encoding, auto&& launch, strata::index_t chunk
 // of them into one block, a thread's, leaving nothing to claim (the same speed either
 // way in a quiet moment on the 2-core VM; claiming is what absorbs a preempted thread).
 constexpr int chunks_per_thread = 16;
-// Column-blocked parts claim panels: fewer, since each panel fetches every block's x lines
-// it touches once (on the 2-core VM, a 1 M-row power-law product at 1 thread took 14.3 ms
-// in one panel, 15.2 in 4, 16.2 in 8, 21.1 in 16, against 33.5-35.4 ms as CSR); one
-// thread takes one panel.
+// Column-blocked parts claim panels: as few as their height allows (each reads all of x:
+// encode_rows), but at least this many per thread where there are several.
 constexpr int panels_per_thread = 4;
 
 struct part {
