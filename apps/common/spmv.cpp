@@ -208,12 +208,20 @@ void encode_blocks(csr_matrix const& a, csr_index first, csr_index last,
       for (auto k = a.row_ptr[static_cast<std::size_t>(first + r)];
            k < a.row_ptr[static_cast<std::size_t>(first + r) + 1]; ++k)
         row_of[static_cast<std::size_t>(k) - k0] = static_cast<std::uint16_t>(r - e.panel[p]);
-    std::fill(low.begin(), low.end(), 0);
-    for (auto k = k0; k < k1; ++k) ++low[static_cast<std::size_t>(col(k) & mask) + 1];
-    for (std::size_t c = 1; c < low.size(); ++c) low[c] += low[c - 1];
     by_low.resize(k1 - k0);
-    for (auto k = k0; k < k1; ++k)
-      by_low[static_cast<std::size_t>(low[static_cast<std::size_t>(col(k) & mask)]++)] = k;
+    if ((k1 - k0) * 4 < static_cast<std::size_t>(width)) {
+      // Fewer nonzeros than the counting pass has buckets: a stable sort is cheaper.
+      std::iota(by_low.begin(), by_low.end(), k0);
+      std::stable_sort(by_low.begin(), by_low.end(), [&](std::size_t x, std::size_t y) {
+        return (col(x) & mask) < (col(y) & mask);
+      });
+    } else {
+      std::fill(low.begin(), low.end(), 0);
+      for (auto k = k0; k < k1; ++k) ++low[static_cast<std::size_t>(col(k) & mask) + 1];
+      for (std::size_t c = 1; c < low.size(); ++c) low[c] += low[c - 1];
+      for (auto k = k0; k < k1; ++k)
+        by_low[static_cast<std::size_t>(low[static_cast<std::size_t>(col(k) & mask)]++)] = k;
+    }
     // The tiles' next free places (count[t] is tile t's start again after the prefix sum).
     std::int64_t* next = count.data() + p * blocks;
     for (auto k : by_low) {

@@ -71,8 +71,10 @@ enum class spmv_format { automatic, csr };
 
 /// Whether encode_rows may choose column_blocks, and their shape: `block_columns` columns
 /// per block (a power of two from 2^8 to 2^16; 0: no column blocks, as for a device part),
-/// the rows cut into at least `panels` ranges of about equal weight (split_rows; the
-/// chunks a launch's threads claim), none taller than block_columns rows, none empty.
+/// the rows cut into panels (the chunks a launch's threads claim) none taller than
+/// block_columns rows and none empty: of equal height where that makes `panels` or more,
+/// else about `panels` of about equal weight (split_rows; fewer where the rows are fewer,
+/// or heavy rows leave some of those ranges empty), cut again where too tall.
 struct column_blocking {
   csr_index block_columns = 0;
   int panels = 1;
@@ -154,7 +156,7 @@ struct csr_vi_offsets_spmv_kernel {
 };
 
 /// The product over column-blocked rows (encoded_rows, column_blocks), y local to the rows:
-/// a panel's y is zeroed, then each of its tiles adds its nonzeros in row order. A row's
+/// a panel's y is zeroed, then each of its tiles adds its nonzeros in column order. A row's
 /// terms are added in column order, from 0, as csr_spmv_kernel adds them: the same doubles.
 struct column_blocks_spmv_kernel {
   template <class Self>
@@ -194,7 +196,8 @@ struct spmv_part_info {
 /// part is cut into chunks of equal nonzeros for its threads. Every part reads its rows as
 /// `format` allows (encode_rows: the values as indices, and the columns as offsets, when
 /// the rows allow them; on host parts, column blocks sized to the part's L2 when the
-/// columns are scattered, one panel for one thread, four per thread otherwise); a device
+/// columns are scattered, in panels as tall as a block, at least four per thread where
+/// there are several threads); a device
 /// gets its rows in the first two encodings, never in column blocks.
 class partitioned_spmv {
  public:

@@ -570,7 +570,7 @@ TEST(SparseMatrix, ColumnBlocksAddTheSameDoublesAsCsr) {
   auto scattered = [&](csr_index rows, csr_index cols, int per_row, std::uint64_t seed) {
     std::vector<apps::triplet> t;
     for (csr_index r = 0; r < rows; ++r) {
-      if (r >= 100 && r < 400) continue;
+      if (r >= 100 && r < 700) continue;  // whole panels of 256 rows without a nonzero
       strata::philox4x32 g(seed, static_cast<std::uint64_t>(r));
       for (int k = 0; k < per_row; ++k)
         t.push_back({r, strata::uniform_int(g, csr_index{0}, cols - 1),
@@ -589,6 +589,11 @@ TEST(SparseMatrix, ColumnBlocksAddTheSameDoublesAsCsr) {
     csr_index first, last;
   };
   std::vector<input> inputs;
+  // Panels of 65,536 rows (16-bit row offsets up to 65,535) in blocks of 65,536 columns.
+  inputs.push_back({"uint16 limits", scattered(131072, 300000, 3, 3), 0, 131072});
+  inputs.push_back({"uint16 limits rows [1, 131072)", scattered(131072, 300000, 3, 3), 1, 131072});
+  // Panels of fewer nonzeros than a quarter of the block's columns: sorted, not counted.
+  inputs.push_back({"sparse rows in wide blocks", scattered(20000, 300000, 1, 4), 0, 20000});
   inputs.push_back({"power-law", apps::random_power_law(5000, 6, 7), 0, 5000});
   inputs.push_back({"power-law rows [1234, 4321)", apps::random_power_law(5000, 6, 7), 1234, 4321});
   inputs.push_back({"tall", scattered(6000, 1100, 3, 1), 0, 6000});
@@ -598,7 +603,7 @@ TEST(SparseMatrix, ColumnBlocksAddTheSameDoublesAsCsr) {
     std::vector<double> x(static_cast<std::size_t>(in.a.cols));
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.25 + static_cast<double>((i * 5) % 17);
     auto const want = csr_kernel_product(in.a, in.first, in.last, x);
-    for (csr_index width : {256, 1024}) {
+    for (csr_index width : {256, 1024, 65536}) {
       if (in.a.cols < 4 * width) continue;
       for (int panels : {1, 3, 7, 64}) {
         SCOPED_TRACE(std::string(in.name) + ", width " + std::to_string(width) + ", panels " +
