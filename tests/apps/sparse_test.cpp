@@ -19,7 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <ranges>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -526,9 +526,12 @@ TEST(SparseMatrix, EncodedProductsMatchANaiveProduct) {
 // compared bit for bit with csr_spmv_kernel's, both compiled here.
 // The kernels run here on a Self of this file's own, so no instantiation of this file
 // (compiled without -march=native: no FMA) can stand in for the library's at link time.
+// (A vector, not std::ranges::iota_view: clang 14 rejects libstdc++ 12's views.)
 struct one_thread_self {
-  std::ranges::iota_view<strata::index_t, strata::index_t> elements(strata::index_t n) const {
-    return {0, n};
+  std::vector<strata::index_t> elements(strata::index_t n) const {
+    std::vector<strata::index_t> all(static_cast<std::size_t>(n));
+    std::iota(all.begin(), all.end(), strata::index_t{0});
+    return all;
   }
 };
 
