@@ -257,7 +257,6 @@ encoded_rows encode_rows(csr_matrix const& a, csr_index first, csr_index last, s
   double const row_bytes = sizeof(csr_index) * (static_cast<double>(last - first) + 1);
   e.bytes = row_bytes + nnz * static_cast<double>(sizeof(csr_index) + sizeof(double));
   if (format == spmv_format::csr || k1 == k0) return e;
-  bool const blocks = width != 0 && scattered_columns(a, first, last, blocking);
   value_table table;
   std::vector<std::uint8_t> index(k1 - k0);
   bool few_values = true;
@@ -275,8 +274,8 @@ encoded_rows encode_rows(csr_matrix const& a, csr_index first, csr_index last, s
       }
     }
   // Offsets first: 3 bytes per nonzero, and columns that close to the diagonal gather from
-  // the cache anyway.
-  if (!offsets && blocks) {
+  // the cache anyway (so the pass over the columns below is skipped where they fit).
+  if (!offsets && width != 0 && scattered_columns(a, first, last, blocking)) {
     encode_blocks(a, first, last, blocking, e);
     return e;
   }
