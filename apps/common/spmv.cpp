@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <chrono>
 #include <limits>
 #include <numeric>
 
@@ -349,6 +350,51 @@ struct part {
 
 }  // namespace
 
+// Starts a host part's product of its rows: y (local to the part) = rows times x.
+strata::event launch_host(part const& p, csr_matrix const& a, double const* x, double* y) {
+  // A block per chunk or panel (see chunks_per_thread).
+  auto const work = strata::grid(p.chunks);
+  auto const& e = p.rows;
+  if (e.encoding == spmv_encoding::column_blocks)
+    return strata::launch(p.where, work, column_blocks_spmv_kernel{}, p.chunks, p.split.data(),
+                          e.blocks, e.block_columns, e.tile.data(), e.row.data(), e.column.data(),
+                          e.value.data(), x, y);
+  strata::event done;
+  launch_encoded(
+      e.encoding,
+      [&](auto kernel, auto... args) { done = strata::launch(p.where, work, kernel, args...); },
+      p.chunks, p.split.data(), a.row_ptr.data() + p.first, a.col.data(), a.val.data(),
+      e.value_index.data(), e.values.data(), e.offset.data(), p.first, x, y);
+  return done;
+}
+
+// spmv_format::automatic: a host part whose rule chose column blocks keeps them only if a
+// timed trial on its place finds them at least 5% faster than the rule's encoding without
+// them (the blocks are a copy of the rows: on a tie, the one that reads the matrix in
+// place, or smaller). Alternating rounds, best of each, absorb a preempted round.
+void keep_blocks_if_faster(part& p, csr_matrix const& a, std::vector<csr_index> local) {
+  part rows_part{p.where, p.first, p.last};
+  rows_part.rows = encode_rows(a, p.first, p.last, spmv_format::by_rule, {});
+  rows_part.split = std::move(local);
+  rows_part.chunks = static_cast<strata::index_t>(rows_part.split.size()) - 1;
+  std::vector<double> x(static_cast<std::size_t>(a.cols), 1.0);
+  std::vector<double> y(static_cast<std::size_t>(p.last - p.first));
+  auto seconds = [&](part const& q) {
+    auto const t0 = std::chrono::steady_clock::now();
+    launch_host(q, a, x.data(), y.data()).wait();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  double blocks = std::numeric_limits<double>::infinity(), rows = blocks;
+  for (int round = 0; round < 3; ++round) {
+    blocks = std::min(blocks, seconds(p));
+    rows = std::min(rows, seconds(rows_part));
+  }
+  if (blocks < 0.95 * rows) return;
+  p.rows = std::move(rows_part.rows);
+  p.split = std::move(rows_part.split);
+  p.chunks = rows_part.chunks;
+}
+
 struct partitioned_spmv::state {
   csr_matrix const* a;
   std::vector<part> parts;
@@ -387,6 +433,7 @@ partitioned_spmv::partitioned_spmv(csr_matrix const& a, std::vector<strata::targ
         if (p.rows.encoding == spmv_encoding::column_blocks) {
           p.split = p.rows.panel;
           p.chunks = static_cast<strata::index_t>(p.split.size()) - 1;
+          if (format == spmv_format::automatic) keep_blocks_if_faster(p, a, std::move(local));
         } else {
           p.split = std::move(local);
         }
@@ -476,25 +523,8 @@ void partitioned_spmv::multiply(double const* x, double* y) {
         p.d_y.data());
     done.push_back(p.q->copy(host_ptr(y + p.first, state_->host_memory), p.d_y.data(), rows));
   }
-  for (auto& p : state_->parts) {
-    if (p.device || p.last == p.first) continue;
-    // A block per chunk or panel (see chunks_per_thread).
-    auto const work = strata::grid(p.chunks);
-    auto const& e = p.rows;
-    if (e.encoding == spmv_encoding::column_blocks) {
-      done.push_back(strata::launch(p.where, work, column_blocks_spmv_kernel{}, p.chunks,
-                                    p.split.data(), e.blocks, e.block_columns, e.tile.data(),
-                                    e.row.data(), e.column.data(), e.value.data(), x, y + p.first));
-      continue;
-    }
-    launch_encoded(
-        e.encoding,
-        [&](auto kernel, auto... args) {
-          done.push_back(strata::launch(p.where, work, kernel, args...));
-        },
-        p.chunks, p.split.data(), a.row_ptr.data() + p.first, a.col.data(), a.val.data(),
-        e.value_index.data(), e.values.data(), e.offset.data(), p.first, x, y + p.first);
-  }
+  for (auto& p : state_->parts)
+    if (!p.device && p.last != p.first) done.push_back(launch_host(p, a, x, y + p.first));
   strata::wait_all(done);
 }
 

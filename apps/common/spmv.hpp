@@ -63,11 +63,17 @@ enum class spmv_encoding {
 };
 std::string_view to_string(spmv_encoding e);
 
-/// What partitioned_spmv may choose: `automatic` takes value_indexed_offsets where the
+/// What partitioned_spmv may choose: `by_rule` takes value_indexed_offsets where the
 /// rows allow it, then column_blocks where they are allowed and the columns are scattered
-/// (see encode_rows), then value_indexed, then csr; `csr` always reads the matrix in place
-/// (no copy, no setup pass: a matrix used for one product, or a comparison).
-enum class spmv_format { automatic, csr };
+/// (see encode_rows), then value_indexed, then csr; `automatic` does the same, then times
+/// a host part's column blocks against the encoding the rule gives without them (three
+/// products each, alternating, the best of each) and keeps the blocks only where they
+/// are at least 5% faster: whether tiles beat gathers depends on the machine's caches (2.5x
+/// faster on an Intel Xeon VM whose gathers into a 16 MiB x missed at 4.7 ns, 10-25%
+/// slower on an AMD EPYC VM whose L3 served them at about 1 ns; docs/apps.md, "Column
+/// blocks"). `csr` always reads the matrix in place (no copy, no setup pass: a matrix
+/// used for one product, or a comparison). Every choice gives the same doubles.
+enum class spmv_format { automatic, by_rule, csr };
 
 /// Whether encode_rows may choose column_blocks, and their shape: `block_columns` columns
 /// per block (a power of two from 2^8 to 2^16; 0: no column blocks, as for a device part),
@@ -106,8 +112,9 @@ struct encoded_rows {
   double bytes = 0;
 };
 
-/// Encodes rows [first, last) of `a` as `format` and `blocking` allow (see spmv_format).
-/// column_blocks is chosen when blocking allows it, x spans at least four blocks, and at
+/// Encodes rows [first, last) of `a` as `format` and `blocking` allow (see spmv_format;
+/// `automatic` is `by_rule` here: the timed trial is partitioned_spmv's). column_blocks
+/// is chosen when blocking allows it, x spans at least four blocks, and at
 /// least half the nonzeros lie more than half a block from the diagonal (x's gathers in
 /// row order would miss the cache). Throws strata::invalid_argument for a row range
 /// outside the matrix or a block_columns that is no power of two in [2^8, 2^16].
@@ -197,8 +204,9 @@ struct spmv_part_info {
 /// `format` allows (encode_rows: the values as indices, and the columns as offsets, when
 /// the rows allow them; on host parts, column blocks sized to the part's L2 when the
 /// columns are scattered, in panels as tall as a block, at least four per thread where
-/// there are several threads); a device
-/// gets its rows in the first two encodings, never in column blocks.
+/// there are several threads, and, with `automatic`, where a timed trial on the part's
+/// place finds them faster); a device gets its rows in the first two encodings, never in
+/// column blocks.
 class partitioned_spmv {
  public:
   /// `a` must outlive this object (host parts read its row_ptr in place, and its col and

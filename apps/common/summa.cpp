@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <utility>
 
 #ifdef STRATA_APPS_HAVE_OPENBLAS
 #include <cblas.h>
@@ -51,6 +52,35 @@ void local_dgemm(index_t m, index_t n, index_t k, double alpha, double const* a,
     }
   }
 #endif
+}
+
+// summa_local::automatic (summa_options): the faster local GEMM on this rank's place for
+// a product of the panels' shape, each extent capped at 1024 (a 1024^3 product takes 15-45
+// ms; the n = 4096 panels of one rank would take seconds). Alternating rounds, the best of
+// each, absorb a preempted round.
+summa_local faster_local(strata::target const& where, index_t m, index_t n, index_t k) {
+  if (!summa_has_blas()) return summa_local::strata;
+  m = std::clamp<index_t>(m, 1, 1024);
+  n = std::clamp<index_t>(n, 1, 1024);
+  k = std::clamp<index_t>(k, 1, 1024);
+  std::vector<double> a(static_cast<std::size_t>(m * k), 0.5),
+      b(static_cast<std::size_t>(k * n), 0.25), c(static_cast<std::size_t>(m * n));
+  auto seconds = [&](summa_local which) {
+    auto const t0 = clock_type::now();
+    if (which == summa_local::blas)
+      local_dgemm(m, n, k, 1.0, a.data(), k, b.data(), n, 0.0, c.data(), n);
+    else
+      gemm<double>(where, 1.0, row_major<double>(m, k, k).on(std::as_const(a).data()),
+                   row_major<double>(k, n, n).on(std::as_const(b).data()), 0.0,
+                   strata::array_type<double>{m, n}.on(c.data()));
+    return seconds_since(t0);
+  };
+  double blas = std::numeric_limits<double>::infinity(), mine = blas;
+  for (int round = 0; round < 3; ++round) {
+    blas = std::min(blas, seconds(summa_local::blas));
+    mine = std::min(mine, seconds(summa_local::strata));
+  }
+  return mine < 0.98 * blas ? summa_local::strata : summa_local::blas;
 }
 
 std::string grid_text(process_grid g) {
@@ -298,7 +328,8 @@ summa::summa(dist::runtime const& rt, dist::team const& team, index_t m, index_t
   s.mloc = ce[0];
   s.nloc = ce[1];
   s.kloc_a = s.a_t.local_extent(me)[1];
-  if (s.local == summa_local::strata) s.where = places_named(rt.machine(), options.places).at(0);
+  if (s.local != summa_local::blas) s.where = places_named(rt.machine(), options.places).at(0);
+  if (s.local == summa_local::automatic) s.local = faster_local(*s.where, s.mloc, s.nloc, s.width);
   s.slots.resize(std::min(static_cast<std::size_t>(s.lookahead) + 1, s.panels.size()));
   for (auto& slot : s.slots) {
     if (!s.a_direct()) slot.a.resize(static_cast<std::size_t>(s.mloc * s.width));
@@ -324,6 +355,9 @@ process_grid summa::grid() const {
 }
 index_t summa::panel_width() const {
   return state_->width;
+}
+summa_local summa::local() const {
+  return state_->local;
 }
 summa_stats const& summa::stats() const {
   return state_->stats;

@@ -41,8 +41,9 @@ strata::dist::array_type<2> block_cyclic_matrix(index_t rows, index_t cols, inde
 
 /// How the local product of a panel is computed.
 enum class summa_local : std::uint8_t {
-  blas,    // cblas_dgemm (OpenBLAS; single-threaded per rank as the benchmark sets it)
-  strata,  // apps::gemm, the single-source tiled kernel, on this rank's host place
+  blas,       // cblas_dgemm (OpenBLAS; single-threaded per rank as the benchmark sets it)
+  strata,     // apps::gemm, the single-source tiled kernel, on this rank's host place
+  automatic,  // whichever of the two a timed trial at construction finds faster (below)
 };
 
 struct summa_options {
@@ -53,9 +54,17 @@ struct summa_options {
   /// Panels whose broadcasts are in flight while a panel's local GEMM runs (0: none, the
   /// broadcasts of a panel are posted and waited for before its GEMM).
   int lookahead = 1;
-  summa_local local = summa_local::blas;
-  /// summa_local::strata: this rank's places for apps::gemm (apps/common/places.hpp;
-  /// serial by default: one thread per rank, as BLAS is set).
+  /// `automatic`: each rank on the grid times cblas_dgemm against apps::gemm (on `places`)
+  /// at construction, three products each, alternating, of its local panel product's
+  /// shape capped at 1024 per extent, and keeps the faster by their best (BLAS on a tie
+  /// within 2%; apps::gemm where there is no OpenBLAS). Which one is faster is the
+  /// machine's: apps::gemm ran at 0.86-0.94 of Debian's OpenBLAS on an Intel Xeon VM with
+  /// AVX-512, at 1.5x on an AMD EPYC (Zen 5) VM, which that OpenBLAS runs with its AVX2
+  /// kernels (docs/apps.md, "SUMMA"). Ranks choose independently: their C blocks differ
+  /// from another choice's by rounding only.
+  summa_local local = summa_local::automatic;
+  /// summa_local::strata and automatic: this rank's places for apps::gemm
+  /// (apps/common/places.hpp; serial by default: one thread per rank, as BLAS is set).
   std::string places = "host@serial";
 };
 
@@ -112,6 +121,9 @@ class summa {
                 strata::dist::array<double, 2>& c);
 
   summa_stats const& stats() const;
+  /// The local GEMM this rank runs: blas or strata (automatic resolved at construction;
+  /// a rank off the grid reports the option as given).
+  summa_local local() const;
 
  private:
   struct state;

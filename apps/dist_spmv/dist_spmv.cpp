@@ -6,13 +6,14 @@
 // matrix. Public API only.
 //
 //   mpiexec -n P dist_spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law N]
-//                          [--average D] [--places NAME] [--format auto|csr] [--repeat R]
+//                          [--average D] [--places NAME] [--format auto|rule|csr] [--repeat R]
 //                          [--strata-sim-devices=2]
 //
 // NAME is host, host:K, sim or host+sim (apps/common/places.hpp), this rank's places;
 // default host. --format csr reads the rows as CSR; auto (the default) lets host parts
 // read them value-indexed, with column offsets, where they allow, or in column blocks where
-// their columns are scattered (apps/common/spmv.hpp). Rank 0
+// their columns are scattered and a timed trial finds them faster; rule skips the trial
+// (apps/common/spmv.hpp). Rank 0
 // prints. Exits 1 with a message for bad arguments or files, 2 when a product differs from the
 // reference.
 #include "dist_spmv.hpp"
@@ -20,6 +21,7 @@
 #include "places.hpp"
 #include "sparse.hpp"
 
+#include <array>
 #include <strata/dist.hpp>
 #include <strata/strata.hpp>
 
@@ -40,7 +42,7 @@ namespace dist = strata::dist;
 
 apps::args const cli(
     "usage: mpiexec -n P dist_spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law "
-    "N] [--average D] [--places host|host:K|sim|host+sim] [--format auto|csr] [--repeat R]");
+    "N] [--average D] [--places host|host:K|sim|host+sim] [--format auto|rule|csr] [--repeat R]");
 
 std::string join(std::vector<int> const& v) {
   std::string s;
@@ -76,8 +78,9 @@ int run(dist::runtime const& rt, int argc, char** argv) {
     } else if (arg == "--places") {
       place_name = value();
     } else if (arg == "--format") {
-      format = cli.one_of(arg, value(), {"auto", "csr"}) == 0 ? apps::spmv_format::automatic
-                                                              : apps::spmv_format::csr;
+      format =
+          std::array{apps::spmv_format::automatic, apps::spmv_format::by_rule,
+                     apps::spmv_format::csr}[cli.one_of(arg, value(), {"auto", "rule", "csr"})];
     } else if (arg == "--repeat") {
       repeat = cli.whole(arg, value());
     } else {

@@ -4,19 +4,20 @@
 // against a serial reference product. Public API only (apps/common holds the shared code).
 //
 //   spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law N] [--average D]
-//        [--places NAME]... [--format auto|csr] [--repeat R] [--strata-sim-devices=2]
+//        [--places NAME]... [--format auto|rule|csr] [--repeat R] [--strata-sim-devices=2]
 //
 // NAME is host, host:K, sim, host+sim (apps/common/places.hpp); by default every set this
 // machine has. --format csr reads the matrix as it is; auto (the default) lets host parts
 // read it value-indexed, with column offsets, where it allows, and in column blocks where
-// its columns are scattered over an x larger than the L2 (apps/common/spmv.hpp,
-// spmv_encoding). Exits 1 with a message for bad arguments or files, 2 when a product
-// differs from the reference.
+// its columns are scattered over an x larger than the L2 and a timed trial finds them
+// faster; rule skips the trial (apps/common/spmv.hpp, spmv_format). Exits 1 with a message for bad
+// arguments or files, 2 when a product differs from the reference.
 #include "spmv.hpp"
 #include "cli.hpp"
 #include "places.hpp"
 #include "sparse.hpp"
 
+#include <array>
 #include <strata/strata.hpp>
 
 #include <chrono>
@@ -30,7 +31,7 @@ namespace {
 
 apps::args const cli(
     "usage: spmv [--mtx FILE | --laplacian2d N | --laplacian3d N | --power-law N] [--average D] "
-    "[--places host|host:K|sim|host+sim]... [--format auto|csr] [--repeat R]");
+    "[--places host|host:K|sim|host+sim]... [--format auto|rule|csr] [--repeat R]");
 
 }  // namespace
 
@@ -62,8 +63,9 @@ int app_main(int argc, char** argv) {
     } else if (arg == "--places") {
       place_names.push_back(value());
     } else if (arg == "--format") {
-      format = cli.one_of(arg, value(), {"auto", "csr"}) == 0 ? apps::spmv_format::automatic
-                                                              : apps::spmv_format::csr;
+      format =
+          std::array{apps::spmv_format::automatic, apps::spmv_format::by_rule,
+                     apps::spmv_format::csr}[cli.one_of(arg, value(), {"auto", "rule", "csr"})];
     } else if (arg == "--repeat") {
       repeat = cli.whole(arg, value());
     } else {

@@ -6,7 +6,7 @@
 // of the whole matrices. Public API only.
 //
 //   mpiexec -n P summa [--n N] [--m M] [--k K] [--nb NB] [--grid PrxPc] [--panel W]
-//                      [--lookahead L] [--local blas|strata] [--alpha X] [--beta Y]
+//                      [--lookahead L] [--local auto|blas|strata] [--alpha X] [--beta Y]
 //                      [--repeat R] [--check all|sample]
 //
 // C is m x n, A m x k, B k x n; n is 2048 by default, m and k are n unless given. --grid defaults
@@ -37,7 +37,7 @@ using strata::index_t;
 
 apps::args const cli(
     "usage: mpiexec -n P summa [--n N] [--m M] [--k K] [--nb NB] [--grid PrxPc] [--panel W] "
-    "[--lookahead L] [--local blas|strata] [--alpha X] [--beta Y] [--repeat R] [--check "
+    "[--lookahead L] [--local auto|blas|strata] [--alpha X] [--beta Y] [--repeat R] [--check "
     "all|sample]");
 
 }  // namespace
@@ -76,12 +76,14 @@ int run(dist::runtime const& rt, int argc, char** argv) {
       options.lookahead = static_cast<int>(cli.whole(arg, value(), 0));
     } else if (arg == "--local") {
       std::string v = value();
-      if (v == "blas")
+      if (v == "auto")
+        options.local = apps::summa_local::automatic;
+      else if (v == "blas")
         options.local = apps::summa_local::blas;
       else if (v == "strata")
         options.local = apps::summa_local::strata;
       else
-        cli.fail("--local '" + v + "': expected blas or strata");
+        cli.fail("--local '" + v + "': expected auto, blas or strata");
     } else if (arg == "--alpha") {
       // Products of the entries (at most k * 4 in magnitude) must stay finite: 1e308
       // overflowed to a NaN error, "WRONG" (an outside probe).
@@ -111,8 +113,8 @@ int run(dist::runtime const& rt, int argc, char** argv) {
         static_cast<long long>(m), static_cast<long long>(n), alpha, static_cast<long long>(m),
         static_cast<long long>(k), beta, static_cast<long long>(nb), grid[0], grid[1], ranks,
         ranks == 1 ? "" : "s", static_cast<long long>(product.panel_width()), options.lookahead,
-        options.local == apps::summa_local::blas ? "cblas_dgemm" : "strata gemm",
-        apps::summa_has_blas() || options.local == apps::summa_local::strata
+        product.local() == apps::summa_local::blas ? "cblas_dgemm" : "strata gemm",
+        apps::summa_has_blas() || product.local() == apps::summa_local::strata
             ? ""
             : " (no OpenBLAS: plain loops)");
 

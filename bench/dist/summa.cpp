@@ -8,8 +8,11 @@
 //      the same nb, i.e. the same distribution and the same memory, no copy;
 //  (b) the same SUMMA written by hand in MPI: the same panels and packing, blocking
 //      MPI_Bcast on row and column communicators (MPI_Comm_split), no lookahead.
-// Both sides use OpenBLAS with one thread per rank (openblas_set_num_threads(1), which
-// ScaLAPACK's BLAS shares: Debian's libblas.so.3 alternative is OpenBLAS here). C = A B
+// Both sides run one thread per rank. The peers' local GEMM is OpenBLAS
+// (openblas_set_num_threads(1), which ScaLAPACK's BLAS shares: Debian's libblas.so.3
+// alternative is OpenBLAS here); Strata's is summa's default, summa_local::automatic:
+// whichever of OpenBLAS and apps::gemm a timed trial at construction finds faster on this
+// machine (reported per result: strata_local_is_apps_gemm, rank 0's choice). C = A B
 // (alpha 1, beta 0); each side's C is gathered and checked on 64 rows against a
 // single-rank product afterwards. Every rank runs the same sequence; rank 0 reports.
 #include <strata/dist.hpp>
@@ -250,24 +253,28 @@ void run_size(context& ctx, dist::runtime& rt, index_t size) {
              flops,        ts,
              p.name,       tp};
     double const sg = flops / ts / 1e9, pg = flops / tp / 1e9, serial = flops / serial_s / 1e9;
-    r.extra = {{"ranks", ranks},
-               {"grid_rows", grid[0]},
-               {"grid_cols", grid[1]},
-               {"nb", static_cast<double>(nb)},
-               {"panel", static_cast<double>(product.panel_width())},
-               {"strata_gflops", sg},
-               {"peer_gflops", pg},
-               {"serial_gflops", serial},
-               {"strata_efficiency", sg / (ranks * serial)},
-               {"peer_efficiency", pg / (ranks * serial)},
-               {"rank0_wait_s", product.stats().wait_s},
-               {"rank0_gemm_s", product.stats().gemm_s},
-               {"host_cores", static_cast<double>(std::thread::hardware_concurrency())}};
+    r.extra = {
+        {"ranks", ranks},
+        {"grid_rows", grid[0]},
+        {"grid_cols", grid[1]},
+        {"nb", static_cast<double>(nb)},
+        {"panel", static_cast<double>(product.panel_width())},
+        {"strata_gflops", sg},
+        {"peer_gflops", pg},
+        {"serial_gflops", serial},
+        {"strata_efficiency", sg / (ranks * serial)},
+        {"peer_efficiency", pg / (ranks * serial)},
+        {"rank0_wait_s", product.stats().wait_s},
+        {"rank0_gemm_s", product.stats().gemm_s},
+        {"strata_local_is_apps_gemm", product.local() == apps::summa_local::strata ? 1.0 : 0.0},
+        {"host_cores", static_cast<double>(std::thread::hardware_concurrency())}};
     r.note =
         "size = flops (2 n^3); seconds per C = A B on rank 0 (a barrier ends each run); "
         "same block-cyclic nb x nb distribution and local arrays on both sides; "
-        "OpenBLAS with one thread per rank on both; efficiency = GFLOP/s / (ranks x one "
-        "rank's cblas_dgemm of the whole product)";
+        "one thread per rank on both; the peers' local GEMM is OpenBLAS, Strata's whichever "
+        "of OpenBLAS and apps::gemm its timed trial chose (summa_local::automatic; rank 0's: "
+        "strata_local_is_apps_gemm); efficiency = GFLOP/s / (ranks x one rank's cblas_dgemm "
+        "of the whole product)";
     ctx.report(r);
   }
 }

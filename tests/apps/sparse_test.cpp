@@ -707,8 +707,10 @@ TEST(SparseMatrix, ColumnBlocksAreChosenForScatteredColumnsOnly) {
 }
 
 // Through partitioned_spmv, on a matrix wide enough for blocks sized to any L2 (x of 2.4
-// MB spans at least four blocks of at most 64 Ki columns): host parts read column blocks,
-// sim devices CSR, and every mix gives the forced-CSR product's bits.
+// MB spans at least four blocks of at most 64 Ki columns): by the rule, host parts read
+// column blocks, sim devices CSR; `automatic` times the blocks against CSR on each host
+// part and keeps either (which depends on the machine); every mix gives the forced-CSR
+// product's bits.
 TEST(SparseMatrix, PartitionedProductsReadScatteredColumnsInBlocksOnTheHost) {
   strata::runtime rt{strata::runtime_options{.sim_devices = "2:bw=20GB/s,lat=1us"}};
   auto const a = apps::random_power_law(300000, 4, 11);
@@ -720,16 +722,26 @@ TEST(SparseMatrix, PartitionedProductsReadScatteredColumnsInBlocksOnTheHost) {
   for (auto const& name : names) {
     SCOPED_TRACE(name);
     auto const where = apps::places_named(rt.machine(), name);
-    apps::partitioned_spmv blocked(a, where), csr(a, where, apps::spmv_format::csr);
+    apps::partitioned_spmv blocked(a, where, apps::spmv_format::by_rule),
+        timed(a, where, apps::spmv_format::automatic), csr(a, where, apps::spmv_format::csr);
     for (auto const& p : blocked.parts())
       EXPECT_EQ(p.encoding, p.device ? spmv_encoding::csr : spmv_encoding::column_blocks);
+    for (auto const& p : timed.parts()) {
+      if (p.device || p.encoding == spmv_encoding::column_blocks)
+        EXPECT_EQ(p.encoding, p.device ? spmv_encoding::csr : spmv_encoding::column_blocks);
+      else  // the trial kept what the rule gives without blocks
+        EXPECT_EQ(p.encoding, spmv_encoding::csr);
+    }
     std::vector<double> y(x.size(), -7.0), want(x.size(), -3.0);
     csr.multiply(x.data(), want.data());
-    blocked.multiply(x.data(), y.data());
-    EXPECT_TRUE(same_bits(y, want));
-    std::fill(y.begin(), y.end(), -7.0);
-    blocked.multiply(x.data(), y.data());  // again: y is zeroed by the product itself
-    EXPECT_TRUE(same_bits(y, want));
+    for (auto* product : {&blocked, &timed}) {
+      std::fill(y.begin(), y.end(), -7.0);
+      product->multiply(x.data(), y.data());
+      EXPECT_TRUE(same_bits(y, want));
+      std::fill(y.begin(), y.end(), -7.0);
+      product->multiply(x.data(), y.data());  // again: y is zeroed by the product itself
+      EXPECT_TRUE(same_bits(y, want));
+    }
   }
 }
 

@@ -38,7 +38,9 @@ std::string describe(problem const& p, apps::process_grid g) {
          std::to_string(p.nb) + " grid " + std::to_string(g[0]) + "x" + std::to_string(g[1]) +
          " panel " + std::to_string(p.options.panel) + " lookahead " +
          std::to_string(p.options.lookahead) +
-         (p.options.local == apps::summa_local::strata ? " strata gemm" : " blas");
+         (p.options.local == apps::summa_local::strata ? " strata gemm"
+          : p.options.local == apps::summa_local::blas ? " blas"
+                                                       : " automatic");
 }
 
 // Runs C = alpha A B + beta C0 on `g` and checks every element this rank holds against a
@@ -135,6 +137,24 @@ TEST(Summa, StrataGemmAsLocalProduct) {
   problem p{33, 21, 26, 5, 1.25, 0.5, {.panel = 10, .lookahead = 1}};
   p.options.local = apps::summa_local::strata;
   for (auto g : grids_up_to(rt.size())) run_and_check(rt, p, g);
+}
+
+// automatic (the default) resolves to one of the two at construction, by a timed trial
+// whose outcome is the machine's; either gives a correct C. A forced choice stays.
+TEST(Summa, AutomaticLocalProductResolvesToBlasOrStrata) {
+  dist::runtime rt;
+  auto const g = apps::near_square_grid(rt.size());
+  problem p{70, 50, 90, 8, 1.0, 0.5, {.panel = 16}};
+  apps::summa s(rt, rt.world(), p.m, p.n, p.k, p.nb, g, p.options);
+  EXPECT_TRUE(s.local() == apps::summa_local::blas || s.local() == apps::summa_local::strata);
+  if (!apps::summa_has_blas()) {
+    EXPECT_EQ(s.local(), apps::summa_local::strata);
+  }
+  run_and_check(rt, p, g);
+  for (auto forced : {apps::summa_local::blas, apps::summa_local::strata}) {
+    apps::summa f(rt, rt.world(), p.m, p.n, p.k, p.nb, g, {.panel = 16, .local = forced});
+    EXPECT_EQ(f.local(), forced);
+  }
 }
 
 TEST(Summa, RepeatedMultiplies) {
