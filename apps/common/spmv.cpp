@@ -8,6 +8,8 @@
 #include <chrono>
 #include <limits>
 #include <numeric>
+#include <string>
+#include <unordered_map>
 
 namespace apps {
 
@@ -58,6 +60,8 @@ std::string_view to_string(spmv_encoding e) {
       return "value-indexed+offsets";
     case spmv_encoding::column_blocks:
       return "column-blocks";
+    case spmv_encoding::row_groups:
+      return "row-groups";
   }
   return "unknown";
 }
@@ -237,6 +241,90 @@ void encode_blocks(csr_matrix const& a, csr_index first, csr_index last,
       static_cast<double>(e.tile.size() + e.panel.size()) * sizeof(csr_index);
 }
 
+// row_groups (row_groups_spmv_kernel): each full group of spmv_group_rows rows whose rows
+// hold the same count of terms, at the same offsets from their diagonals, with the same
+// values (bits), gets that pattern (one per distinct pattern); the others -1 (CSR). Keeps
+// them in `e` and returns true when those groups hold at least half the nonzeros.
+bool encode_groups(csr_matrix const& a, csr_index first, csr_index last, encoded_rows& e) {
+  constexpr csr_index g_rows = spmv_group_rows;
+  auto const rows = last - first;
+  auto const groups = (static_cast<std::size_t>(rows) + g_rows - 1) / g_rows;
+  auto row_ptr = [&](csr_index r) {  // r local
+    return static_cast<std::size_t>(a.row_ptr[static_cast<std::size_t>(first + r)]);
+  };
+  auto offset = [&](csr_index r, std::size_t k) {  // r local
+    return static_cast<std::int64_t>(a.col[k]) - (static_cast<std::int64_t>(first) + r);
+  };
+  auto const nnz = row_ptr(rows) - row_ptr(0);
+  std::vector<std::int32_t> group_pattern(groups, -1), pattern_start{0};
+  std::vector<std::int64_t> pattern_offset, group_row;
+  std::vector<double> pattern_value, group_val;
+  std::vector<csr_index> group_col;
+  std::unordered_map<std::string, std::int32_t> known;
+  std::string key;
+  std::size_t shared = 0;
+  for (std::size_t g = 0; g < groups; ++g) {
+    auto const r0 = static_cast<csr_index>(g) * g_rows;
+    auto const k0 = row_ptr(r0), length = row_ptr(r0 + 1) - k0;
+    bool same = length > 0 && r0 + g_rows <= rows;
+    for (csr_index l = 1; l < g_rows && same; ++l) {
+      auto const kl = row_ptr(r0 + l);
+      same = row_ptr(r0 + l + 1) - kl == length;
+      for (std::size_t j = 0; j < length && same; ++j)
+        same = offset(r0 + l, kl + j) == offset(r0, k0 + j) &&
+               std::bit_cast<std::uint64_t>(a.val[kl + j]) ==
+                   std::bit_cast<std::uint64_t>(a.val[k0 + j]);
+    }
+    if (!same) {
+      // A copy of its rows (see row_groups_spmv_kernel), rows past the range empty.
+      group_pattern[g] = -1 - static_cast<std::int32_t>(group_row.size() / g_rows);
+      for (csr_index r = r0; r < r0 + g_rows; ++r) {
+        group_row.push_back(static_cast<std::int64_t>(group_col.size()));
+        if (r >= rows) continue;
+        for (auto k = row_ptr(r); k < row_ptr(r + 1); ++k) {
+          group_col.push_back(a.col[k]);
+          group_val.push_back(a.val[k]);
+        }
+      }
+      continue;
+    }
+    key.clear();
+    for (std::size_t j = 0; j < length; ++j) {
+      std::array<std::int64_t, 2> const term{offset(r0, k0 + j),
+                                             std::bit_cast<std::int64_t>(a.val[k0 + j])};
+      key.append(reinterpret_cast<char const*>(term.data()), sizeof term);
+    }
+    auto [at, added] = known.try_emplace(key, static_cast<std::int32_t>(pattern_start.size() - 1));
+    if (added) {
+      for (std::size_t j = 0; j < length; ++j) {
+        pattern_offset.push_back(offset(r0, k0 + j));
+        pattern_value.push_back(a.val[k0 + j]);
+      }
+      pattern_start.push_back(static_cast<std::int32_t>(pattern_offset.size()));
+    }
+    group_pattern[g] = at->second;
+    shared += length * g_rows;
+  }
+  if (nnz == 0 || 2 * shared < nnz) return false;
+  group_row.push_back(static_cast<std::int64_t>(group_col.size()));
+  e.encoding = spmv_encoding::row_groups;
+  e.group_pattern = std::move(group_pattern);
+  e.pattern_start = std::move(pattern_start);
+  e.pattern_offset = std::move(pattern_offset);
+  e.pattern_value = std::move(pattern_value);
+  e.group_row = std::move(group_row);
+  e.group_col = std::move(group_col);
+  e.group_val = std::move(group_val);
+  // A pattern per group; the patterns themselves are few and read from the cache. The
+  // other groups read their rows' copy as CSR: columns, values and row starts.
+  auto const csr_groups = static_cast<double>(e.group_row.size() - 1) / g_rows;
+  e.bytes =
+      static_cast<double>(groups) * sizeof(std::int32_t) +
+      static_cast<double>(nnz - shared) * static_cast<double>(sizeof(csr_index) + sizeof(double)) +
+      csr_groups * g_rows * sizeof(csr_index);
+  return true;
+}
+
 }  // namespace
 
 encoded_rows encode_rows(csr_matrix const& a, csr_index first, csr_index last, spmv_format format,
@@ -258,6 +346,7 @@ encoded_rows encode_rows(csr_matrix const& a, csr_index first, csr_index last, s
   double const row_bytes = sizeof(csr_index) * (static_cast<double>(last - first) + 1);
   e.bytes = row_bytes + nnz * static_cast<double>(sizeof(csr_index) + sizeof(double));
   if (format == spmv_format::csr || k1 == k0) return e;
+  if (blocking.row_groups && encode_groups(a, first, last, e)) return e;
   value_table table;
   std::vector<std::uint8_t> index(k1 - k0);
   bool few_values = true;
@@ -318,7 +407,8 @@ void launch_encoded(spmv_encoding encoding, auto&& launch, strata::index_t chunk
              first, x, y);
       break;
     case spmv_encoding::column_blocks:  // host parts only: partitioned_spmv launches them
-      throw strata::error("partitioned_spmv: column blocks are a host format");
+    case spmv_encoding::row_groups:
+      throw strata::error("partitioned_spmv: column blocks and row groups are host formats");
   }
 }
 
@@ -359,6 +449,11 @@ strata::event launch_host(part const& p, csr_matrix const& a, double const* x, d
     return strata::launch(p.where, work, column_blocks_spmv_kernel{}, p.chunks, p.split.data(),
                           e.blocks, e.block_columns, e.tile.data(), e.row.data(), e.column.data(),
                           e.value.data(), x, y);
+  if (e.encoding == spmv_encoding::row_groups)
+    return strata::launch(p.where, work, row_groups_spmv_kernel{}, p.chunks, p.split.data(),
+                          p.last - p.first, e.group_pattern.data(), e.pattern_start.data(),
+                          e.pattern_offset.data(), e.pattern_value.data(), e.group_row.data(),
+                          e.group_col.data(), e.group_val.data(), p.first, x, y);
   strata::event done;
   launch_encoded(
       e.encoding,
@@ -428,9 +523,18 @@ partitioned_spmv::partitioned_spmv(csr_matrix const& a, std::vector<strata::targ
       p.chunks = static_cast<strata::index_t>(local.size()) - 1;
       if (!p.device) {
         column_blocking const blocking{block_columns_for(place_l2_bytes(where[i].where)),
-                                       threads == 1 ? 1 : threads * panels_per_thread};
+                                       threads == 1 ? 1 : threads * panels_per_thread, true};
         p.rows = encode_rows(a, p.first, p.last, format, blocking);
-        if (p.rows.encoding == spmv_encoding::column_blocks) {
+        if (p.rows.encoding == spmv_encoding::row_groups) {
+          // Chunks of equal groups: a group's cost is about its pattern's.
+          auto const groups = static_cast<csr_index>(p.rows.group_pattern.size());
+          auto const chunks = std::min(groups, std::max(1, threads * chunks_per_thread));
+          p.split.resize(static_cast<std::size_t>(chunks) + 1);
+          for (csr_index c = 0; c <= chunks; ++c)
+            p.split[static_cast<std::size_t>(c)] = static_cast<csr_index>(
+                static_cast<std::int64_t>(groups) * c / std::max<csr_index>(chunks, 1));
+          p.chunks = chunks;
+        } else if (p.rows.encoding == spmv_encoding::column_blocks) {
           p.split = p.rows.panel;
           p.chunks = static_cast<strata::index_t>(p.split.size()) - 1;
           if (format == spmv_format::automatic) keep_blocks_if_faster(p, a, std::move(local));

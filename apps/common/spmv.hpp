@@ -60,10 +60,12 @@ enum class spmv_encoding {
   value_indexed,          // val as a byte per nonzero into a table of <= 256 values; col in place
   value_indexed_offsets,  // also col as col - row, 16 bits per nonzero
   column_blocks,          // (row in panel, column in block, value), tile by tile (host only)
+  row_groups,             // groups of spmv_group_rows rows sharing one pattern (host only)
 };
 std::string_view to_string(spmv_encoding e);
 
-/// What partitioned_spmv may choose: `by_rule` takes value_indexed_offsets where the
+/// What partitioned_spmv may choose: `by_rule` takes row_groups on host parts where groups
+/// sharing a pattern hold half the nonzeros, then value_indexed_offsets where the
 /// rows allow it, then column_blocks where they are allowed and the columns are scattered
 /// (see encode_rows), then value_indexed, then csr; `automatic` does the same, then times
 /// a host part's column blocks against the encoding the rule gives without them (three
@@ -84,6 +86,8 @@ enum class spmv_format { automatic, by_rule, csr };
 struct column_blocking {
   csr_index block_columns = 0;
   int panels = 1;
+  /// Whether encode_rows may choose row_groups (host parts: see row_groups_spmv_kernel).
+  bool row_groups = false;
 };
 /// Columns per block for a host place whose smallest L2 (per core, or per cluster of cores)
 /// holds `l2_bytes` (0: unknown, taken as
@@ -107,12 +111,25 @@ struct encoded_rows {
   std::vector<csr_index> panel, tile;
   std::vector<std::uint16_t> row, column;  // row - panel[p], column - b * block_columns
   std::vector<double> value;
+  // row_groups: group g holds rows [g G, g G + G) (G = spmv_group_rows, local to the range)
+  // and reads pattern q = group_pattern[g] >= 0, terms [pattern_start[q], pattern_start[q +
+  // 1]) of (column - row, value); or, where q < 0, the rows of its copy as CSR, group -1 - q
+  // of those: row i of it has terms [group_row[G (-1 - q) + i], ... + 1]) of group_col and
+  // group_val (rows past the range: none).
+  std::vector<std::int32_t> group_pattern, pattern_start;
+  std::vector<std::int64_t> pattern_offset;
+  std::vector<double> pattern_value;
+  std::vector<std::int64_t> group_row;
+  std::vector<csr_index> group_col;
+  std::vector<double> group_val;
   /// Bytes a product reads for these rows' nonzeros and row_ptr (not x and y, nor the
   /// table: at most 2 KiB, read from the cache).
   double bytes = 0;
 };
 
 /// Encodes rows [first, last) of `a` as `format` and `blocking` allow (see spmv_format;
+/// row_groups, where blocking allows them, first: chosen when groups that share a pattern
+/// hold at least half the nonzeros;
 /// `automatic` is `by_rule` here: the timed trial is partitioned_spmv's). column_blocks
 /// is chosen when blocking allows it, x spans at least four blocks, and at
 /// least half the nonzeros lie more than half a block from the diagonal (x's gathers in
@@ -183,6 +200,56 @@ struct column_blocks_spmv_kernel {
   }
 };
 
+/// Rows per group of the row_groups encoding: a vector of y (two of AVX2, one of AVX-512).
+inline constexpr csr_index spmv_group_rows = 8;
+
+/// The product over row groups (encoded_rows, row_groups), y local to the rows, chunk c
+/// being groups [split[c], split[c + 1]). Rows of a mesh's stencil in a mesh order share
+/// their pattern with their neighbours: the same values at the same offsets from the
+/// diagonal (a 3-D Laplacian's interior, 7 terms). Eight such rows are one group stored
+/// once, and their product is a term at a time over eight lanes, each lane one row's
+/// sum, each term's x eight consecutive doubles: vector loads and multiply-adds instead of
+/// a gather and a scalar chain per nonzero (DIA's idea, per group: Saad, "Iterative
+/// methods for sparse linear systems", §3.4). Groups without a shared pattern, and the
+/// last partial one, read their rows as CSR from a copy of those rows alone (read in place,
+/// the Laplacian's, one group in 16, took 5 ns a nonzero: a few hundred bytes out of every
+/// 10 KB of the matrix, which the prefetchers do not follow). A row's terms are added in
+/// column order from 0, as csr_spmv_kernel adds them: the same doubles.
+struct row_groups_spmv_kernel {
+  template <class Self>
+  STRATA_FN void operator()(Self const& self, strata::index_t chunks, csr_index const* split,
+                            csr_index rows, std::int32_t const* group_pattern,
+                            std::int32_t const* pattern_start, std::int64_t const* pattern_offset,
+                            double const* pattern_value, std::int64_t const* group_row,
+                            csr_index const* col, double const* val, csr_index first,
+                            double const* x, double* y) const {
+    constexpr csr_index g_rows = spmv_group_rows;
+    for (auto c : self.elements(chunks))
+      for (csr_index g = split[c]; g < split[c + 1]; ++g) {
+        csr_index const r0 = g * g_rows;
+        std::int32_t const q = group_pattern[g];
+        if (q >= 0) {
+          double s[g_rows] = {};
+          double const* xg = x + first + r0;
+          for (std::int32_t j = pattern_start[q]; j < pattern_start[q + 1]; ++j) {
+            double const v = pattern_value[j];
+            double const* xj = xg + pattern_offset[j];
+            for (csr_index l = 0; l < g_rows; ++l) s[l] += v * xj[l];
+          }
+          for (csr_index l = 0; l < g_rows; ++l) y[r0 + l] = s[l];
+          continue;
+        }
+        csr_index const end = r0 + g_rows < rows ? r0 + g_rows : rows;
+        std::int64_t const* rp = group_row + static_cast<std::int64_t>(-1 - q) * g_rows;
+        for (csr_index r = r0; r < end; ++r, ++rp) {
+          double s = 0;
+          for (std::int64_t k = rp[0]; k < rp[1]; ++k) s += val[k] * x[col[k]];
+          y[r] = s;
+        }
+      }
+  }
+};
+
 /// Cuts rows [first, last) into `parts` ranges of about equal weight, the weight of a row
 /// being its nonzeros plus one (the x, y and row_ptr traffic); returns parts + 1 bounds.
 std::vector<csr_index> split_rows(csr_matrix const& a, csr_index first, csr_index last, int parts,
@@ -202,7 +269,8 @@ struct spmv_part_info {
 /// sized by each place's processors times its speed (its share of the machine), and each
 /// part is cut into chunks of equal nonzeros for its threads. Every part reads its rows as
 /// `format` allows (encode_rows: the values as indices, and the columns as offsets, when
-/// the rows allow them; on host parts, column blocks sized to the part's L2 when the
+/// the rows allow them; on host parts, row groups where rows share patterns, column
+/// blocks sized to the part's L2 when the
 /// columns are scattered, in panels as tall as a block, at least four per thread where
 /// there are several threads, and, with `automatic`, where a timed trial on the part's
 /// place finds them faster); a device gets its rows in the first two encodings, never in
