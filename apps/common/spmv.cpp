@@ -256,17 +256,18 @@ bool encode_groups(csr_matrix const& a, csr_index first, csr_index last, encoded
     return static_cast<std::int64_t>(a.col[k]) - (static_cast<std::int64_t>(first) + r);
   };
   auto const nnz = row_ptr(rows) - row_ptr(0);
+  // First the patterns alone (4 bytes a group beside them): most matrices that are not
+  // meshes fail the rule, and should not pay for copies of their rows.
   std::vector<std::int32_t> group_pattern(groups, -1), pattern_start{0};
-  std::vector<std::int64_t> pattern_offset, group_row;
-  std::vector<double> pattern_value, group_val;
-  std::vector<csr_index> group_col;
+  std::vector<std::int64_t> pattern_offset;
+  std::vector<double> pattern_value;
   std::unordered_map<std::string, std::int32_t> known;
   std::string key;
   std::size_t shared = 0;
   for (std::size_t g = 0; g < groups; ++g) {
     auto const r0 = static_cast<csr_index>(g) * g_rows;
     auto const k0 = row_ptr(r0), length = row_ptr(r0 + 1) - k0;
-    bool same = length > 0 && r0 + g_rows <= rows;
+    bool same = length > 0 && rows - r0 >= g_rows;
     for (csr_index l = 1; l < g_rows && same; ++l) {
       auto const kl = row_ptr(r0 + l);
       same = row_ptr(r0 + l + 1) - kl == length;
@@ -275,19 +276,7 @@ bool encode_groups(csr_matrix const& a, csr_index first, csr_index last, encoded
                std::bit_cast<std::uint64_t>(a.val[kl + j]) ==
                    std::bit_cast<std::uint64_t>(a.val[k0 + j]);
     }
-    if (!same) {
-      // A copy of its rows (see row_groups_spmv_kernel), rows past the range empty.
-      group_pattern[g] = -1 - static_cast<std::int32_t>(group_row.size() / g_rows);
-      for (csr_index r = r0; r < r0 + g_rows; ++r) {
-        group_row.push_back(static_cast<std::int64_t>(group_col.size()));
-        if (r >= rows) continue;
-        for (auto k = row_ptr(r); k < row_ptr(r + 1); ++k) {
-          group_col.push_back(a.col[k]);
-          group_val.push_back(a.val[k]);
-        }
-      }
-      continue;
-    }
+    if (!same) continue;
     key.clear();
     for (std::size_t j = 0; j < length; ++j) {
       std::array<std::int64_t, 2> const term{offset(r0, k0 + j),
@@ -306,7 +295,26 @@ bool encode_groups(csr_matrix const& a, csr_index first, csr_index last, encoded
     shared += length * g_rows;
   }
   if (nnz == 0 || 2 * shared < nnz) return false;
-  group_row.push_back(static_cast<std::int64_t>(group_col.size()));
+  // Then a copy of the other groups' rows (see row_groups_spmv_kernel), rows past the
+  // range empty.
+  std::vector<csr_index> group_row, group_col;
+  std::vector<double> group_val;
+  group_col.reserve(nnz - shared);
+  group_val.reserve(nnz - shared);
+  for (std::size_t g = 0; g < groups; ++g) {
+    if (group_pattern[g] >= 0) continue;
+    group_pattern[g] = -1 - static_cast<std::int32_t>(group_row.size() / g_rows);
+    auto const r0 = static_cast<csr_index>(g) * g_rows;
+    for (csr_index l = 0; l < g_rows; ++l) {
+      group_row.push_back(static_cast<csr_index>(group_col.size()));
+      if (l >= rows - r0) continue;
+      for (auto k = row_ptr(r0 + l); k < row_ptr(r0 + l + 1); ++k) {
+        group_col.push_back(a.col[k]);
+        group_val.push_back(a.val[k]);
+      }
+    }
+  }
+  group_row.push_back(static_cast<csr_index>(group_col.size()));
   e.encoding = spmv_encoding::row_groups;
   e.group_pattern = std::move(group_pattern);
   e.pattern_start = std::move(pattern_start);
@@ -317,11 +325,10 @@ bool encode_groups(csr_matrix const& a, csr_index first, csr_index last, encoded
   e.group_val = std::move(group_val);
   // A pattern per group; the patterns themselves are few and read from the cache. The
   // other groups read their rows' copy as CSR: columns, values and row starts.
-  auto const csr_groups = static_cast<double>(e.group_row.size() - 1) / g_rows;
   e.bytes =
       static_cast<double>(groups) * sizeof(std::int32_t) +
       static_cast<double>(nnz - shared) * static_cast<double>(sizeof(csr_index) + sizeof(double)) +
-      csr_groups * g_rows * sizeof(csr_index);
+      static_cast<double>(e.group_row.size()) * sizeof(csr_index);
   return true;
 }
 
@@ -438,8 +445,6 @@ struct part {
   std::unique_ptr<strata::queue> q;
 };
 
-}  // namespace
-
 // Starts a host part's product of its rows: y (local to the part) = rows times x.
 strata::event launch_host(part const& p, csr_matrix const& a, double const* x, double* y) {
   // A block per chunk or panel (see chunks_per_thread).
@@ -489,6 +494,8 @@ void keep_blocks_if_faster(part& p, csr_matrix const& a, std::vector<csr_index> 
   p.split = std::move(rows_part.split);
   p.chunks = rows_part.chunks;
 }
+
+}  // namespace
 
 struct partitioned_spmv::state {
   csr_matrix const* a;

@@ -119,8 +119,7 @@ struct encoded_rows {
   std::vector<std::int32_t> group_pattern, pattern_start;
   std::vector<std::int64_t> pattern_offset;
   std::vector<double> pattern_value;
-  std::vector<std::int64_t> group_row;
-  std::vector<csr_index> group_col;
+  std::vector<csr_index> group_row, group_col;
   std::vector<double> group_val;
   /// Bytes a product reads for these rows' nonzeros and row_ptr (not x and y, nor the
   /// table: at most 2 KiB, read from the cache).
@@ -214,13 +213,15 @@ inline constexpr csr_index spmv_group_rows = 8;
 /// last partial one, read their rows as CSR from a copy of those rows alone (read in place,
 /// the Laplacian's, one group in 16, took 5 ns a nonzero: a few hundred bytes out of every
 /// 10 KB of the matrix, which the prefetchers do not follow). A row's terms are added in
-/// column order from 0, as csr_spmv_kernel adds them: the same doubles.
+/// column order from 0, as csr_spmv_kernel adds them: the same doubles (bit for bit; a
+/// row that combines two different NaNs may keep the other's payload, as vector adds may
+/// order their operands otherwise than the scalar loop).
 struct row_groups_spmv_kernel {
   template <class Self>
   STRATA_FN void operator()(Self const& self, strata::index_t chunks, csr_index const* split,
                             csr_index rows, std::int32_t const* group_pattern,
                             std::int32_t const* pattern_start, std::int64_t const* pattern_offset,
-                            double const* pattern_value, std::int64_t const* group_row,
+                            double const* pattern_value, csr_index const* group_row,
                             csr_index const* col, double const* val, csr_index first,
                             double const* x, double* y) const {
     constexpr csr_index g_rows = spmv_group_rows;
@@ -239,11 +240,11 @@ struct row_groups_spmv_kernel {
           for (csr_index l = 0; l < g_rows; ++l) y[r0 + l] = s[l];
           continue;
         }
-        csr_index const end = r0 + g_rows < rows ? r0 + g_rows : rows;
-        std::int64_t const* rp = group_row + static_cast<std::int64_t>(-1 - q) * g_rows;
+        csr_index const end = rows - r0 > g_rows ? r0 + g_rows : rows;
+        csr_index const* rp = group_row + static_cast<std::int64_t>(-1 - q) * g_rows;
         for (csr_index r = r0; r < end; ++r, ++rp) {
           double s = 0;
-          for (std::int64_t k = rp[0]; k < rp[1]; ++k) s += val[k] * x[col[k]];
+          for (csr_index k = rp[0]; k < rp[1]; ++k) s += val[k] * x[col[k]];
           y[r] = s;
         }
       }

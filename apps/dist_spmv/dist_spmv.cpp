@@ -11,7 +11,8 @@
 //
 // NAME is host, host:K, sim or host+sim (apps/common/places.hpp), this rank's places;
 // default host. --format csr reads the rows as CSR; auto (the default) lets host parts
-// read them value-indexed, with column offsets, where they allow, or in column blocks where
+// read them in row groups or value-indexed, with column offsets, where they allow, or in
+// column blocks where
 // their columns are scattered and a timed trial finds them faster; rule skips the trial
 // (apps/common/spmv.hpp). Rank 0
 // prints. Exits 1 with a message for bad arguments or files, 2 when a product differs from the

@@ -8,7 +8,8 @@
 //
 // NAME is host, host:K, sim, host+sim (apps/common/places.hpp); by default every set this
 // machine has. --format csr reads the matrix as it is; auto (the default) lets host parts
-// read it value-indexed, with column offsets, where it allows, and in column blocks where
+// read it in row groups (eight rows of one stencil pattern as vectors) or value-indexed,
+// with column offsets, where it allows, and in column blocks where
 // its columns are scattered over an x larger than the L2 and a timed trial finds them
 // faster; rule skips the trial (apps/common/spmv.hpp, spmv_format). Exits 1 with a message for bad
 // arguments or files, 2 when a product differs from the reference.

@@ -9,13 +9,14 @@
 //      for an MPIAIJ matrix, without PETSc;
 //  (c) PETSc's MatMult when PETSc was found at configure time (else a skip line).
 // Strata reads the rows as distributed_spmv does by default (spmv_format::automatic: the
-// Laplacian's local rows value-indexed with column offsets, 3 bytes per nonzero instead
-// of 12; the power-law matrix's rows, whose columns are scattered over an x larger than
-// the L2, in column blocks, where each tile reads its block of x in address order
-// instead of a miss per nonzero) and, as variant ".../csr", forced to CSR like (b) and (c) (left
-// out where no rank's rows were encoded). One thread per rank on every side (Strata's places use
-// the serial backend), as MPI codes run one rank per core. Every rank runs the same sequence; rank
-// 0 reports.
+// Laplacian's local rows in row groups, eight rows of one stencil pattern as vectors, or
+// value-indexed with column offsets, 3 bytes per nonzero instead of 12; the power-law
+// matrix's rows, whose columns are scattered over an x larger than the L2, in column
+// blocks, where each tile reads its block of x in address order instead of a miss per
+// nonzero, if a timed trial finds them faster) and, as variant ".../csr", forced to CSR like (b)
+// and (c) (left out where no rank's rows were encoded). One thread per rank on every side (Strata's
+// places use the serial backend), as MPI codes run one rank per core. Every rank runs the same
+// sequence; rank 0 reports.
 #include <strata/dist.hpp>
 
 #include <mpi.h>

@@ -8,10 +8,11 @@
 // of the gather bound (the matrix's x[col[k]] loads alone, measured in the same run, best
 // over thread counts), the bound where x's accesses miss the cache (power-law columns).
 // Strata runs twice: as partitioned_spmv reads a matrix by default (spmv_format::automatic:
-// the Laplacian's two values as a byte per nonzero and its columns as 16-bit offsets from
-// the diagonal, 3 bytes per nonzero instead of 12; the power-law matrix, whose columns are
+// the Laplacian in row groups, eight rows of one stencil pattern multiplied as vectors,
+// about 1.6 bytes per nonzero instead of 12; the power-law matrix, whose columns are
 // scattered over a 16 MB x, in tiles of a quarter of the L2 of x and of y, 12 bytes per
-// nonzero as CSR, each tile's x read in address order instead of a miss per nonzero), against
+// nonzero as CSR, each tile's x read in address order instead of a miss per nonzero, where
+// a timed trial at construction finds them faster than CSR on this machine), against
 // every peer; and forced to CSR (variant ".../csr/..."), the peers' own format, against
 // Eigen and the static OpenMP loop (where the automatic choice was not CSR already).
 // `limit` counts the bytes Strata's encoding reads, `csr_limit` the CSR matrix's (the
