@@ -31,13 +31,33 @@ inline constexpr microseconds poll_yield_interval{5};
 inline constexpr microseconds poll_hot_window{50};
 
 /// A waiter whose work has a known end (an emulated transfer: event_state::expected)
-/// parks until this long before that end, then spins through it: the futex wake-up it
-/// would otherwise need costs more than a small transfer's whole model.
+/// parks until shortly before that end, then spins through it: the futex wake-up it
+/// would otherwise need costs more than a small transfer's whole model. This is the
+/// least "shortly" (expected_margin() adds what this machine's timed sleeps overshoot).
 inline constexpr microseconds before_expected{100};
 
-/// A sim device waiting out a modeled duration sleeps until this long before its end
-/// (the OS wakes a sleeper up to a time slice late), then yields through the rest.
-inline constexpr microseconds sleep_margin{200};
+/// A sim device waiting out a modeled duration sleeps until shortly before its end (the
+/// OS wakes a sleeper late), then yields through the rest; at least this long before
+/// (sleep_margin() adds what this machine's timed sleeps overshoot).
+inline constexpr microseconds sleep_margin_min{200};
+
+/// How late this machine's timed sleeps wake, learned (a high quantile): session 62's AMD
+/// VM woke a futex or nanosleep timeout 90-125 us late (p50-p90, with the timer slack at
+/// 1 ns still 50-110 us), so a waiter parked until 100 us before a transfer's end woke
+/// after it and the 1 MiB `sim-copy` took 0.87 of the model; the Intel VM of sessions
+/// 1-60 woke tens of microseconds late. The margins below follow the machine.
+std::chrono::nanoseconds timed_wake_lateness() noexcept;
+/// Records a timed sleep that was to end at `deadline` and returned now (call only after
+/// one whose timeout passed, or that may have: an early return says nothing).
+void note_timed_wake(std::chrono::steady_clock::time_point deadline) noexcept;
+/// Sleeps a few times briefly to seed timed_wake_lateness (once per process; about a
+/// millisecond on a VM): sim devices call it before their first modeled wait.
+void calibrate_timed_wakes() noexcept;
+
+/// before_expected, or this machine's timed-sleep lateness with room to spare if larger.
+std::chrono::nanoseconds expected_margin() noexcept;
+/// sleep_margin_min, or this machine's timed-sleep lateness with room to spare if larger.
+std::chrono::nanoseconds sleep_margin() noexcept;
 
 /// ... and pauses without yielding through the last few microseconds: a yield near the
 /// deadline can hand the core to another thread and end the transfer a time slice late.

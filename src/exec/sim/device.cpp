@@ -32,9 +32,11 @@ thread_local sim_device const* in_kernel_of = nullptr;
 // Waiters help the copy engines: a parked engine takes tens of microseconds to wake on a
 // loaded VM, more than a small transfer's whole model, while the thread waiting for the
 // transfer is spinning anyway. It takes a transfer whose link is idle and that ends within
-// this horizon (the time a waiter spins before a known end, spin::before_expected), so a
+// this horizon (the time a waiter spins before a known end, spin::expected_margin), so a
 // thread that helps is held no longer than that; longer transfers are the engine's.
-constexpr auto help_horizon = spin::before_expected;
+std::chrono::nanoseconds help_horizon() noexcept {
+  return spin::expected_margin();
+}
 // Transfers queued on some engine and not taken yet: the hook's one load when none is.
 std::atomic<long> untaken{0};
 // The live devices, for the hook (it takes transfers of any device).
@@ -145,8 +147,10 @@ bool sim_device::is_own_thread() const noexcept {
 }
 
 void wait_until(sim_device::clock::time_point deadline) {
-  if (sim_device::clock::now() + spin::sleep_margin < deadline)
-    std::this_thread::sleep_until(deadline - spin::sleep_margin);
+  if (auto const margin = spin::sleep_margin(); sim_device::clock::now() + margin < deadline) {
+    std::this_thread::sleep_until(deadline - margin);
+    spin::note_timed_wake(deadline - margin);
+  }
   // Yield, not pause: the emulated devices' threads outnumber the cores (four copy
   // engines and their units on a 2-core machine), and a thread that spins without
   // yielding keeps a core from another device's engine whose transfer is due, which then
@@ -159,6 +163,9 @@ void wait_until(sim_device::clock::time_point deadline) {
 }
 
 sim_device::sim_device(sim_params params) : params_(std::move(params)), speed_(params_.speed) {
+  // Its engines and waiters sleep until shortly before modeled ends: how shortly depends
+  // on how late this machine's timed sleeps wake, measured before the first transfer.
+  spin::calibrate_timed_wakes();
   try {
     for (int u = 0; u < params_.units; ++u)
       units_.emplace_back([this, u] {
@@ -316,8 +323,10 @@ std::int64_t sim_device::pace(kernel_op const& op, std::int64_t cpu0, std::int64
   auto const due = op.start + std::chrono::duration_cast<clock::duration>(
                                   std::chrono::nanoseconds(before - cpu0 - paused) / speed);
   // Woken early by the OS's margin: a sleep that overran would end the kernel late.
-  if (due - clock::now() <= 2 * spin::sleep_margin) return 0;
-  std::this_thread::sleep_until(due - spin::sleep_margin);
+  auto const margin = spin::sleep_margin();
+  if (due - clock::now() <= 2 * margin) return 0;
+  std::this_thread::sleep_until(due - margin);
+  spin::note_timed_wake(due - margin);
   return thread_cpu_ns() - before;
 }
 
@@ -624,7 +633,7 @@ bool sim_device::help_engines() noexcept {
   {
     std::unique_lock registered(registry_mutex, std::try_to_lock);
     if (!registered) return false;
-    auto const until = now + help_horizon;
+    auto const until = now + help_horizon();
     // The batch's memcpys at the recent rate, and its earliest modeled end.
     clock::duration copying{};
     auto earliest = clock::time_point::max();
@@ -675,7 +684,7 @@ sim_device::clock::time_point sim_device::left_to_waiters(copy_engine& e) const 
   auto const& f = e.queue.front();
   if (f.desc.bytes() > waiter_bytes) return {};
   auto const end = std::max(f.start, e.link_free) + seconds(f.modeled);
-  if (end > now + help_horizon) return {};  // too long for a waiter to take
+  if (end > now + help_horizon()) return {};  // too long for a waiter to take
   // A grace of at most a quarter of its model: the waiter's late take still ends on time.
   auto const until = f.start + std::min<clock::duration>(engine_grace, seconds(f.modeled) / 4);
   return now < until ? until : clock::time_point{};

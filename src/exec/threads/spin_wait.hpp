@@ -33,6 +33,12 @@ inline std::chrono::steady_clock::time_point& last_poll_found() noexcept {
   return t;
 }
 
+// Whether `t` is within spin::pause_margin of now.
+inline bool near(std::chrono::steady_clock::time_point t) noexcept {
+  auto const d = std::chrono::steady_clock::now() - t;
+  return d < spin::pause_margin && d > -spin::pause_margin;
+}
+
 template <class Found>
 bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
   auto const start = std::chrono::steady_clock::now();
@@ -84,7 +90,12 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
           continue;
         }
       } else if (!device) {
-        if (!hot) {
+        if (timed && near(due)) {
+          // The work is due about now: a yield (a system call, 1.2 us on session 62's VM)
+          // would see its completion that much late; pausing, within microseconds of
+          // the end, keeps no core long from the thread that completes it.
+          spin::relax();
+        } else if (!hot) {
           std::this_thread::yield();  // (only a poll that finds something makes it hot)
         } else if (n % 4 == 0) {
           // A hot poller reads the clock every fourth empty round (a read costs about as

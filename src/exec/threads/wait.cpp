@@ -152,7 +152,7 @@ void pool::wait(event_state& s, std::chrono::steady_clock::time_point until) {
     // before it; any notification wakes the thread earlier.
     std::chrono::steady_clock::time_point deadline{}, due{};
     if (auto when = s.expected(); when.time_since_epoch().count() != 0) {
-      auto wake = when - spin::before_expected;
+      auto wake = when - spin::expected_margin();
       if (std::chrono::steady_clock::now() < wake)
         deadline = wake;
       else
@@ -190,7 +190,7 @@ void wait_until_ready(event_state const& s, std::chrono::steady_clock::time_poin
     auto const epoch = hook_epoch.load(std::memory_order_acquire);
     auto deadline = until;
     if (auto when = state.expected(); when.time_since_epoch().count() != 0) {
-      auto const wake = when - spin::before_expected;
+      auto const wake = when - spin::expected_margin();
       if (std::chrono::steady_clock::now() >= wake) {
         if (spin_until([&] { return state.ready(); }, when)) return;
       } else if (!timed || wake < until) {

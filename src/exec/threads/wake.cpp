@@ -1,5 +1,7 @@
 #include "exec/threads/wake.hpp"
 
+#include "exec/spin.hpp"
+
 #include <cerrno>
 #include <climits>
 #include <ctime>
@@ -44,6 +46,7 @@ void waiter::commit(std::uint32_t key, std::chrono::steady_clock::time_point dea
         auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
         timespec t{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
         futex_wait(&seq, key, &t);
+        spin::note_timed_wake(deadline);  // learns how late this machine's timeouts fire
       }
     }
 #else
