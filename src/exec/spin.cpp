@@ -21,6 +21,7 @@ using clock = std::chrono::steady_clock;
 constexpr nanoseconds max_sample = std::chrono::microseconds(500);
 
 std::atomic<std::int64_t> lateness_ns{0};
+std::atomic<std::int64_t> yield_ns{0};  // the cheapest of a few timed yields
 
 // Room beyond the learned lateness: the estimate is a high quantile, not the maximum.
 nanoseconds with_room(nanoseconds floor) noexcept {
@@ -57,6 +58,15 @@ void calibrate_timed_wakes() noexcept {
       std::this_thread::sleep_until(deadline);
       note_timed_wake(deadline);
     }
+    // The cheapest of a few: what a yield costs when no other thread takes the core
+    // (at most 20 us counted: a preempted yield says nothing of the system call).
+    nanoseconds cheapest = std::chrono::microseconds(20);
+    for (int i = 0; i < 16; ++i) {
+      auto const before = clock::now();
+      std::this_thread::yield();
+      cheapest = std::min(cheapest, std::chrono::duration_cast<nanoseconds>(clock::now() - before));
+    }
+    yield_ns.store(cheapest.count(), std::memory_order_relaxed);
   });
 }
 
@@ -66,6 +76,10 @@ nanoseconds expected_margin() noexcept {
 
 nanoseconds sleep_margin() noexcept {
   return with_room(sleep_margin_min);
+}
+
+nanoseconds pause_margin() noexcept {
+  return pause_margin_min + 2 * nanoseconds(yield_ns.load(std::memory_order_relaxed));
 }
 
 }  // namespace strata::detail::spin

@@ -50,8 +50,9 @@ std::chrono::nanoseconds timed_wake_lateness() noexcept;
 /// Records a timed sleep that was to end at `deadline` and returned now (call only after
 /// one whose timeout passed, or that may have: an early return says nothing).
 void note_timed_wake(std::chrono::steady_clock::time_point deadline) noexcept;
-/// Sleeps a few times briefly to seed timed_wake_lateness (once per process; about a
-/// millisecond on a VM): sim devices call it before their first modeled wait.
+/// Sleeps a few times briefly to seed timed_wake_lateness, and times a few yields for
+/// pause_margin (once per process; about a millisecond on a VM): sim devices call it
+/// before their first modeled wait.
 void calibrate_timed_wakes() noexcept;
 
 /// before_expected, or this machine's timed-sleep lateness with room to spare if larger.
@@ -61,7 +62,11 @@ std::chrono::nanoseconds sleep_margin() noexcept;
 
 /// ... and pauses without yielding through the last few microseconds: a yield near the
 /// deadline can hand the core to another thread and end the transfer a time slice late.
-inline constexpr microseconds pause_margin{3};
+/// At least this long; pause_margin() adds two of this machine's yields (a yield is a
+/// system call: 1.2 us on session 62's VM, and one that hands the core to a spinning
+/// engine returns after that engine's own yield).
+inline constexpr microseconds pause_margin_min{3};
+std::chrono::nanoseconds pause_margin() noexcept;
 
 /// A CUDA device's completion worker polls a launch's marker this long before it sleeps
 /// in the driver (src/exec/cuda/streams.cpp; STRATA_CUDA_SPIN_US overrides it): a

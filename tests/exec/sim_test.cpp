@@ -161,6 +161,10 @@ TEST(TimedWakes, MarginsFollowTheLatenessOfTimedSleeps) {
   spin::calibrate_timed_wakes();
   EXPECT_GE(spin::expected_margin(), nanoseconds(spin::before_expected));
   EXPECT_GE(spin::sleep_margin(), nanoseconds(spin::sleep_margin_min));
+  // The pause before a deadline: the least, plus two of this machine's yields (a yield
+  // counts for at most 20 us).
+  EXPECT_GE(spin::pause_margin(), nanoseconds(spin::pause_margin_min));
+  EXPECT_LE(spin::pause_margin(), nanoseconds(spin::pause_margin_min) + microseconds(40));
   auto const late_by = [](microseconds late) { spin::note_timed_wake(steady_clock::now() - late); };
   for (int i = 0; i < 32; ++i) late_by(microseconds(400));
   EXPECT_GT(spin::timed_wake_lateness(), microseconds(350));

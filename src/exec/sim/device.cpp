@@ -158,7 +158,8 @@ void wait_until(sim_device::clock::time_point deadline) {
   // The last microseconds are paused through, not yielded: a yield that hands the core
   // to another thread near the deadline ends the transfer a time slice late (on this VM
   // about 1-2 us, a tenth of a small halo copy's model).
-  while (sim_device::clock::now() + spin::pause_margin < deadline) std::this_thread::yield();
+  auto const pausing = spin::pause_margin();
+  while (sim_device::clock::now() + pausing < deadline) std::this_thread::yield();
   while (sim_device::clock::now() < deadline) spin::relax();
 }
 

@@ -33,10 +33,11 @@ inline std::chrono::steady_clock::time_point& last_poll_found() noexcept {
   return t;
 }
 
-// Whether `t` is within spin::pause_margin of now.
+// Whether `t` is within spin::pause_margin() of now.
 inline bool near(std::chrono::steady_clock::time_point t) noexcept {
   auto const d = std::chrono::steady_clock::now() - t;
-  return d < spin::pause_margin && d > -spin::pause_margin;
+  auto const margin = spin::pause_margin();
+  return d < margin && d > -margin;
 }
 
 template <class Found>
