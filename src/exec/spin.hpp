@@ -50,6 +50,8 @@ std::chrono::nanoseconds timed_wake_lateness() noexcept;
 /// Records a timed sleep that was to end at `deadline` and returned now (call only after
 /// one whose timeout passed, or that may have: an early return says nothing).
 void note_timed_wake(std::chrono::steady_clock::time_point deadline) noexcept;
+/// The same with the lateness given (negative counts as 0, more than 500 us as 500 us).
+void note_lateness(std::chrono::nanoseconds late) noexcept;
 /// Sleeps a few times briefly to seed timed_wake_lateness, and times a few yields for
 /// pause_margin (once per process; about a millisecond on a VM): sim devices call it
 /// before their first modeled wait.

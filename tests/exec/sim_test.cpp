@@ -165,7 +165,9 @@ TEST(TimedWakes, MarginsFollowTheLatenessOfTimedSleeps) {
   // counts for at most 20 us).
   EXPECT_GE(spin::pause_margin(), nanoseconds(spin::pause_margin_min));
   EXPECT_LE(spin::pause_margin(), nanoseconds(spin::pause_margin_min) + microseconds(40));
-  auto const late_by = [](microseconds late) { spin::note_timed_wake(steady_clock::now() - late); };
+  // Exact samples (note_timed_wake measures them with the clock, which a preemption
+  // would make later): every bound below follows from the update rule.
+  auto const late_by = [](nanoseconds late) { spin::note_lateness(late); };
   for (int i = 0; i < 32; ++i) late_by(microseconds(400));
   EXPECT_GT(spin::timed_wake_lateness(), microseconds(350));
   EXPECT_GT(spin::expected_margin(), microseconds(500));  // the lateness with room to spare
@@ -180,7 +182,7 @@ TEST(TimedWakes, MarginsFollowTheLatenessOfTimedSleeps) {
   spin::note_timed_wake(steady_clock::now() + seconds(1));
   EXPECT_EQ(spin::timed_wake_lateness(), before);
   // Timely wakes bring it back down (slowly: it tracks a high quantile).
-  for (int i = 0; i < 2000; ++i) late_by(microseconds(0));
+  for (int i = 0; i < 2000; ++i) late_by(nanoseconds(0));
   EXPECT_LT(spin::timed_wake_lateness(), microseconds(5));
   EXPECT_EQ(spin::expected_margin(), nanoseconds(spin::before_expected));
   EXPECT_EQ(spin::sleep_margin(), nanoseconds(spin::sleep_margin_min));

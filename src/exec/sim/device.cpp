@@ -647,16 +647,14 @@ bool sim_device::help_engines() noexcept {
         auto const end = std::max(f.start, e.link_free) + seconds(f.modeled);
         auto const cost = memcpy_estimate(f.desc.bytes());
         // Beyond the first, a transfer joins if the batch's memcpys still end before its
-        // earliest modeled end (small ones with no margin: their memcpy is short). One
-        // whose engine is parked joins if its own memcpy ends before its own end: left
-        // to the engine it would wait for the engine's wake-up (tens of microseconds on
-        // a VM) or for this batch's end, later than the earlier ends it might delay (an
-        // upload and a download issued together after idle: `sim-copy` "both").
-        auto const bound = e.parked ? end : std::min(earliest, end);
-        if (n > 0 && now + copying + cost +
-                             (f.desc.bytes() > waiter_bytes ? batch_margin : clock::duration{}) >
-                         bound)
-          continue;
+        // earliest modeled end, larger ones with a margin (small ones with none: their
+        // memcpy is short). One whose engine is parked joins with no margin: left to the
+        // engine it would wait for a wake-up (tens of microseconds on a VM) or for this
+        // batch's end (an upload and a download issued together after idle: `sim-copy`
+        // "both").
+        auto const margin =
+            f.desc.bytes() > waiter_bytes && !e.parked ? batch_margin : clock::duration{};
+        if (n > 0 && now + copying + cost + margin > std::min(earliest, end)) continue;
         if (d->take(e, batch[n].op, until)) {
           batch[n].device = d;
           batch[n].engine = &e;

@@ -21,7 +21,8 @@ namespace strata::detail {
 // `due`, when known, is when the awaited work is expected to end (an emulated transfer):
 // the spin lasts until shortly after it instead of parking before it, and yields even
 // on a worker: the thread that will complete the work may be waiting for this very core
-// (the sim devices' threads outnumber the cores), and a yield hands the core over.
+// (the sim devices' threads outnumber the cores), and a yield hands the core over;
+// within spin::pause_margin() of `due` it pauses instead (near_due).
 // While it spins it runs the wait hook (src/exec/wait_hook.hpp): every round for a
 // thread that yields, every 64 pauses for a worker, and at least spin::min_hook_runs
 // times before it gives up, however long it was descheduled meanwhile; a thread that ran
@@ -33,8 +34,8 @@ inline std::chrono::steady_clock::time_point& last_poll_found() noexcept {
   return t;
 }
 
-// Whether `t` is within spin::pause_margin() of now.
-inline bool near(std::chrono::steady_clock::time_point t) noexcept {
+// Whether `t` is within spin::pause_margin() of now (a clock read: timed spins only).
+inline bool near_due(std::chrono::steady_clock::time_point t) noexcept {
   auto const d = std::chrono::steady_clock::now() - t;
   auto const margin = spin::pause_margin();
   return d < margin && d > -margin;
@@ -91,7 +92,7 @@ bool spin_until(Found&& found, std::chrono::steady_clock::time_point due = {}) {
           continue;
         }
       } else if (!device) {
-        if (timed && near(due)) {
+        if (timed && near_due(due)) {
           // The work is due about now: a yield (a system call, 1.2 us on session 62's VM)
           // would see its completion that much late; pausing, within microseconds of
           // the end, keeps no core long from the thread that completes it.
