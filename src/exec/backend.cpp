@@ -137,12 +137,6 @@ placement resolve(target const& t) {
   return last.result;
 }
 
-[[noreturn]] void backend_not_compiled(backend_id b) {
-  throw not_supported("launch: the " + std::string(to_string(b)) +
-                      " backend is not compiled into this translation unit" +
-                      (b == backend_id::openmp ? " (compile it with OpenMP, e.g. -fopenmp)" : ""));
-}
-
 [[noreturn]] void cuda_not_compiled(char const* kernel) {
   throw not_supported(std::string("launch: kernel ") + kernel +
                       " was not compiled for CUDA: compile this file with nvcc (a .cu file, "

@@ -279,8 +279,4 @@ index_t sim_chunks_per_unit(int device) {
   return current_exec().sims.device(device).speed() < 1.0 ? 16 : 4;
 }
 
-event sim_launch(int device, index_t chunks, std::function<void(index_t)> body, char const* name) {
-  return current_exec().sims.device(device).enqueue_kernel(chunks, std::move(body), name);
-}
-
 }  // namespace strata::detail

@@ -6,8 +6,10 @@
 #pragma once
 
 #include <strata/exec/backend.hpp>
+#include <strata/exec/cpu/run.hpp>
 #include <strata/exec/cuda/backend.hpp>
 #include <strata/exec/event.hpp>
+#include <strata/exec/kernel_body.hpp>
 #include <strata/exec/openmp/backend.hpp>
 #include <strata/exec/serial/backend.hpp>
 #include <strata/exec/shape.hpp>
@@ -17,8 +19,10 @@
 #include <strata/memory/ptr.hpp>
 
 #include <atomic>
+#include <cstddef>
 #include <exception>
 #include <functional>
+#include <new>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -28,17 +32,13 @@ namespace strata {
 
 namespace detail {
 
-/// The backends compiled into this translation unit, tried in order at run time.
-template <class... B>
-struct backend_list {};
-
 /// Throws not_supported: a launch on a CUDA place of a kernel no nvcc unit compiled.
 [[noreturn]] void cuda_not_compiled(char const* kernel);
 
 // One definition per template (issue 13): the body of `launch<S, K, Args...>` must be the
 // same in every translation unit, whatever compiled it (g++ with or without -fopenmp,
-// nvcc), because the linker keeps one copy. So the backend list below is the same
-// everywhere: the openmp backend's region is opened by libstrata (openmp/backend.hpp), and
+// nvcc), because the linker keeps one copy. So what it reaches is the same everywhere:
+// the CPU backends are compiled in libstrata (src/exec/cpu/launch.cpp), and
 // the CUDA backend is reached through a table that nvcc units fill in at static
 // initialization: kernels have device code only where nvcc compiled their launch, so each
 // such unit registers its launcher for that kernel, shape and argument types (alpaka and
@@ -91,13 +91,66 @@ struct cuda_dispatch {
   }
 };
 
-using cpu_backends =
-    backend_list<serial::backend, threads::backend, openmp::backend, sim::backend, cuda_dispatch>;
+/// A launch's kernel, shape and arguments, typed: what each launch instantiates. The
+/// backends run it through kernel_body's virtual calls (kernel_body.hpp says why).
+template <class S, class K, class Args>
+class kernel_body_of final : public kernel_body {
+ public:
+  kernel_body_of(S const& s, K const& k, Args&& args)
+      : kernel_body(s.blocks(), typeid(K)), s_(s), k_(k), args_(std::move(args)) {}
 
-[[noreturn]] void backend_not_compiled(backend_id b);
+  void run(index_t b0, index_t b1) const override {
+    Args local = args_;
+    run_blocks(s_, b0, b1, k_, local);
+  }
+  event cuda(placement const& p, after const* deps) const override {
+    Args local = args_;
+    return cuda_dispatch::launch(p, s_, k_, local, deps);
+  }
+  bool cuda_compiled() const noexcept override { return cuda_dispatch::compiled<S, K, Args>(); }
+
+ private:
+  S s_;
+  K k_;
+  Args args_;
+};
+
+/// The erased form of a launch that runs in the calling thread (inline_kernel): references
+/// to the launch's shape, kernel and arguments.
+template <class S, class K, class Args>
+struct inline_parts {
+  S const& s;
+  K const& k;
+  Args& args;
+
+  static void run(void const* launch, index_t b0, index_t b1, bool copy_args) {
+    auto const& self = *static_cast<inline_parts const*>(launch);
+    if (copy_args) {
+      Args local = self.args;
+      run_blocks(self.s, b0, b1, self.k, local);
+    } else {
+      run_blocks(self.s, b0, b1, self.k, self.args);
+    }
+  }
+};
+
+/// Runs `k` on the serial or openmp backend of `p`, in the calling thread: the event is
+/// complete (or failed) on return.
+event launch_inline(placement const& p, inline_kernel const& k);
+/// Launches `body` on any backend of `p`; the backend keeps it until the kernel has run.
+event launch_shared(placement const& p, std::shared_ptr<kernel_body const> body);
+/// launch(after(deps), ...) of `body` on `p`: on the device after CUDA markers where it
+/// can, else started by whoever completes the last event (through the pool for the backends
+/// that run kernels inline, so that a long chain does not recurse), and recorded as pending
+/// work of a sim device so that frees of its memory wait for it.
+event launch_after(after const& deps, placement const& p, std::shared_ptr<kernel_body const> body);
 
 /// Whether launches on `t` run their kernels in the launching thread.
 bool runs_inline(target const& t);
+/// Whether `b` runs a launch's kernel in the launching thread (serial, openmp).
+constexpr bool runs_inline(backend_id b) noexcept {
+  return b == backend_id::serial || b == backend_id::openmp;
+}
 /// Whether `t` names the CUDA backend explicitly. Out of line: inlined, GCC at -O1 warns
 /// that the optional's payload may be read uninitialized when a place converts to a
 /// target (a false positive; the engaged flag guards it).
@@ -168,12 +221,45 @@ auto kernel_args(placement const& p, std::index_sequence<I...>, Args&&... args) 
   return std::tuple<kernel_arg_t<Args>...>(to_kernel_arg(p, std::forward<Args>(args), I)...);
 }
 
-template <class... B, class S, class K, class Args>
-event dispatch(backend_list<B...>, placement const& p, S const& s, K const& k, Args& args) {
-  event result;
-  bool found = ((B::id == p.backend ? (result = B::launch(p, s, k, args), true) : false) || ...);
-  if (!found) backend_not_compiled(p.backend);
-  return result;
+/// The kernel_body of a launch on `p` that starts later (launch(after(...), ...)).
+template <class S, class K, class Args>
+std::shared_ptr<kernel_body const> make_kernel_body(placement const& p, S const& s, K const& k,
+                                                    Args&& args) {
+  if (p.backend != backend_id::cuda) check_cpu_shape(s, p.backend);
+  return std::make_shared<kernel_body_of<S, K, Args> const>(s, k, std::move(args));
+}
+
+/// The launch of `args` (already converted by kernel_args) on the resolved `p`: CUDA
+/// through the registered launcher, the CPU backends through kernel_body.
+template <class S, class K, class Args>
+event launch_placed(placement const& p, S const& s, K const& k, Args&& args) {
+  if (p.backend == backend_id::cuda) return cuda_dispatch::launch(p, s, k, args);
+  check_cpu_shape(s, p.backend);
+  using body = kernel_body_of<S, K, Args>;
+  if constexpr (sizeof(body) <= threads::job_body_bytes &&
+                alignof(body) <= alignof(std::max_align_t)) {
+    if (p.backend == backend_id::threads) {
+      struct parts {
+        S const& s;
+        K const& k;
+        Args& args;
+      } from{s, k, args};
+      return threads::backend::launch(
+          p, s.blocks(), typeid(K),
+          [](void* at, void* ctx) -> kernel_body* {
+            auto& f = *static_cast<parts*>(ctx);
+            return new (at) body(f.s, f.k, std::move(f.args));
+          },
+          &from);
+    }
+  }
+  if (runs_inline(p.backend)) {
+    using parts = inline_parts<S, K, Args>;
+    parts const from{s, k, args};
+    return launch_inline(p, inline_kernel{s.blocks(), &typeid(K), &parts::run, &from});
+  }
+  return launch_shared(p,
+                       std::make_shared<kernel_body_of<S, K, Args> const>(s, k, std::move(args)));
 }
 
 }  // namespace detail
@@ -208,10 +294,10 @@ event launch(target const& where, S const& s, Kernel&& kernel, Args&&... args) {
   if (detail::names_cuda(where) && !detail::cuda_dispatch::compiled<S, K, tuple>())
     detail::cuda_not_compiled(trace::detail::type_name(typeid(K)));
   auto p = detail::resolve(where);
-  auto copied =
-      detail::kernel_args(p, std::index_sequence_for<Args...>{}, std::forward<Args>(args)...);
   K const& k = kernel;
-  return detail::dispatch(detail::cpu_backends{}, p, s, k, copied);
+  return detail::launch_placed(
+      p, s, k,
+      detail::kernel_args(p, std::index_sequence_for<Args...>{}, std::forward<Args>(args)...));
 }
 
 /// launch, then wait: returns when the kernel has run, rethrowing its exception (Alpaka's
@@ -241,28 +327,17 @@ event launch(after const& deps, target const& where, S const& s, Kernel&& kernel
   detail::register_cuda_launcher<S, K, tuple>();
   if (detail::names_cuda(where) && !detail::cuda_dispatch::compiled<S, K, tuple>())
     detail::cuda_not_compiled(trace::detail::type_name(typeid(K)));
-  auto placed = detail::resolve(where);  // a bad target fails now, in the caller, not later
-  // GPU after GPU: the stream waits for the events' markers on the device (Phalanx
-  // §IV-A); the host does not wait.
-  if (placed.backend == backend_id::cuda && detail::cuda_dispatch::compiled<S, K, tuple>() &&
-      detail::cuda::chainable(deps)) {
-    if (auto err = deps.error()) return event::failed(err);
-    auto copied = detail::kernel_args(placed, std::index_sequence_for<Args...>{},
-                                      std::forward<Args>(args)...);
-    K const& k = kernel;
-    return detail::cuda_dispatch::launch(placed, s, k, copied, &deps);
-  }
-  // The launch is made by whoever completes the last event (through the pool for
-  // backends that run kernels inline).
-  auto result = detail::start_after(
-      deps, detail::runs_inline(where),
-      [where, s, k = K(std::forward<Kernel>(kernel)),
-       args = std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)]() {
-        return std::apply([&](auto const&... a) { return strata::launch(where, s, k, a...); },
-                          args);
-      });
-  detail::track_device_work(placed, result);
-  return result;
+  // A bad target, a pointer of another memory or an oversized block fail now, in the
+  // caller, not later.
+  auto placed = detail::resolve(where);
+  if (placed.backend == backend_id::cuda && !detail::cuda_dispatch::compiled<S, K, tuple>())
+    detail::cuda_not_compiled(trace::detail::type_name(typeid(K)));
+  K const& k = kernel;
+  return detail::launch_after(
+      deps, placed,
+      detail::make_kernel_body(placed, s, k,
+                               detail::kernel_args(placed, std::index_sequence_for<Args...>{},
+                                                   std::forward<Args>(args)...)));
 }
 
 }  // namespace strata

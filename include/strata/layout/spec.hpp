@@ -266,16 +266,22 @@ inline void describe(dim_tree const& t, int n, bool top, std::string& out);
 
 /// A referred dimension as its whole type and its path, e.g. "[5][7]_1" for A_1.
 inline std::string referred(dim_tree const& t, int n) {
-  std::string path;
+  // The steps from n up to its root, appended root-first below (not prepended to a
+  // string: GCC 12 at -O3 reports a false -Wstringop-overflow for `"_" + s + path`).
+  std::vector<int> steps;
   int root = n;
   while (t.nodes[root].parent >= 0) {
     int p = t.nodes[root].parent;
-    path = "_" + std::to_string(root - t.nodes[p].first_child) + path;
+    steps.push_back(root - t.nodes[p].first_child);
     root = p;
   }
   std::string out;
   describe(t, root, true, out);
-  return out + path;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    out += '_';
+    out += std::to_string(*it);
+  }
+  return out;
 }
 
 inline void describe(dim_tree const& t, int n, bool top, std::string& out) {

@@ -3,6 +3,7 @@
 // (barrier() switches fibers) or, for phase-split kernels, phase by phase.
 #pragma once
 
+#include <strata/exec/backend.hpp>
 #include <strata/exec/cpu/context.hpp>
 #include <strata/exec/domain.hpp>
 #include <strata/exec/phases.hpp>
@@ -14,7 +15,8 @@
 #include <utility>
 
 // GCC 12 at -O2 and -O3 deleted whole CPU launches: the threads and sim backends' chunk
-// bodies copy the launch's arguments into a local and call run_blocks with it, and dce2
+// bodies (since session 63 kernel_body_of::run and inline_parts::run, launch.hpp, for every
+// CPU backend) copy the launch's arguments into a local and call run_blocks with it, and dce2
 // dropped the call (or, with run_blocks opaque, run_blocks' own call of run_streaming), as
 // if the kernel's stores through the copied pointers had no effect; disabling GCC's IPA
 // summaries (modref and pure-const together) avoids it, and so does -fno-tree-sra.
@@ -59,14 +61,18 @@ void run_fiber_blocks(index_t threads, index_t b0, index_t b1,
 /// Limit on threads of one parallel CPU block (fibers are cheap but not free).
 inline constexpr index_t cpu_max_parallel_block = 1024;
 
+/// Throws invalid_argument for a parallel block of more threads than a CPU backend runs as
+/// fibers (the limit above); `backend` names the backend in the message.
+[[noreturn]] void cpu_block_too_large(index_t threads, backend_id backend);
+
 template <std::size_t D, class P>
-void check_cpu_shape(shape<D, P> const& s, char const* backend) {
+void check_cpu_shape(shape<D, P> const& s, backend_id backend) {
   if constexpr (is_parallel_v<P>) {
     if (s.threads_per_block() > cpu_max_parallel_block)
-      throw invalid_argument("launch: block of " + std::to_string(s.threads_per_block()) +
-                             " threads exceeds the " + backend + " backend's limit of " +
-                             std::to_string(cpu_max_parallel_block) +
-                             " threads per parallel block");
+      cpu_block_too_large(s.threads_per_block(), backend);
+  } else {
+    (void)s;
+    (void)backend;
   }
 }
 
@@ -247,16 +253,6 @@ STRATA_RUN_BLOCKS_OPAQUE void run_blocks(shape<D, P> const& s, index_t b0, index
   } else {
     run_streaming(s, b0, b1, k, args);
   }
-}
-
-/// The body of chunk c of a launch: its blocks, with a copy of the arguments of its own
-/// (chunks run concurrently).
-template <std::size_t D, class P, class Kernel, class Args>
-auto chunk_body(shape<D, P> const& s, Kernel const& k, Args const& args, chunking plan) {
-  return [s, k, args, plan](index_t c) {
-    Args local = args;
-    run_blocks(s, plan.first(c), plan.last(c), k, local);
-  };
 }
 
 }  // namespace strata::detail

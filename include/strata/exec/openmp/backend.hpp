@@ -3,21 +3,16 @@
 // nest the way OpenMP nests. The launch has finished when it returns.
 //
 // The parallel region is opened by libstrata (src/exec/openmp/parallel.cpp, built with
-// OpenMP), not in this header: the header compiles the same way in every translation unit,
+// OpenMP), not in a header: every translation unit compiles `launch<...>` the same way,
 // with or without -fopenmp, and under nvcc. A backend that existed only in -fopenmp units
 // would make one `launch<...>` instantiation differ between units, and the linker keeps
-// one of them (issue 13, "one definition per template"). The cost is one indirect call per
-// thread of the region.
+// one of them (issue 13, "one definition per template"). The cost is two indirect calls
+// per thread of the region (the region's body, the kernel's erased loop).
 #pragma once
 
 #include <strata/exec/backend.hpp>
-#include <strata/exec/cpu/run.hpp>
 #include <strata/exec/event.hpp>
-#include <strata/exec/first_error.hpp>
-#include <strata/exec/trace.hpp>
-
-#include <atomic>
-#include <exception>
+#include <strata/exec/kernel_body.hpp>
 
 namespace strata {
 
@@ -41,39 +36,11 @@ namespace openmp {
 struct backend {
   static constexpr backend_id id = backend_id::openmp;
 
-  template <std::size_t D, class P, class Kernel, class Args>
-  static event launch(detail::placement const& where, shape<D, P> const& s, Kernel const& k,
-                      Args& args) {
-    detail::check_cpu_shape(s, "openmp");
-    trace::span traced(trace::enabled() ? trace::detail::type_name(typeid(Kernel)) : "", "kernel",
-                       "openmp");
-    struct region {
-      shape<D, P> const& s;
-      Kernel const& k;
-      Args& args;
-      detail::first_error error;
-    } r{s, k, args, {}};
-    // Exceptions must not leave a parallel region: the first is kept and the event
-    // carries it.
-    detail::openmp_body body = [](void* ctx, int tid, int nth) noexcept {
-      auto& rg = *static_cast<region*>(ctx);
-      index_t const blocks = rg.s.blocks();
-      // schedule(static) by hand: one contiguous range of blocks per thread, as the raw
-      // `omp parallel for` a user would write. blocks * t / nth without the overflow.
-      auto split = [&](index_t t) {
-        return blocks / nth * t + blocks % nth * t / static_cast<index_t>(nth);
-      };
-      index_t const b0 = split(tid);
-      index_t const b1 = split(tid + 1);
-      rg.error.run([&] {
-        Args local = rg.args;  // each thread its own copy of the arguments
-        if (b0 < b1) detail::run_blocks(rg.s, b0, b1, rg.k, local);
-      });
-    };
-    detail::openmp_parallel(where.threads, body, &r);
-    auto const error = r.error.get();
-    return error ? event::failed(error) : event::completed();
-  }
+  /// Runs the blocks of `k` over the threads of an OpenMP parallel region, one contiguous
+  /// range per thread (schedule(static), as the `omp parallel for` a user would write),
+  /// each thread with a copy of the arguments of its own; the first exception fails the
+  /// event (src/exec/cpu/launch.cpp).
+  static event launch(detail::placement const& where, detail::inline_kernel const& k);
 };
 
 }  // namespace openmp

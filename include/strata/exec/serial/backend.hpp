@@ -3,29 +3,17 @@
 #pragma once
 
 #include <strata/exec/backend.hpp>
-#include <strata/exec/cpu/run.hpp>
 #include <strata/exec/event.hpp>
-#include <strata/exec/trace.hpp>
-
-#include <exception>
+#include <strata/exec/kernel_body.hpp>
 
 namespace strata::serial {
 
 struct backend {
   static constexpr backend_id id = backend_id::serial;
 
-  template <std::size_t D, class P, class Kernel, class Args>
-  static event launch(detail::placement const&, shape<D, P> const& s, Kernel const& k, Args& args) {
-    detail::check_cpu_shape(s, "serial");
-    trace::span traced(trace::enabled() ? trace::detail::type_name(typeid(Kernel)) : "", "kernel",
-                       "serial");
-    try {
-      detail::run_blocks(s, 0, s.blocks(), k, args);
-    } catch (...) {
-      return event::failed(std::current_exception());
-    }
-    return event::completed();
-  }
+  /// Runs every block of `k` in the calling thread, on the launch's own arguments; a
+  /// kernel's exception fails the event it returns (src/exec/cpu/launch.cpp).
+  static event launch(detail::placement const& where, detail::inline_kernel const& k);
 };
 
 }  // namespace strata::serial

@@ -5,12 +5,11 @@
 #pragma once
 
 #include <strata/exec/backend.hpp>
-#include <strata/exec/cpu/run.hpp>
 #include <strata/exec/event.hpp>
-#include <strata/exec/trace.hpp>
+#include <strata/exec/kernel_body.hpp>
+#include <strata/vec.hpp>
 
-#include <functional>
-#include <typeinfo>
+#include <memory>
 
 namespace strata::detail {
 /// Chunks per unit to cut a launch on sim device `device` into: 16 on a device slower than
@@ -19,10 +18,6 @@ namespace strata::detail {
 /// 8 devices on 2 cores, 0.79-0.81 with 4 per unit, 0.88-0.95 with 16), else 4 (each
 /// chunk costs a little: a 2-device halo exchange at 32 KiB rows lost 2-5% with 16).
 index_t sim_chunks_per_unit(int device);
-/// Queues `chunks` chunks of `body` on sim device `device`; returns its completion.
-/// `name` (static storage) names the kernel in the trace.
-event sim_launch(int device, index_t chunks, std::function<void(index_t)> body,
-                 char const* name = "kernel");
 }  // namespace strata::detail
 
 namespace strata::sim {
@@ -30,16 +25,10 @@ namespace strata::sim {
 struct backend {
   static constexpr backend_id id = backend_id::sim;
 
-  template <std::size_t D, class P, class Kernel, class Args>
-  static event launch(detail::placement const& where, shape<D, P> const& s, Kernel const& k,
-                      Args& args) {
-    detail::check_cpu_shape(s, "sim");
-    detail::chunking plan(s.blocks(), where.threads, detail::sim_chunks_per_unit(where.device));
-    // The kernel's type names its span on the sim unit's lane, as on the CPU backends.
-    return detail::sim_launch(
-        where.device, plan.chunks, detail::chunk_body(s, k, args, plan),
-        trace::enabled() ? trace::detail::type_name(typeid(Kernel)) : "kernel");
-  }
+  /// Queues `body` on the sim device of `where`, cut into sim_chunks_per_unit chunks per
+  /// unit; returns at once (src/exec/cpu/launch.cpp).
+  static event launch(detail::placement const& where,
+                      std::shared_ptr<detail::kernel_body const> body);
 };
 
 }  // namespace strata::sim
