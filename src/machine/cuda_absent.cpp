@@ -3,9 +3,12 @@
 
 namespace strata::detail {
 
-void discover_cuda(machine_builder&, std::vector<pci_locality> const&,
-                   std::vector<std::string>& notes) {
+int count_cuda_devices(std::vector<std::string>& notes) {
   notes.emplace_back("no CUDA devices: this libstrata was built without CUDA");
+  return 0;
 }
+
+void discover_cuda(machine_builder&, std::vector<pci_locality> const&, int,
+                   std::vector<std::string>&) {}
 
 }  // namespace strata::detail

@@ -10,8 +10,7 @@
 
 namespace strata::detail {
 
-void discover_cuda(machine_builder& builder, std::vector<pci_locality> const& pci,
-                   std::vector<std::string>& notes) {
+int count_cuda_devices(std::vector<std::string>& notes) {
   int count = 0;
   if (auto err = cudaGetDeviceCount(&count); err != cudaSuccess) {
     // No driver, an old driver or no device: GPUs are simply absent (issue: one info line).
@@ -26,12 +25,14 @@ void discover_cuda(machine_builder& builder, std::vector<pci_locality> const& pc
                         : std::string(),
                     cudaGetErrorString(err)));
     (void)cudaGetLastError();  // clear the sticky error for later CUDA use
-    return;
+    return 0;
   }
-  if (count == 0) {
-    notes.emplace_back("no CUDA device: the CUDA runtime reports 0 devices");
-    return;
-  }
+  if (count == 0) notes.emplace_back("no CUDA device: the CUDA runtime reports 0 devices");
+  return count;
+}
+
+void discover_cuda(machine_builder& builder, std::vector<pci_locality> const& pci, int count,
+                   std::vector<std::string>& notes) {
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp prop{};
     if (auto err = cudaGetDeviceProperties(&prop, d); err != cudaSuccess) {

@@ -1,4 +1,3 @@
-#include <strata/detail/features.hpp>
 #include "machine/discovery_parts.hpp"
 
 namespace strata {
@@ -38,11 +37,11 @@ discovered_machine discover_machine(machine_options const& options) {
   auto sims = parse_sim_devices(options.sim_devices, options.sim_devices_source);
   discovered_machine out;
   std::vector<detail::pci_locality> pci;
-  // GPUs hang from the host place of their PCI locality; without CUDA (not built, or not
-  // asked for) nothing needs the PCI scan.
-  auto builder =
-      detail::discover_host(options, STRATA_ENABLE_CUDA && options.cuda ? &pci : nullptr);
-  if (options.cuda) detail::discover_cuda(builder, pci, out.notes);
+  // GPUs hang from the host place of their PCI locality; without a GPU (CUDA not built,
+  // not asked for, or no device) nothing needs the PCI scan.
+  int const gpus = options.cuda ? detail::count_cuda_devices(out.notes) : 0;
+  auto builder = detail::discover_host(options, gpus > 0 ? &pci : nullptr);
+  if (gpus > 0) detail::discover_cuda(builder, pci, gpus, out.notes);
   detail::add_sim_devices(builder, sims);
   out.machine = builder.build();
   return out;

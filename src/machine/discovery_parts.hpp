@@ -31,10 +31,14 @@ inline machine_builder::node_id pci_parent(std::vector<pci_locality> const& pci,
   return root;
 }
 
-/// Adds one device place per CUDA GPU, under the place of its PCI locality (pci_parent)
-/// so that its nearest host memory is its own socket's, or a note saying why there is
-/// none.
-void discover_cuda(machine_builder& builder, std::vector<pci_locality> const& pci,
+/// How many CUDA GPUs the runtime reports; 0, with a note saying why, when there are
+/// none. Asked before the host scan: only GPUs need hwloc's PCI scan, which reads every
+/// device's configuration space (15 ms of each runtime's start on a VM, session 64).
+int count_cuda_devices(std::vector<std::string>& notes);
+
+/// Adds one device place per CUDA GPU (`count`, from count_cuda_devices), under the place
+/// of its PCI locality (pci_parent) so that its nearest host memory is its own socket's.
+void discover_cuda(machine_builder& builder, std::vector<pci_locality> const& pci, int count,
                    std::vector<std::string>& notes);
 
 /// Adds one device place per sim device under the root.
