@@ -27,10 +27,11 @@ demo: demo-build
 
 # Every test: the default build (tests, CLI, packaging, CUDA compile check, formatting),
 # then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, and the
-# execution tests of the serial and threads backends under ThreadSanitizer.
+# execution tests of the serial and threads backends under ThreadSanitizer. Each
+# sanitizer build compiles at idle priority while the stage before it runs its tests
+# (tools/test-all.sh).
 test: build
-	ctest --preset default
-	$(MAKE) --no-print-directory asan tsan
+	@tools/test-all.sh
 
 asan: deps
 	cmake --preset asan
