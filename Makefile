@@ -27,11 +27,10 @@ demo: demo-build
 
 # Every test: the default build (tests, CLI, packaging, CUDA compile check, formatting),
 # then the whole suite again under AddressSanitizer + UndefinedBehaviorSanitizer, and the
-# execution tests of the serial and threads backends under ThreadSanitizer. Each
-# sanitizer build compiles at idle priority while the stage before it runs its tests
-# (tools/test-all.sh).
+# execution tests of the serial and threads backends under ThreadSanitizer.
 test: build
-	@tools/test-all.sh
+	ctest --preset default
+	$(MAKE) --no-print-directory asan tsan
 
 asan: deps
 	cmake --preset asan
