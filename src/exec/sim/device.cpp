@@ -320,26 +320,33 @@ std::int64_t thread_cpu_ns() noexcept {
 // Nor is the thread-CPU clock read while no sleep can be due: it is a system call (1.4 us
 // on this VM), counted in the kernel's CPU time and so stretched by 1 / speed, and it was
 // read after every chunk: 16 chunks made every kernel of a device at speed 0.25 about
-// 90 us longer than its work, 3 ms of each 20 ms hybrid-jacobi iteration of a sim strip
-// with its two frontier kernels (session 65). The CPU time since `wall0` is at most the
-// wall time since then, so a bound on when the model's time is due costs a clock read.
-std::int64_t sim_device::pace(kernel_op const& op, std::int64_t cpu0, clock::time_point wall0,
-                              std::int64_t paused) const {
+// 90 us longer than its work, 0.3 ms of each hybrid-jacobi iteration of a sim strip with
+// its corpus and two frontier kernels (session 65). The work done since the last reading
+// is at most the wall time since then (`mark`), so a bound on when the model's time is
+// due costs a clock read; a sleep's own CPU time is not work, so after a wake the bound
+// starts again from the wake. (In double nanoseconds: at the slowest speeds, 1e-6, a
+// stretched bound leaves int64 nanoseconds within milliseconds of work.)
+void sim_device::pace(kernel_op const& op, pace_mark& mark) const {
   double const speed = speed_.load(std::memory_order_relaxed);
-  if (speed >= 1.0 || op.next.load(std::memory_order_relaxed) >= op.chunks) return 0;
+  if (speed >= 1.0 || op.next.load(std::memory_order_relaxed) >= op.chunks) return;
   // Woken early by the OS's margin: a sleep that overran would end the kernel late.
   auto const margin = spin::sleep_margin();
   auto const now = clock::now();
-  if (op.start + std::chrono::duration_cast<clock::duration>((now - wall0) / speed) - now <=
-      2 * margin)
-    return 0;
+  auto ns = [](clock::duration d) {
+    return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  };
+  double const most_work = static_cast<double>(mark.work) + ns(now - mark.wall);
+  if (most_work / speed <= ns(now - op.start) + 2 * ns(margin)) return;
   auto const before = thread_cpu_ns();
+  mark.work = before - mark.cpu0 - mark.paused;
+  mark.wall = now;  // read before `before`: the bound holds from here
   auto const due = op.start + std::chrono::duration_cast<clock::duration>(
-                                  std::chrono::nanoseconds(before - cpu0 - paused) / speed);
-  if (due - clock::now() <= 2 * margin) return 0;
+                                  std::chrono::nanoseconds(mark.work) / speed);
+  if (due - clock::now() <= 2 * margin) return;
   std::this_thread::sleep_until(due - margin);
   spin::note_timed_wake(due - margin);
-  return thread_cpu_ns() - before;
+  mark.wall = clock::now();
+  mark.paused += thread_cpu_ns() - before;  // the work is as it was before the sleep
 }
 
 void sim_device::unit_main() {
@@ -358,9 +365,9 @@ void sim_device::unit_main() {
       op = kernels_.front();
       ++op->active;
     }
-    auto const cpu0 = thread_cpu_ns();
-    auto const wall0 = clock::now();
-    std::int64_t paused = 0;  // CPU time of the pacing's sleeps, not the kernel's
+    pace_mark mark;
+    mark.wall = clock::now();  // first: the wall time since then covers all work since cpu0
+    mark.cpu0 = thread_cpu_ns();
     {
       trace::span traced(op->name, "sim", params_.name);
       for (index_t c; (c = op->next.fetch_add(1, std::memory_order_relaxed)) < op->chunks;) {
@@ -373,10 +380,10 @@ void sim_device::unit_main() {
           op->body(c);
         });
         op->remaining.fetch_sub(1, std::memory_order_acq_rel);
-        paused += pace(*op, cpu0, wall0, paused);
+        pace(*op, mark);
       }
     }
-    auto const spent = thread_cpu_ns() - cpu0 - paused;
+    auto const spent = thread_cpu_ns() - mark.cpu0 - mark.paused;
     for (auto seen = op->max_cpu_ns.load(std::memory_order_relaxed);
          spent > seen && !op->max_cpu_ns.compare_exchange_weak(seen, spent);) {
     }

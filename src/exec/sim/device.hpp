@@ -168,12 +168,15 @@ class sim_device {
   };
 
   void unit_main();
-  // A unit's pause after a chunk of a kernel on a slow device (speed < 1): its CPU time in
-  // the kernel since `cpu0`, less `paused` (its earlier pauses), is the device's work so
-  // far. `wall0` is when `cpu0` was read. Returns the CPU time this pause took (its system
-  // calls), not the device's work.
-  std::int64_t pace(kernel_op const& op, std::int64_t cpu0, clock::time_point wall0,
-                    std::int64_t paused) const;
+  // A unit's pacing through one kernel on a slow device (speed < 1): its CPU time in the
+  // kernel since `cpu0`, less `paused` (the CPU time of its pauses: their system calls),
+  // is the device's work so far; `work` is that work as last read, at wall time `wall`.
+  struct pace_mark {
+    std::int64_t cpu0 = 0, paused = 0, work = 0;
+    clock::time_point wall{};
+  };
+  // A unit's pause after a chunk, until the model's time for the work so far.
+  void pace(kernel_op const& op, pace_mark& mark) const;
   void copy_main(copy_engine& engine);
   // Takes the front transfer of `engine` if the link is idle (and it ends by `until` when
   // that is set); under mutex_.
