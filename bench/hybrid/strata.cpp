@@ -173,25 +173,26 @@ void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<doub
     }
     sim::set_speed(slowed, speed0);
   }
-  auto min_of = [](std::vector<double> const& v) { return *std::min_element(v.begin(), v.end()); };
   result r{"hybrid-jacobi",
            variant,
            work,
-           min_of(after_dyn),
+           spread::of(after_dyn).min,
            "ideal after the slow-down (sum of single-device throughputs)",
-           min_of(ideal_after_t)};
+           spread::of(ideal_after_t).min};
   r.strata_spread = spread::of(after_dyn);
   r.peer_spread = spread::of(ideal_after_t);
   r.ratio_spread = spread::of(ratios);
-  r.extra = {{"rounds", double(rounds)},
-             {"sweeps_before_change", double(change)},
-             {"window_iterations", double(window)},
-             {"iterations_after_change", double(after_change)},
-             {"repartitions", double(reparts)},
-             {"ratio_before_change_vs_ideal", min_of(ideal_before_t) / min_of(before_dyn)},
-             {"ratio_static_cuts_after_vs_ideal", min_of(ideal_after_t) / min_of(after_static)},
-             {"ratio_vs_static_cuts_after", min_of(after_static) / min_of(after_dyn)},
-             {"ratio_vs_fresh_calibration", min_of(fresh) / min_of(after_dyn)}};
+  r.extra = {
+      {"rounds", double(rounds)},
+      {"sweeps_before_change", double(change)},
+      {"window_iterations", double(window)},
+      {"iterations_after_change", double(after_change)},
+      {"repartitions", double(reparts)},
+      {"ratio_before_change_vs_ideal", spread::of(ideal_before_t).min / spread::of(before_dyn).min},
+      {"ratio_static_cuts_after_vs_ideal",
+       spread::of(ideal_after_t).min / spread::of(after_static).min},
+      {"ratio_vs_static_cuts_after", spread::of(after_static).min / spread::of(after_dyn).min},
+      {"ratio_vs_fresh_calibration", spread::of(fresh).min / spread::of(after_dyn).min}};
   for (std::size_t i = 1; i + 1 < cuts_dyn.size(); ++i) {
     r.extra.push_back({"cut_" + std::to_string(i) + "_rebalanced", double(cuts_dyn[i])});
     r.extra.push_back({"cut_" + std::to_string(i) + "_fresh", double(cuts_fresh[i])});
@@ -256,7 +257,6 @@ void report_paired_mixes(context& ctx, std::string const& bench, std::string con
       t_mix[m].push_back(solve(*mixes[m]));
     }
   }
-  auto min_of = [](std::vector<double> const& v) { return *std::min_element(v.begin(), v.end()); };
   for (std::size_t m = 0; m < mixes.size(); ++m) {
     std::size_t const k = m + 2;
     std::vector<double> ideal_t, ratios;  // per round
@@ -269,17 +269,19 @@ void report_paired_mixes(context& ctx, std::string const& bench, std::string con
     result res{bench,
                prefix + "+" + std::to_string(k - 1) + "sim",
                cells,
-               min_of(t_mix[m]),
+               spread::of(t_mix[m]).min,
                "ideal (sum of single-device throughputs)",
-               min_of(ideal_t)};
+               spread::of(ideal_t).min};
     res.strata_spread = spread::of(t_mix[m]);
     res.peer_spread = spread::of(ideal_t);
     res.ratio_spread = spread::of(ratios);
     res.extra = {{"devices", double(k)}, {"sweeps", double(sweeps)}, {"rounds", double(rounds)}};
     if (late)
-      res.extra.push_back({"ratio_without_early_corpus", min_of(ideal_t) / min_of(t_late[m])});
+      res.extra.push_back(
+          {"ratio_without_early_corpus", spread::of(ideal_t).min / spread::of(t_late[m]).min});
     for (std::size_t i = 0; i < k; ++i) {
-      res.extra.push_back({"alone_cells_per_s_" + std::to_string(i), cells / min_of(t_alone[i])});
+      res.extra.push_back(
+          {"alone_cells_per_s_" + std::to_string(i), cells / spread::of(t_alone[i]).min});
       res.extra.push_back({"weight_" + std::to_string(i), weights[i]});
     }
     auto const& cuts = mixes[m]->cuts();

@@ -73,9 +73,6 @@ void run_scaling(context& ctx) {
     for (int r = 0; r < repeats; ++r)
       for (std::size_t i = 0; i < counts.size(); ++i)
         t[i].push_back(solve_time(ctx, first_sims(ctx, counts[i]), rows_for(counts[i]), p.steps));
-    auto min_of = [](std::vector<double> const& v) {
-      return *std::min_element(v.begin(), v.end());
-    };
     for (std::size_t i = 0; i < counts.size(); ++i) {
       auto const k = counts[i];
       index_t const rows = rows_for(k);
@@ -85,7 +82,7 @@ void run_scaling(context& ctx) {
         ideal_t.push_back(t[0][r] / per);
         eff.push_back(ideal_t.back() / t[i][r]);
       }
-      double const tn = min_of(t[i]), ideal = min_of(ideal_t);
+      double const tn = spread::of(t[i]).min, ideal = spread::of(ideal_t).min;
       result res{"ripple-scaling",
                  std::string(p.name) + "/sim" + std::to_string(k),
                  double(rows) * double(2 * rows) * p.steps,
@@ -100,7 +97,7 @@ void run_scaling(context& ctx) {
                    {"cells_per_device", double(rows) * double(2 * rows) / double(k)},
                    {"steps", double(p.steps)},
                    {"rounds", double(repeats)},
-                   {"speedup", min_of(t[0]) / tn},
+                   {"speedup", spread::of(t[0]).min / tn},
                    {"efficiency", ideal / tn}};
       res.note = std::string("ratio = efficiency (") + (p.weak ? "t1 / tN" : "t1 / (N tN)") +
                  ", of the minima over the rounds; ratio_median of the rounds' efficiencies, "
