@@ -200,6 +200,59 @@ TEST(Pool, ACallerOnAnotherWorkersCpuLeavesItToThatWorker) {
     EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the caller's affinity was not given back";
   }
 }
+
+// A launch on the first PU alone, waited for by a thread the OS has put on the second
+// PU's CPU, runs on the first PU's CPU: the waiting thread that takes it is moved there
+// first (it used to run every block where it sat, at that CPU's speed: this VM's two
+// vCPUs streamed up to 30% apart, session 66), and the reserve, pinned there, stands
+// aside. Blocks of 200 us, eight of them, end before the OS would have moved the caller
+// back on its own.
+TEST(Pool, AOneProcessorLaunchWaitedForFromAnotherCpuRunsOnItsProcessor) {
+  if (std::getenv("STRATA_TOPOLOGY")) GTEST_SKIP() << "a synthetic topology's CPUs";
+  runtime rt;
+  auto pus = rt.machine().slice(isa::host).processors();
+  if (pus.size() < 2) GTEST_SKIP() << "needs two PUs";
+  int const first = pus[0].os_index(), second = pus[1].os_index();
+  auto one = on(pus[0], backend_id::threads);
+  cpu_set_t before;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+  if (first < 0 || second < 0 || first >= CPU_SETSIZE || second >= CPU_SETSIZE ||
+      !CPU_ISSET(first, &before) || !CPU_ISSET(second, &before))
+    GTEST_SKIP() << "this thread may not run on both PUs";
+  launch_and_wait(on(rt.machine().slice(isa::host), backend_id::threads), grid(2),
+                  [](auto const&) {});  // the workers are up and pinned
+  std::this_thread::sleep_for(50ms);
+  for (bool and_wait : {true, false}) {
+    SCOPED_TRACE(and_wait ? "launch_and_wait" : "launch().wait()");
+    std::this_thread::sleep_for(5ms);  // (a thread is moved at most once a millisecond)
+    ASSERT_TRUE(move_to_cpu(second));
+    std::atomic<int> cpus[8];
+    auto kernel = [&cpus](auto const& self) {
+      cpus[self.block_index()[0]].store(sched_getcpu());
+      auto const t0 = std::chrono::steady_clock::now();
+      while (std::chrono::steady_clock::now() - t0 < 200us) {
+      }
+    };
+    if (and_wait)
+      launch_and_wait(one, grid(8), kernel);
+    else
+      launch(one, grid(8), kernel).wait();
+    // Before the fix every block ran on the second PU's CPU. Under load (another test on
+    // the first CPU) the OS may move the caller off it between blocks, and it is moved
+    // back at most once a millisecond: the check allows two blocks elsewhere.
+    std::string where;
+    int on_first = 0;
+    for (auto const& c : cpus) {
+      on_first += c.load() == first;
+      where += std::to_string(c.load()) + " ";
+    }
+    EXPECT_GE(on_first, 6) << "blocks started on CPUs " << where << "(the first PU's is " << first
+                           << ")";
+    cpu_set_t after;
+    ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the caller's affinity was not given back";
+  }
+}
 #endif
 
 #if defined(__linux__)

@@ -146,7 +146,7 @@ void pool::submit(std::shared_ptr<job> j) {
   // the MPI thread, CUDA workers) and never take the first PU's share, so moving them
   // would only crowd its CPU. (A user thread that does not wait is moved too: it then
   // leaves PU 1's CPU to PU 1's worker, while the first PU's share waits for a helper.)
-  if (!is_worker && !background_thread) settle_caller(*j);
+  if (!is_worker && !background_thread) settle_caller(*j, false);
   outstanding_.fetch_add(1, std::memory_order_relaxed);
   {
     std::lock_guard lock(mutex_);
@@ -260,18 +260,32 @@ void pool::run(job& j, index_t chunk) {
     notify_external();
 }
 
-bool pool::help(int slot, event_state const* until) {
+bool pool::help(int slot, event_state const* until, bool* standing_aside) {
   bool const reserve = is_worker && slot == 0 && !until;
+  bool unused = false;
+  bool& stood_aside = standing_aside ? *standing_aside : unused;
+  stood_aside = false;
   if (outstanding_.load(std::memory_order_acquire) == 0) return false;
   auto j = find(slot, reserve);
   if (!j) return false;
-  trace::span traced(j->name(), "job", "threads");
-  bool ran = false;
   // The reserve worker yields the first PU to a waiting thread: a job confined to that PU
   // must not run on two threads at once.
   auto yield = [&] { return reserve && external_helpers_.load(std::memory_order_acquire) > 0; };
-  if (!is_worker) settle_caller(*j);
+  if (reserve) {
+    // Woken by a submit, the reserve may have preempted the submitter on this very CPU
+    // (the OS favours a woken thread) before it reached its wait: one yield lets it get
+    // there and take the job, rather than the two sharing the CPU for a whole chunk.
+    sched_yield();
+    if (yield()) {
+      stood_aside = true;
+      return false;
+    }
+  }
+  trace::span traced(j->name(), "job", "threads");
+  bool ran = false;
   for (index_t c; !yield() && (c = j->claim()) >= 0;) {
+    // Before every chunk: the OS may have moved this thread since the last one.
+    if (!is_worker) settle_caller(*j, true);
     run(*j, c);
     ran = true;
     if (until && until->ready()) break;
@@ -338,7 +352,8 @@ void pool::worker_main(int slot, int os_index, bool pin) {
     // Algorithm 1: tasks (own deque, injected, stolen), then chunks of launched jobs
     // (slot 0's worker: only jobs confined to the first PU that nobody waits for).
     if (tasks.work(slot)) continue;
-    if (help(slot, nullptr)) continue;
+    bool stood_aside = false;
+    if (help(slot, nullptr, &stood_aside)) continue;
     auto const seen = submits_.load(std::memory_order_acquire);
     // The reserve watches submits too while no awake thread waits to take the first
     // PU's jobs (it would otherwise find one only when its spin ends, 50 us on).
@@ -350,7 +365,11 @@ void pool::worker_main(int slot, int os_index, bool pin) {
     // An idle spell, timed for the trace's counters only while tracing.
     auto const idle_from = trace::enabled() ? std::chrono::steady_clock::now()
                                             : std::chrono::steady_clock::time_point{};
-    bool const parks = !spin_until(found);
+    // The reserve that stood aside for a waiting thread parks at once: spinning on the
+    // first PU's CPU, where that thread runs the job, it would share the CPU with it, and
+    // the OS would move the thread off it (leave_helping wakes the reserve when the last
+    // helper goes; a submit or a task push wakes it as before).
+    bool const parks = stood_aside || !spin_until(found);
     if (parks)
       park(slot, nullptr, [&] { return stopping() || tasks.available(slot) || has_job(slot); });
     if (idle_from.time_since_epoch().count() != 0 && trace::enabled()) {
@@ -368,12 +387,18 @@ bool job::execute(index_t chunk) noexcept {
   return true;
 }
 
-void pool::settle_caller(job const& j) noexcept {
+void pool::settle_caller(job const& j, bool runs_it) noexcept {
   if (os_slot_.empty() || slot_os_.size() < 2) return;  // workers not pinned, or one PU
   int const cpu = sched_getcpu();
   if (cpu < 0 || static_cast<std::size_t>(cpu) >= os_slot_.size()) return;
   int const slot = os_slot_[static_cast<std::size_t>(cpu)];
-  if (slot <= 0 || !j.slots()->has(slot)) return;  // the first PU's CPU, or no conflict
+  // Nothing to do on the first PU's CPU, nor on another slot's CPU that the job does not
+  // use, unless the thread is about to run a job confined to the first PU: that job then
+  // runs where it was placed (on this VM the two vCPUs streamed at speeds up to 30% apart,
+  // and a 1-PU launch ran at whichever speed the OS's choice of the waiting thread's CPU
+  // gave it, session 66).
+  if (slot == 0) return;
+  if (!(runs_it && j.slots()->only_first) && !(slot > 0 && j.slots()->has(slot))) return;
   // At most one move a millisecond: a thread that parks in its wait is woken where its
   // waker runs (the other worker's CPU) and would be moved back and forth at every
   // launch of an empty kernel (3 system calls and a migration: 10-40 us on the VM,

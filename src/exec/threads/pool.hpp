@@ -52,8 +52,10 @@ class pool {
   /// Queues a job; after shutdown began, fails its event instead.
   void submit(std::shared_ptr<job> j);
   /// Runs chunks of one job the slot may run, until the job is exhausted or `until` is
-  /// ready. Returns whether it ran anything.
-  bool help(int slot, event_state const* until);
+  /// ready. Returns whether it ran anything. `standing_aside` (the reserve worker's loop):
+  /// set when the reserve found a job confined to the first PU and left it to a waiting
+  /// thread.
+  bool help(int slot, event_state const* until, bool* standing_aside = nullptr);
   /// Waits (helping) until every submitted job has finished, including the jobs their
   /// completions submit.
   void drain();
@@ -117,13 +119,15 @@ class pool {
   /// kernel runs at one CPU's speed (a 2-PU launch of four 100 us blocks took 400 us on
   /// the 2-core VM: every block on the caller's CPU, or on the worker's while the woken
   /// worker kept the caller off it); the OS moves a thread to an idle CPU only after
-  /// milliseconds. This moves the thread to the first PU's CPU: its affinity narrowed to
+  /// milliseconds. A thread that `runs_it` (help) and is about to run chunks of a job
+  /// confined to the first PU is moved wherever it is, so that the job runs on the PU it
+  /// was placed on. This moves the thread to the first PU's CPU: its affinity narrowed to
   /// that CPU (which migrates it at once), then given back at once (which does not move it
   /// again), so it stays there until the OS moves it and later calls find it there and
   /// pay one sched_getcpu; at most once a millisecond per thread (see pool.cpp). A thread
   /// whose affinity excludes that CPU, or a pool whose workers are not pinned, is left
   /// where it is.
-  void settle_caller(job const& j) noexcept;
+  void settle_caller(job const& j, bool runs_it) noexcept;
 
  private:
   void worker_main(int slot, int os_index, bool pin);
