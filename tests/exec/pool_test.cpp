@@ -224,30 +224,37 @@ TEST(Pool, AOneProcessorLaunchWaitedForFromAnotherCpuRunsOnItsProcessor) {
   std::this_thread::sleep_for(50ms);
   for (bool and_wait : {true, false}) {
     SCOPED_TRACE(and_wait ? "launch_and_wait" : "launch().wait()");
-    std::this_thread::sleep_for(5ms);  // (a thread is moved at most once a millisecond)
-    ASSERT_TRUE(move_to_cpu(second));
-    std::atomic<int> cpus[8];
-    auto kernel = [&cpus](auto const& self) {
-      cpus[self.block_index()[0]].store(sched_getcpu());
-      auto const t0 = std::chrono::steady_clock::now();
-      while (std::chrono::steady_clock::now() - t0 < 200us) {
-      }
-    };
-    if (and_wait)
-      launch_and_wait(one, grid(8), kernel);
-    else
-      launch(one, grid(8), kernel).wait();
-    // Before the fix every block ran on the second PU's CPU. Under load (another test on
-    // the first CPU) the OS may move the caller off it between blocks, and it is moved
-    // back at most once a millisecond: the check allows two blocks elsewhere.
+    // Before the fix every block ran on the second PU's CPU, in every attempt. Under load
+    // (another test busy on the first CPU) the OS may move the caller off it between
+    // blocks, and it is moved back at most once a millisecond: an attempt may leave two
+    // blocks elsewhere, and a bad one is tried again (three attempts).
+    int best = 0;
     std::string where;
-    int on_first = 0;
-    for (auto const& c : cpus) {
-      on_first += c.load() == first;
-      where += std::to_string(c.load()) + " ";
+    for (int attempt = 0; attempt < 3 && best < 6; ++attempt) {
+      std::this_thread::sleep_for(5ms);  // (a thread is moved at most once a millisecond)
+      ASSERT_TRUE(move_to_cpu(second));
+      std::atomic<int> cpus[8];
+      auto kernel = [&cpus](auto const& self) {
+        cpus[self.block_index()[0]].store(sched_getcpu());
+        auto const t0 = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - t0 < 200us) {
+        }
+      };
+      if (and_wait)
+        launch_and_wait(one, grid(8), kernel);
+      else
+        launch(one, grid(8), kernel).wait();
+      int on_first = 0;
+      where += "[ ";
+      for (auto const& c : cpus) {
+        on_first += c.load() == first;
+        where += std::to_string(c.load()) + " ";
+      }
+      where += "] ";
+      best = std::max(best, on_first);
     }
-    EXPECT_GE(on_first, 6) << "blocks started on CPUs " << where << "(the first PU's is " << first
-                           << ")";
+    EXPECT_GE(best, 6) << "blocks started on CPUs " << where << "(the first PU's is " << first
+                       << ")";
     cpu_set_t after;
     ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
     EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the caller's affinity was not given back";

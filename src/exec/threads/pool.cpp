@@ -16,6 +16,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace strata::detail {
 namespace {
@@ -28,6 +29,9 @@ thread_local bool background_thread = false;
 // How many enter_helping calls the calling thread (outside the pool) has not yet paired
 // with leave_helping: a caller_waits scope and the wait inside it hold two.
 thread_local int helping_depth = 0;
+// The reserve worker has just returned from a park: its next look at a job yields once
+// first (pool::help).
+thread_local bool reserve_woke = false;
 
 // Trace counters of the calling thread (Chrome "C" events on its lane): the tasks it
 // stole and the time it spent idle (spinning or parked for want of work), both running
@@ -274,8 +278,10 @@ bool pool::help(int slot, event_state const* until, bool* standing_aside) {
   if (reserve) {
     // Woken by a submit, the reserve may have preempted the submitter on this very CPU
     // (the OS favours a woken thread) before it reached its wait: one yield lets it get
-    // there and take the job, rather than the two sharing the CPU for a whole chunk.
-    sched_yield();
+    // there and take the job, rather than the two sharing the CPU for a whole chunk. Only
+    // after a wake-up: a reserve that runs a stream of such jobs (nobody waiting) would
+    // otherwise give its CPU away once per job.
+    if (std::exchange(reserve_woke, false)) sched_yield();
     if (yield()) {
       stood_aside = true;
       return false;
@@ -284,8 +290,9 @@ bool pool::help(int slot, event_state const* until, bool* standing_aside) {
   trace::span traced(j->name(), "job", "threads");
   bool ran = false;
   for (index_t c; !yield() && (c = j->claim()) >= 0;) {
-    // Before every chunk: the OS may have moved this thread since the last one.
-    if (!is_worker) settle_caller(*j, true);
+    // Before every chunk: the OS may have moved this thread since the last one. (Not the
+    // runtime's background threads, as in submit.)
+    if (!is_worker && !background_thread) settle_caller(*j, true);
     run(*j, c);
     ran = true;
     if (until && until->ready()) break;
@@ -370,8 +377,10 @@ void pool::worker_main(int slot, int os_index, bool pin) {
     // the OS would move the thread off it (leave_helping wakes the reserve when the last
     // helper goes; a submit or a task push wakes it as before).
     bool const parks = stood_aside || !spin_until(found);
-    if (parks)
+    if (parks) {
       park(slot, nullptr, [&] { return stopping() || tasks.available(slot) || has_job(slot); });
+      reserve_woke = slot == 0;
+    }
     if (idle_from.time_since_epoch().count() != 0 && trace::enabled()) {
       auto const now = std::chrono::steady_clock::now();
       counters.idle += now - idle_from;
@@ -390,8 +399,11 @@ bool job::execute(index_t chunk) noexcept {
 void pool::settle_caller(job const& j, bool runs_it) noexcept {
   if (os_slot_.empty() || slot_os_.size() < 2) return;  // workers not pinned, or one PU
   int const cpu = sched_getcpu();
-  if (cpu < 0 || static_cast<std::size_t>(cpu) >= os_slot_.size()) return;
-  int const slot = os_slot_[static_cast<std::size_t>(cpu)];
+  if (cpu < 0) return;
+  // A CPU no worker is pinned to counts as slot -1, inside the table or past its end.
+  int const slot = static_cast<std::size_t>(cpu) < os_slot_.size()
+                       ? os_slot_[static_cast<std::size_t>(cpu)]
+                       : -1;
   // Nothing to do on the first PU's CPU, nor on another slot's CPU that the job does not
   // use, unless the thread is about to run a job confined to the first PU: that job then
   // runs where it was placed (on this VM the two vCPUs streamed at speeds up to 30% apart,
