@@ -18,13 +18,14 @@
 
 namespace apps {
 
-/// The FIM state's type: an integer as wide as the value, so that an AoS record has no
-/// tail padding. (A {double, int32} record tensor gathered into a host AoS record array
-/// came back unwritten at -O2 with GCC 12 — right with -fno-tree-sra or
-/// -fno-strict-aliasing; docs/apps.md, "Ripple's Eikonal solve". {double, int64} and
-/// {float, int32} copy correctly.)
+/// The FIM state's type: int32 with either value type, as in Ripple's Element and the
+/// Kokkos peer's `{T, int32}` cell. (Until session 67 it was int64 with double, to work
+/// around a {double, int32} gather that GCC 12 compiled away at -O2; the record proxies
+/// have copied fields with fixed-size memcpy since session 15, tested by
+/// RecordTensorAliasing, and the wider state cost the 2-D double solve a quarter of its
+/// bytes per cell: docs/apps.md, "Ripple's Eikonal solve".)
 template <class T>
-using fim_state_t = std::conditional_t<sizeof(T) == 8, std::int64_t, std::int32_t>;
+using fim_state_t = std::int32_t;
 
 /// A cell of the Eikonal solve: the arrival time (distance for f = 1) and its FIM state.
 template <class T>
