@@ -20,10 +20,10 @@ namespace apps {
 
 /// The FIM state's type: int32 with either value type, as in Ripple's Element and the
 /// Kokkos peer's `{T, int32}` cell. (Until session 67 it was int64 with double, to work
-/// around a {double, int32} gather that GCC 12 compiled away at -O2; the record proxies
-/// have copied fields with fixed-size memcpy since session 15, tested by
-/// RecordTensorAliasing, and the wider state cost the 2-D double solve a quarter of its
-/// bytes per cell: docs/apps.md, "Ripple's Eikonal solve".)
+/// around a {double, int32} gather that GCC 12 compiled away at -O2: a library bug, fixed
+/// in sessions 15, 25 and 38 (docs/records.md, tests/tensor/record_o2_test.cpp). The wider
+/// state cost the 2-D double solve a quarter of its bytes per cell: docs/apps.md, "Ripple's
+/// Eikonal solve".)
 template <class T>
 using fim_state_t = std::int32_t;
 

@@ -141,6 +141,44 @@ bool move_to_cpu(int cpu) {
   return pthread_setaffinity_np(pthread_self(), sizeof own, &own) == 0 && sched_getcpu() == cpu;
 }
 
+// The first two host PUs' CPUs, for the placement tests below, and the calling thread's
+// affinity before it is moved (`affinity_read`: pthread_getaffinity_np succeeded, a test
+// failure if not): `skip` says why a test cannot run here (empty if it can).
+struct two_cpus {
+  int first = -1, second = -1;
+  cpu_set_t before{};
+  bool affinity_read = false;
+  std::string skip;
+};
+two_cpus first_two_cpus(runtime& rt) {
+  two_cpus c;
+  auto pus = rt.machine().slice(isa::host).processors();
+  if (std::getenv("STRATA_TOPOLOGY")) {
+    c.skip = "a synthetic topology's CPUs";
+  } else if (pus.size() < 2) {
+    c.skip = "needs two PUs";
+  } else {
+    c.first = pus[0].os_index();
+    c.second = pus[1].os_index();
+    c.affinity_read = pthread_getaffinity_np(pthread_self(), sizeof c.before, &c.before) == 0;
+    if (c.affinity_read &&
+        (c.first < 0 || c.second < 0 || c.first >= CPU_SETSIZE || c.second >= CPU_SETSIZE ||
+         !CPU_ISSET(c.first, &c.before) || !CPU_ISSET(c.second, &c.before)))
+      c.skip = "this thread may not run on both PUs";
+  }
+  return c;
+}
+
+// A placement test's block: notes the CPU it starts on, then runs 200 us (eight such
+// blocks end before the OS would move a thread on its own).
+template <class Self>
+void note_cpu_and_spin(Self const& self, std::atomic<int>* cpus) {
+  cpus[self.block_index()[0]].store(sched_getcpu());
+  auto const t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < 200us) {
+  }
+}
+
 // A caller the OS has put on the second PU's CPU launches over the first two PUs and
 // waits: it used to share that CPU with the second PU's pinned worker while the first
 // PU's CPU idled (every block on one CPU, twice the time: the OS moves the caller only
@@ -148,18 +186,15 @@ bool move_to_cpu(int cpu) {
 // its own affinity is given back. Each block notes the CPU it starts on; blocks of
 // 200 us, eight of them, end before the OS would have moved the caller.
 TEST(Pool, ACallerOnAnotherWorkersCpuLeavesItToThatWorker) {
-  if (std::getenv("STRATA_TOPOLOGY")) GTEST_SKIP() << "a synthetic topology's CPUs";
   runtime rt;
+  auto const cpus_here = first_two_cpus(rt);
+  if (!cpus_here.skip.empty()) GTEST_SKIP() << cpus_here.skip;
+  ASSERT_TRUE(cpus_here.affinity_read) << "pthread_getaffinity_np failed";
+  int const first = cpus_here.first, second = cpus_here.second;
+  cpu_set_t before = cpus_here.before;
   auto pus = rt.machine().slice(isa::host).processors();
-  if (pus.size() < 2) GTEST_SKIP() << "needs two PUs";
-  int const first = pus[0].os_index(), second = pus[1].os_index();
   auto two = on(rt.machine().slice([&](place const& p) { return p == pus[0] || p == pus[1]; }),
                 backend_id::threads);
-  cpu_set_t before;
-  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
-  if (first < 0 || second < 0 || first >= CPU_SETSIZE || second >= CPU_SETSIZE ||
-      !CPU_ISSET(first, &before) || !CPU_ISSET(second, &before))
-    GTEST_SKIP() << "this thread may not run on both PUs";
   // The workers are up and pinned (each loads the topology first: milliseconds).
   launch_and_wait(two, grid(2), [](auto const&) {});
   std::this_thread::sleep_for(50ms);
@@ -171,11 +206,8 @@ TEST(Pool, ACallerOnAnotherWorkersCpuLeavesItToThatWorker) {
     std::atomic<bool> by_caller[8];
     auto const caller = std::this_thread::get_id();
     auto kernel = [&cpus, &by_caller, caller](auto const& self) {
-      cpus[self.block_index()[0]].store(sched_getcpu());
       by_caller[self.block_index()[0]].store(std::this_thread::get_id() == caller);
-      auto const t0 = std::chrono::steady_clock::now();
-      while (std::chrono::steady_clock::now() - t0 < 200us) {
-      }
+      note_cpu_and_spin(self, cpus);
     };
     if (and_wait)
       launch_and_wait(two, grid(8), kernel);
@@ -208,17 +240,13 @@ TEST(Pool, ACallerOnAnotherWorkersCpuLeavesItToThatWorker) {
 // aside. Blocks of 200 us, eight of them, end before the OS would have moved the caller
 // back on its own.
 TEST(Pool, AOneProcessorLaunchWaitedForFromAnotherCpuRunsOnItsProcessor) {
-  if (std::getenv("STRATA_TOPOLOGY")) GTEST_SKIP() << "a synthetic topology's CPUs";
   runtime rt;
-  auto pus = rt.machine().slice(isa::host).processors();
-  if (pus.size() < 2) GTEST_SKIP() << "needs two PUs";
-  int const first = pus[0].os_index(), second = pus[1].os_index();
-  auto one = on(pus[0], backend_id::threads);
-  cpu_set_t before;
-  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
-  if (first < 0 || second < 0 || first >= CPU_SETSIZE || second >= CPU_SETSIZE ||
-      !CPU_ISSET(first, &before) || !CPU_ISSET(second, &before))
-    GTEST_SKIP() << "this thread may not run on both PUs";
+  auto const cpus_here = first_two_cpus(rt);
+  if (!cpus_here.skip.empty()) GTEST_SKIP() << cpus_here.skip;
+  ASSERT_TRUE(cpus_here.affinity_read) << "pthread_getaffinity_np failed";
+  int const first = cpus_here.first, second = cpus_here.second;
+  cpu_set_t before = cpus_here.before;
+  auto one = on(rt.machine().slice(isa::host).processors()[0], backend_id::threads);
   launch_and_wait(on(rt.machine().slice(isa::host), backend_id::threads), grid(2),
                   [](auto const&) {});  // the workers are up and pinned
   std::this_thread::sleep_for(50ms);
@@ -234,12 +262,7 @@ TEST(Pool, AOneProcessorLaunchWaitedForFromAnotherCpuRunsOnItsProcessor) {
       std::this_thread::sleep_for(5ms);  // (a thread is moved at most once a millisecond)
       ASSERT_TRUE(move_to_cpu(second));
       std::atomic<int> cpus[8];
-      auto kernel = [&cpus](auto const& self) {
-        cpus[self.block_index()[0]].store(sched_getcpu());
-        auto const t0 = std::chrono::steady_clock::now();
-        while (std::chrono::steady_clock::now() - t0 < 200us) {
-        }
-      };
+      auto kernel = [&cpus](auto const& self) { note_cpu_and_spin(self, cpus); };
       if (and_wait)
         launch_and_wait(one, grid(8), kernel);
       else

@@ -115,8 +115,9 @@ class kernel_body_of final : public kernel_body {
   Args args_;
 };
 
-/// The erased form of a launch that runs in the calling thread (inline_kernel): references
-/// to the launch's shape, kernel and arguments.
+/// References to a launch's shape, kernel and arguments: the erased form of a launch that
+/// runs in the calling thread (inline_kernel), and what the threads backend builds the
+/// kernel_body from in its job's own storage (launch_placed).
 template <class S, class K, class Args>
 struct inline_parts {
   S const& s;
@@ -239,15 +240,11 @@ event launch_placed(placement const& p, S const& s, K const& k, Args&& args) {
   if constexpr (sizeof(body) <= threads::job_body_bytes &&
                 alignof(body) <= alignof(std::max_align_t)) {
     if (p.backend == backend_id::threads) {
-      struct parts {
-        S const& s;
-        K const& k;
-        Args& args;
-      } from{s, k, args};
+      inline_parts<S, K, Args> from{s, k, args};
       return threads::backend::launch(
           p, s.blocks(), typeid(K),
           [](void* at, void* ctx) -> kernel_body* {
-            auto& f = *static_cast<parts*>(ctx);
+            auto& f = *static_cast<inline_parts<S, K, Args>*>(ctx);
             return new (at) body(f.s, f.k, std::move(f.args));
           },
           &from);
