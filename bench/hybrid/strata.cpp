@@ -1,4 +1,5 @@
 // The hybrid 2-D stencil scheme (hybrid-2d-stencil-scheme §8):
+// Both run on their own two sim devices of different speeds and links (hybrid_devices).
 // - hybrid-jacobi: Jacobi sweeps on the host alone (against a hand-written OpenMP Jacobi),
 //   then on the host plus 1 and 2 sim devices with cut lines from each device's measured
 //   speed, against the ideal: the sum of the devices' single-device throughputs (ratio =
@@ -35,11 +36,18 @@ namespace {
 using apps::jacobi_update;
 using apps::path_update;
 
+// Two sim devices that differ as a machine's accelerators do (issue 16: "different speeds
+// and link bandwidths"): sim0 at full speed on a 12 GB/s, 8 us link; sim1 at 0.7 of it on
+// a 4 GB/s, 15 us link. The calibrated cuts then differ per device, and the slower link
+// carries the same frontier rows at a third of the bandwidth.
+constexpr char const* hybrid_devices = "1:bw=12GB/s,lat=8us;1:bw=4GB/s,lat=15us,speed=0.7";
+
 std::vector<place> sims(context& ctx) {
   return ctx.rt().machine().slice(isa::sim).descendants(place_type::device);
 }
 
-/// Sim devices at a quarter of their speed while it lives: a paced sim kernel sleeps out
+/// Sim devices at a quarter of their own speeds while it lives (0.25 and 0.175 with
+/// `hybrid_devices`): a paced sim kernel sleeps out
 /// most of its modelled time (docs/memory.md), so a host strip on one PU and two such
 /// devices compute side by side on 2 cores, as a CPU and two accelerators do.
 struct paced {
@@ -355,7 +363,8 @@ void run_hybrid_jacobi(context& ctx) {
   std::string const contended =
       "sim devices compute on this machine's own 2 cores, also used by the host strip, so "
       "the devices are not independent and the sum of single-device throughputs is out of "
-      "reach here (the paced rows below are the setting where it is not)";
+      "reach here (the paced rows below are the setting where it is not); sim devices " +
+      std::string(hybrid_devices);
   // Each device alone: its throughput (cells per second).
   std::vector<place> all{host, devs[0], devs[1]};
   std::vector<double> alone;
@@ -379,8 +388,11 @@ void run_hybrid_jacobi(context& ctx) {
     side_alone.push_back(double(n * n) * double(sweeps) / time_solve(h));
   }
   std::string const side_note =
-      "host strip on 1 PU, sim devices paced at a quarter of their speed (they sleep out "
-      "most of their modelled time), so the three compute side by side on the 2 cores";
+      "host strip on 1 PU, sim devices paced at a quarter of their speeds, 0.25 and 0.175 (they "
+      "sleep out "
+      "most of their modelled time), so the three compute side by side on the 2 cores; sim "
+      "devices " +
+      std::string(hybrid_devices);
   report_paired_mixes(ctx, "hybrid-jacobi", "paced/host1", side, side_alone, {.boundary = 0.0}, n,
                       sweeps, true, solve_once, side_note);
   run_rebalance(ctx, side, side_alone, n, iv, "paced/rebalance/host1+2sim", side_note);
@@ -425,8 +437,9 @@ void run_hybrid_path_mixes(context& ctx) {
   }
   report_paired_mixes(ctx, "hybrid-shortest-path", "paced/host1", side, alone, {.boundary = inf}, n,
                       sweeps, false, solve_once,
-                      "host strip on 1 PU, sim devices paced at a quarter of their speed, so "
-                      "the three compute side by side on the 2 cores");
+                      "host strip on 1 PU, sim devices paced at a quarter of their speeds (0.25, "
+                      "0.175), so the three compute side by side on the 2 cores; sim devices " +
+                          std::string(hybrid_devices));
 }
 
 void run_hybrid_path(context& ctx) {
@@ -472,7 +485,8 @@ void run_hybrid_path(context& ctx) {
              {"frontiers_skipped", double(res[1].frontiers_skipped)}};
   r.note =
       "same costs both ways (checked); bytes_sent vs bytes_sent_without_flags is the "
-      "seed's point: unchanged frontiers are not sent";
+      "seed's point: unchanged frontiers are not sent; host + sim0 of " +
+      std::string(hybrid_devices);
   ctx.report(r);
   run_hybrid_path_mixes(ctx);
 }
@@ -481,12 +495,12 @@ registrar hybrid_jacobi_r("hybrid-jacobi",
                           "hybrid stencil Jacobi: host vs OpenMP; host + 1/2 sim devices with "
                           "measured-speed cuts vs the sum of single-device throughputs; dynamic "
                           "re-partitioning after a sim device's speed halves",
-                          run_hybrid_jacobi);
+                          run_hybrid_jacobi, hybrid_devices);
 registrar hybrid_path_r("hybrid-shortest-path",
                         "hybrid stencil shortest path on host + sim: frontier bytes and time "
                         "with and without change flags; host + 1/2 paced sim devices with "
                         "measured-speed cuts vs the sum of single-device throughputs",
-                        run_hybrid_path);
+                        run_hybrid_path, hybrid_devices);
 
 }  // namespace
 }  // namespace strata::bench
