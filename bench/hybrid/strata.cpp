@@ -14,7 +14,8 @@
 // - hybrid-shortest-path: the 8-neighbour path cost on a synthetic terrain over the host
 //   and a sim device, with and without change flags: frontier bytes sent and time; and 30
 //   sweeps on the host strip (one PU) with 1 and 2 paced sim devices at calibrated cuts
-//   against the ideal, as hybrid-jacobi's paced rows.
+//   against the ideal, and re-partitioning after a device's speed halves, as
+//   hybrid-jacobi's paced rows.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -85,10 +86,13 @@ std::vector<double> path_terrain(index_t n) {
 /// device measured alone at its new speed), against the same run with static cuts, and
 /// against cuts calibrated afresh. In rounds, as report_paired_mixes: each round measures
 /// every device alone (the ideal before and after the change), then makes the run, the
-/// run at static cuts and the run at fresh cuts.
-void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<double> alone,
-                   index_t n, view<double, 2> const& iv, std::string const& variant,
-                   std::string const& setting) {
+/// run at static cuts and the run at fresh cuts. `solve(h, sweeps)` sets the start state
+/// and runs that many sweeps of `bench`'s update (a hybrid_result); `boundary` is its
+/// grid's boundary value.
+template <class Solve>
+void run_rebalance(context& ctx, char const* bench, std::vector<place> const& all,
+                   std::vector<double> alone, index_t n, double boundary, Solve&& solve,
+                   std::string const& variant, std::string const& setting) {
   bool const quick = ctx.opts().quick;
   int const rounds = quick ? 1 : 3;
   long const change = quick ? 10 : 30, after_change = 50, window = quick ? 5 : 20;
@@ -103,19 +107,17 @@ void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<doub
   double const cells = double(n * n);
   // One device alone: cells per second over 10 sweeps, after 2 to warm up.
   auto alone_speed = [&](place const& d) {
-    hybrid_stencil<double> h({n, n}, {.devices = {d}, .boundary = 0.0});
-    h.set(iv);
-    h.iterate(2, jacobi_update{});
-    h.set(iv);
-    return cells * 10.0 / h.iterate(10, jacobi_update{}).seconds;
+    hybrid_stencil<double> h({n, n}, {.devices = {d}, .boundary = boundary});
+    solve(h, 2);
+    return cells * 10.0 / solve(h, 10).seconds;
   };
   // One run: per-iteration seconds, the speed halving after iteration `change`.
   auto run = [&](bool rebalance, std::vector<double> weights, std::vector<index_t>& cuts_after,
-                 long& repartitions) {
+                 long& repartitions, std::vector<double>* per_iteration = nullptr) {
     std::vector<double> secs;
     hybrid_stencil<double> h({n, n}, {.devices = all,
                                       .weights = std::move(weights),
-                                      .boundary = 0.0,
+                                      .boundary = boundary,
                                       .rebalance = rebalance,
                                       // At 2048^2 a strip's time is nearly proportional to
                                       // its rows: move all the way, but only past a 25% gap
@@ -129,12 +131,12 @@ void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<doub
                                         if (p.iteration == change)
                                           sim::set_speed(slowed, speed0 / 2);
                                       }});
-    h.set(iv);
-    auto r = h.iterate(total, jacobi_update{});
+    auto r = solve(h, total);
     sim::set_speed(slowed, speed0);
-    if (r.iterations != total) throw std::runtime_error("hybrid-jacobi: stopped early");
+    if (r.iterations != total) throw std::runtime_error(std::string(bench) + ": stopped early");
     cuts_after = h.cuts();
     repartitions = r.repartitions;
+    if (per_iteration) *per_iteration = secs;
     auto sum = [&](long first, long count) {  // iterations first+1 .. first+count
       double t = 0;
       for (long k = first; k < first + count; ++k) t += secs[static_cast<std::size_t>(k)];
@@ -149,6 +151,11 @@ void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<doub
   // Per round: the window's seconds before and after the change, and the ideal's.
   std::vector<double> before_dyn, after_dyn, ideal_before_t, ideal_after_t, ratios;
   std::vector<double> after_static, fresh;  // the comparisons, per round too
+  // Per round: iterations after the change until the throughput over the next `span`
+  // iterations first reaches 0.85 of the ideal at the new speeds (the goal: within
+  // 50); after_change + 1 if it never does.
+  long const span = quick ? 3 : 10;
+  std::vector<double> recovered_after;
   for (int r = 0; r < rounds; ++r) {
     double ideal_before = 0, ideal_after = 0;
     for (std::size_t i = 0; i < all.size(); ++i) {
@@ -160,7 +167,18 @@ void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<doub
     alone_slowed = alone_speed(slowed);
     sim::set_speed(slowed, speed0);
     ideal_after += alone_slowed;
-    auto [before, after] = run(true, alone, cuts_dyn, reparts);
+    std::vector<double> secs;
+    auto [before, after] = run(true, alone, cuts_dyn, reparts, &secs);
+    {
+      double const goal = 0.85 * ideal_after / cells;  // iterations per second
+      long k = 0;
+      for (; k + span <= after_change; ++k) {
+        double t = 0;
+        for (long i = 0; i < span; ++i) t += secs[static_cast<std::size_t>(change + k + i)];
+        if (double(span) / t >= goal) break;
+      }
+      recovered_after.push_back(double(k + span <= after_change ? k : after_change + 1));
+    }
     before_dyn.push_back(before);
     after_dyn.push_back(after);
     ideal_before_t.push_back(work / ideal_before);
@@ -172,16 +190,15 @@ void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<doub
     alone_new.back() = alone_slowed;
     sim::set_speed(slowed, speed0 / 2);
     {
-      hybrid_stencil<double> h({n, n}, {.devices = all, .weights = alone_new, .boundary = 0.0});
-      h.set(iv);
-      h.iterate(2, jacobi_update{});
-      h.set(iv);
-      fresh.push_back(h.iterate(window, jacobi_update{}).seconds);
+      hybrid_stencil<double> h({n, n},
+                               {.devices = all, .weights = alone_new, .boundary = boundary});
+      solve(h, 2);
+      fresh.push_back(solve(h, window).seconds);
       cuts_fresh = h.cuts();
     }
     sim::set_speed(slowed, speed0);
   }
-  result r{"hybrid-jacobi",
+  result r{bench,
            variant,
            work,
            spread::of(after_dyn).min,
@@ -196,6 +213,8 @@ void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<doub
       {"window_iterations", double(window)},
       {"iterations_after_change", double(after_change)},
       {"repartitions", double(reparts)},
+      {"iterations_to_recover_085_median", spread::of(recovered_after).median},
+      {"iterations_to_recover_085_max", spread::of(recovered_after).max},
       {"ratio_before_change_vs_ideal", spread::of(ideal_before_t).min / spread::of(before_dyn).min},
       {"ratio_static_cuts_after_vs_ideal",
        spread::of(ideal_after_t).min / spread::of(after_static).min},
@@ -212,8 +231,9 @@ void run_rebalance(context& ctx, std::vector<place> const& all, std::vector<doub
       " rounds, each with its own single-device, static-cut and fresh-cut runs; ratios of "
       "the minima, ratio_median of the rounds' ratios; repartitions and cuts of the last "
       "round); ratio_vs_fresh_calibration "
-      "compares with cuts computed from the new speeds, the best a re-partition can reach; " +
-      setting;
+      "compares with cuts computed from the new speeds, the best a re-partition can reach; "
+      "iterations_to_recover_085: iterations after the change until the next " +
+      std::to_string(span) + " reach 0.85 of the ideal (51: never within 50); " + setting;
   ctx.report(r);
 }
 
@@ -374,7 +394,11 @@ void run_hybrid_jacobi(context& ctx) {
   }
   report_paired_mixes(ctx, "hybrid-jacobi", "host", all, alone, {.boundary = 0.0}, n, sweeps, true,
                       solve_once, contended);
-  run_rebalance(ctx, all, alone, n, iv, "rebalance/host+2sim", contended);
+  auto sweep = [&](hybrid_stencil<double>& h, long count) {
+    h.set(iv);
+    return h.iterate(count, jacobi_update{});
+  };
+  run_rebalance(ctx, "hybrid-jacobi", all, alone, n, 0.0, sweep, "rebalance/host+2sim", contended);
 
   // The same on devices that compute side by side, as a CPU and two accelerators do: the
   // host strip on one PU, the sim devices paced at a quarter of their speed (a paced sim
@@ -395,7 +419,8 @@ void run_hybrid_jacobi(context& ctx) {
       std::string(hybrid_devices);
   report_paired_mixes(ctx, "hybrid-jacobi", "paced/host1", side, side_alone, {.boundary = 0.0}, n,
                       sweeps, true, solve_once, side_note);
-  run_rebalance(ctx, side, side_alone, n, iv, "paced/rebalance/host1+2sim", side_note);
+  run_rebalance(ctx, "hybrid-jacobi", side, side_alone, n, 0.0, sweep, "paced/rebalance/host1+2sim",
+                side_note);
 }
 
 /// The shortest path's sweeps on the host strip (one PU) and 1 or 2 paced sim devices at
@@ -435,11 +460,22 @@ void run_hybrid_path_mixes(context& ctx) {
     for (int r = 0; r < reps; ++r) best = std::min(best, solve_once(hs));
     alone.push_back(cells / best);
   }
+  std::string const note =
+      "host strip on 1 PU, sim devices paced at a quarter of their speeds (0.25, 0.175), so "
+      "the three compute side by side on the 2 cores; sim devices " +
+      std::string(hybrid_devices);
   report_paired_mixes(ctx, "hybrid-shortest-path", "paced/host1", side, alone, {.boundary = inf}, n,
-                      sweeps, false, solve_once,
-                      "host strip on 1 PU, sim devices paced at a quarter of their speeds (0.25, "
-                      "0.175), so the three compute side by side on the 2 cores; sim devices " +
-                          std::string(hybrid_devices));
+                      sweeps, false, solve_once, note);
+  // Re-partitioning as hybrid-jacobi's: the elevations are an extra tensor of the solve,
+  // re-cut with the strips.
+  auto sweep = [&](hybrid_stencil<double>& hs, long count) {
+    tensor<double, 2> elevation(hs.devices(), hs.spec());
+    copy(elevation, zv).wait();
+    hs.set(cv);
+    return hs.iterate(count, path_update{}, elevation, h);
+  };
+  run_rebalance(ctx, "hybrid-shortest-path", side, alone, n, inf, sweep,
+                "paced/rebalance/host1+2sim", note);
 }
 
 void run_hybrid_path(context& ctx) {
