@@ -165,6 +165,37 @@ std::vector<double> print_seed_tables(std::FILE* out, std::vector<hybrid_device>
   return speeds;
 }
 
+std::vector<index_t> parse_cuts(std::string const& text, index_t rows, std::size_t devices) {
+  auto bad = [&](std::string const& why) {
+    std::string even;  // an example: equal strips
+    for (std::size_t k = 1; k < devices; ++k)
+      even += (k > 1 ? "," : "") +
+              std::to_string(rows * static_cast<index_t>(k) / static_cast<index_t>(devices));
+    return strata::invalid_argument(
+        "--cuts '" + text + "': " + why + "; expected " + std::to_string(devices - 1) +
+        " increasing row numbers in 1.." + std::to_string(rows - 1) +
+        ", comma-separated (where the 2nd, 3rd, ... of the " + std::to_string(devices) +
+        " strips start)" + (even.empty() ? std::string() : ", e.g. --cuts " + even));
+  };
+  std::vector<index_t> cuts;
+  for (std::size_t at = 0; at <= text.size();) {
+    auto const comma = std::min(text.find(',', at), text.size());
+    std::string const part = text.substr(at, comma - at);
+    char* end = nullptr;
+    errno = 0;
+    long long const v = std::strtoll(part.c_str(), &end, 10);
+    if (part.empty() || *end != '\0' || errno == ERANGE) throw bad("'" + part + "' is not a row");
+    if (v < 1 || v > rows - 1) throw bad("row " + part + " is outside the grid's inner rows");
+    if (!cuts.empty() && v <= cuts.back()) throw bad("rows must increase (no empty strip)");
+    cuts.push_back(static_cast<index_t>(v));
+    at = comma + 1;
+  }
+  if (cuts.size() + 1 != devices)
+    throw bad(std::to_string(cuts.size()) + " cut lines for " + std::to_string(devices) +
+              " devices");
+  return cuts;
+}
+
 slow_down parse_slow_down(std::string const& text, std::vector<hybrid_device> const& devices) {
   auto at = text.find('@'), eq = text.find('=');
   auto bad = [&](std::string const& why) {

@@ -52,6 +52,12 @@ std::vector<strata::index_t> optimal_cuts(strata::index_t rows, std::vector<doub
 std::vector<double> print_seed_tables(std::FILE* out, std::vector<hybrid_device> const& devices,
                                       table_setup const& setup, sweep_timer const& time);
 
+/// "R1,R2,..." (the --cuts flag of the apps): the user's cut lines (§8's cut lines chosen
+/// by hand, issue 16's "explicit cut lines"), the rows where the 2nd, 3rd, ... strip starts;
+/// one fewer than `devices`, increasing, each in 1..rows-1. invalid_argument otherwise.
+std::vector<strata::index_t> parse_cuts(std::string const& text, strata::index_t rows,
+                                        std::size_t devices);
+
 /// "NAME@ITER=SPEED" (the --slow-down flag of the apps): sim device NAME runs at SPEED
 /// from iteration ITER on, to watch dynamic re-partitioning (§9) follow it.
 struct slow_down {

@@ -6,7 +6,8 @@
 // against sequential sweeps. Public API only (apps/common holds the shared code).
 //
 //   jacobi [--size N | --rows R --cols C] [--tolerance T] [--max-iterations K]
-//          [--sweeps S] [--cut-step K] [--no-tables] [--rebalance] [--slow-down D@I=S]
+//          [--sweeps S] [--cut-step K] [--no-tables] [--rebalance] [--slow-down D@I=S] [--cuts
+//          R1,...]
 //          [--no-check] [--strata-sim-devices=2:speed=0.5]
 //
 // Exits 1 with a message for bad arguments, 2 when the field differs from the reference.
@@ -38,6 +39,8 @@ char const* const help =
     "  --no-tables          skip Tables 1-3 (the cut lines then come from a short measurement)\n"
     "  --rebalance          re-partition during the solve when strip times diverge\n"
     "  --slow-down D@I=S    sim device D runs at speed S from iteration I on\n"
+    "  --cuts R1,R2,...     the solve's cut lines (rows where strips 2, 3, ... start) instead\n"
+    "                       of the optimal ones from the measured speeds\n"
     "  --no-check           skip the sequential reference\n"
     "  --help               this text\n";
 
@@ -52,7 +55,7 @@ int app_main(int argc, char** argv) {
   long long rows = 256, cols = 256, max_iterations = 100000, sweeps = 20, cut_step = 0;
   double edge = 1.0, tolerance = 1e-4;
   bool tables = true, rebalance = false, check = true;
-  std::string slow;
+  std::string slow, cuts_text;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
@@ -86,6 +89,8 @@ int app_main(int argc, char** argv) {
       rebalance = true;
     } else if (arg == "--slow-down") {
       slow = value();
+    } else if (arg == "--cuts") {
+      cuts_text = value();
     } else if (arg == "--no-check") {
       check = false;
     } else {
@@ -97,6 +102,8 @@ int app_main(int argc, char** argv) {
                      "the " + std::to_string(rows) + " x " + std::to_string(cols) + " grid");
   apps::slow_down slowed;
   if (!slow.empty()) slowed = apps::parse_slow_down(slow, devices);
+  std::vector<strata::index_t> user_cuts;
+  if (!cuts_text.empty()) user_cuts = apps::parse_cuts(cuts_text, rows, devices.size());
   strata::vec<2> const extent{rows, cols};
   auto const n = static_cast<std::size_t>(rows * cols);
   std::vector<double> init(n, 0.0);
@@ -122,19 +129,20 @@ int app_main(int argc, char** argv) {
           h.set(init_view);
           return h.iterate(sweeps, apps::jacobi_update{}).seconds;
         });
-  } else {
+  } else if (user_cuts.empty()) {
     strata::hybrid_stencil<double> h(extent, {.devices = all, .boundary = edge});
     speeds = h.measure_speeds(3, apps::jacobi_update{});
   }
 
   // The solve: every device, at the optimal cut lines.
-  strata::hybrid_stencil<double> h(extent, {.devices = all,
-                                            .cuts = apps::optimal_cuts(rows, speeds),
-                                            .boundary = edge,
-                                            .tolerance = tolerance,
-                                            .max_iterations = static_cast<long>(max_iterations),
-                                            .rebalance = rebalance,
-                                            .on_iteration = apps::progress_hook(stdout, slowed)});
+  strata::hybrid_stencil<double> h(
+      extent, {.devices = all,
+               .cuts = user_cuts.empty() ? apps::optimal_cuts(rows, speeds) : user_cuts,
+               .boundary = edge,
+               .tolerance = tolerance,
+               .max_iterations = static_cast<long>(max_iterations),
+               .rebalance = rebalance,
+               .on_iteration = apps::progress_hook(stdout, slowed)});
   std::printf("solve on every device, strips start at rows");
   for (std::size_t k = 0; k + 1 < h.cuts().size(); ++k)
     std::printf(" %lld", static_cast<long long>(h.cuts()[k]));

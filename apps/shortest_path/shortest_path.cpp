@@ -11,7 +11,8 @@
 //   shortest_path [--hgt FILE]... | [--gdal FILE] | [--fractal N] [--seed S]
 //                 [--downsample K] [--target R,C] [--from R,C]... [--png PREFIX]
 //                 [--contour M] [--sweeps S] [--cut-step K] [--no-tables] [--rebalance]
-//                 [--slow-down D@I=S] [--no-check] [--strata-sim-devices=2:speed=0.5]
+//                 [--slow-down D@I=S] [--cuts R1,...] [--no-check]
+//                 [--strata-sim-devices=2:speed=0.5]
 //
 // Exits 1 with a message for bad arguments or files, 2 when the costs differ from
 // Dijkstra's.
@@ -53,6 +54,8 @@ char const* const help =
     "  --no-tables          skip Tables 1-3 (the cut lines then come from a short measurement)\n"
     "  --rebalance          re-partition during the solve when strip times diverge\n"
     "  --slow-down D@I=S    sim device D runs at speed S from iteration I on\n"
+    "  --cuts R1,R2,...     the solve's cut lines (rows where strips 2, 3, ... start) instead\n"
+    "                       of the optimal ones from the measured speeds\n"
     "  --no-check           skip the Dijkstra reference\n"
     "  --help               this text\n";
 
@@ -66,7 +69,7 @@ int app_main(int argc, char** argv) {
   using strata::index_t;
   strata::runtime rt(argc, argv);
   std::vector<std::string> hgt;
-  std::string gdal, png, slow;
+  std::string gdal, png, slow, cuts_text;
   long long fractal = 257, seed = 1, downsample = 1, sweeps = 20, cut_step = 0;
   double relief = 2000, contour = 0;
   bool tables = true, rebalance = false, check = true, has_target = false;
@@ -112,6 +115,8 @@ int app_main(int argc, char** argv) {
       rebalance = true;
     } else if (arg == "--slow-down") {
       slow = value();
+    } else if (arg == "--cuts") {
+      cuts_text = value();
     } else if (arg == "--no-check") {
       check = false;
     } else {
@@ -141,6 +146,8 @@ int app_main(int argc, char** argv) {
   apps::check_strips(rows, devices, "the terrain (" + land.what + ")");
   apps::slow_down slowed;
   if (!slow.empty()) slowed = apps::parse_slow_down(slow, devices);
+  std::vector<strata::index_t> user_cuts;
+  if (!cuts_text.empty()) user_cuts = apps::parse_cuts(cuts_text, rows, devices.size());
   std::printf(
       "shortest_path: %s: %lld x %lld, cell %.0f m, elevations %.0f..%.0f m, target "
       "(%lld, %lld); %zu devices:",
@@ -182,16 +189,17 @@ int app_main(int argc, char** argv) {
           h.set(start_view);
           return h.iterate(sweeps, apps::path_update{}, z, land.cell).seconds;
         });
-  } else {
+  } else if (user_cuts.empty()) {
     strata::hybrid_stencil<double> h(extent, {.devices = all, .boundary = inf});
     speeds = h.measure_speeds(3, apps::path_update{}, elevations(h), land.cell);
   }
 
-  strata::hybrid_stencil<double> h(extent, {.devices = all,
-                                            .cuts = apps::optimal_cuts(rows, speeds),
-                                            .boundary = inf,
-                                            .rebalance = rebalance,
-                                            .on_iteration = apps::progress_hook(stdout, slowed)});
+  strata::hybrid_stencil<double> h(
+      extent, {.devices = all,
+               .cuts = user_cuts.empty() ? apps::optimal_cuts(rows, speeds) : user_cuts,
+               .boundary = inf,
+               .rebalance = rebalance,
+               .on_iteration = apps::progress_hook(stdout, slowed)});
   std::printf("solve on every device, strips start at rows");
   for (std::size_t k = 0; k + 1 < h.cuts().size(); ++k)
     std::printf(" %lld", static_cast<long long>(h.cuts()[k]));
