@@ -224,6 +224,25 @@ TEST(HybridAppsTerrain, HgtTilesAreBigEndianAndMosaicked) {
   std::filesystem::remove_all(dir);
 }
 
+// A 2 x 2 mosaic, tiles given in no particular order: the northern tiles on top, a tile's
+// last row (and last column) shared with the first of the tile south (east) of it. Every
+// tile continues its neighbours, so the mosaic is row - column everywhere.
+TEST(HybridAppsTerrain, HgtTilesMosaicNorthSouthAndEastWest) {
+  auto dir = temp_dir();
+  auto tile = [&](char const* name) { return (dir / name).string(); };
+  write_tile(tile("N46E006.hgt"), 0);
+  write_tile(tile("N46E007.hgt"), -1200);
+  write_tile(tile("N45E006.hgt"), 1200);
+  write_tile(tile("N45E007.hgt"), 0);
+  auto m = apps::read_hgt_mosaic(
+      {tile("N45E007.hgt"), tile("N46E006.hgt"), tile("N45E006.hgt"), tile("N46E007.hgt")});
+  ASSERT_EQ(m.rows, 2401);
+  ASSERT_EQ(m.cols, 2401);
+  for (index_t i : {0, 1, 1199, 1200, 1201, 2400})
+    for (index_t j : {0, 1199, 1200, 1201, 2400}) EXPECT_EQ(m.at(i, j), i - j) << i << ", " << j;
+  std::filesystem::remove_all(dir);
+}
+
 // Rasters through GDAL (tools/install-deps.sh's test set installs libgdal-dev, so CI runs
 // the first two): an ASCII grid with a no-data sample and a projected cell size; a grid in
 // degrees; files GDAL cannot read. Without GDAL the call is a not_supported error.
