@@ -177,6 +177,9 @@ std::vector<index_t> parse_cuts(std::string const& text, index_t rows, std::size
         ", comma-separated (where the 2nd, 3rd, ... of the " + std::to_string(devices) +
         " strips start)" + (even.empty() ? std::string() : ", e.g. --cuts " + even));
   };
+  if (devices < 2)
+    throw strata::invalid_argument("--cuts '" + text + "': " + std::to_string(devices) +
+                                   " device, so there is no cut line to give; expected no --cuts");
   std::vector<index_t> cuts;
   for (std::size_t at = 0; at <= text.size();) {
     auto const comma = std::min(text.find(',', at), text.size());
@@ -184,7 +187,10 @@ std::vector<index_t> parse_cuts(std::string const& text, index_t rows, std::size
     char* end = nullptr;
     errno = 0;
     long long const v = std::strtoll(part.c_str(), &end, 10);
-    if (part.empty() || *end != '\0' || errno == ERANGE) throw bad("'" + part + "' is not a row");
+    // Digits only (strtoll would take a leading space or sign).
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos || *end != '\0' ||
+        errno == ERANGE)
+      throw bad("'" + part + "' is not a row");
     if (v < 1 || v > rows - 1) throw bad("row " + part + " is outside the grid's inner rows");
     if (!cuts.empty() && v <= cuts.back()) throw bad("rows must increase (no empty strip)");
     cuts.push_back(static_cast<index_t>(v));

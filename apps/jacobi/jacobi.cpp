@@ -6,9 +6,8 @@
 // against sequential sweeps. Public API only (apps/common holds the shared code).
 //
 //   jacobi [--size N | --rows R --cols C] [--tolerance T] [--max-iterations K]
-//          [--sweeps S] [--cut-step K] [--no-tables] [--rebalance] [--slow-down D@I=S] [--cuts
-//          R1,...]
-//          [--no-check] [--strata-sim-devices=2:speed=0.5]
+//          [--sweeps S] [--cut-step K] [--no-tables] [--rebalance] [--slow-down D@I=S]
+//          [--cuts R1,...] [--no-check] [--strata-sim-devices=2:speed=0.5]
 //
 // Exits 1 with a message for bad arguments, 2 when the field differs from the reference.
 #include "cli.hpp"
@@ -56,6 +55,7 @@ int app_main(int argc, char** argv) {
   double edge = 1.0, tolerance = 1e-4;
   bool tables = true, rebalance = false, check = true;
   std::string slow, cuts_text;
+  bool cuts_given = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> char const* {
@@ -91,6 +91,7 @@ int app_main(int argc, char** argv) {
       slow = value();
     } else if (arg == "--cuts") {
       cuts_text = value();
+      cuts_given = true;
     } else if (arg == "--no-check") {
       check = false;
     } else {
@@ -103,7 +104,7 @@ int app_main(int argc, char** argv) {
   apps::slow_down slowed;
   if (!slow.empty()) slowed = apps::parse_slow_down(slow, devices);
   std::vector<strata::index_t> user_cuts;
-  if (!cuts_text.empty()) user_cuts = apps::parse_cuts(cuts_text, rows, devices.size());
+  if (cuts_given) user_cuts = apps::parse_cuts(cuts_text, rows, devices.size());
   strata::vec<2> const extent{rows, cols};
   auto const n = static_cast<std::size_t>(rows * cols);
   std::vector<double> init(n, 0.0);

@@ -70,6 +70,7 @@ int app_main(int argc, char** argv) {
   strata::runtime rt(argc, argv);
   std::vector<std::string> hgt;
   std::string gdal, png, slow, cuts_text;
+  bool cuts_given = false;
   long long fractal = 257, seed = 1, downsample = 1, sweeps = 20, cut_step = 0;
   double relief = 2000, contour = 0;
   bool tables = true, rebalance = false, check = true, has_target = false;
@@ -117,6 +118,7 @@ int app_main(int argc, char** argv) {
       slow = value();
     } else if (arg == "--cuts") {
       cuts_text = value();
+      cuts_given = true;
     } else if (arg == "--no-check") {
       check = false;
     } else {
@@ -147,7 +149,7 @@ int app_main(int argc, char** argv) {
   apps::slow_down slowed;
   if (!slow.empty()) slowed = apps::parse_slow_down(slow, devices);
   std::vector<strata::index_t> user_cuts;
-  if (!cuts_text.empty()) user_cuts = apps::parse_cuts(cuts_text, rows, devices.size());
+  if (cuts_given) user_cuts = apps::parse_cuts(cuts_text, rows, devices.size());
   std::printf(
       "shortest_path: %s: %lld x %lld, cell %.0f m, elevations %.0f..%.0f m, target "
       "(%lld, %lld); %zu devices:",

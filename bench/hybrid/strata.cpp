@@ -1,5 +1,4 @@
 // The hybrid 2-D stencil scheme (hybrid-2d-stencil-scheme §8):
-// Both run on their own two sim devices of different speeds and links (hybrid_devices).
 // - hybrid-jacobi: Jacobi sweeps on the host alone (against a hand-written OpenMP Jacobi),
 //   then on the host plus 1 and 2 sim devices with cut lines from each device's measured
 //   speed, against the ideal: the sum of the devices' single-device throughputs (ratio =
@@ -16,8 +15,11 @@
 //   sweeps on the host strip (one PU) with 1 and 2 paced sim devices at calibrated cuts
 //   against the ideal, and re-partitioning after a device's speed halves, as
 //   hybrid-jacobi's paced rows.
+// Both run on their own two sim devices of different speeds and links (hybrid_devices)
+// unless STRATA_SIM_DEVICES names others.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -42,6 +44,14 @@ using apps::path_update;
 // a 4 GB/s, 15 us link. The calibrated cuts then differ per device, and the slower link
 // carries the same frontier rows at a third of the bandwidth.
 constexpr char const* hybrid_devices = "1:bw=12GB/s,lat=8us;1:bw=4GB/s,lat=15us,speed=0.7";
+
+/// What the results' notes say of the sim devices: the harness uses STRATA_SIM_DEVICES
+/// instead of hybrid_devices when it is set.
+std::string devices_note() {
+  char const* env = std::getenv("STRATA_SIM_DEVICES");
+  return env ? "sim devices from STRATA_SIM_DEVICES=" + std::string(env)
+             : "sim devices " + std::string(hybrid_devices) + " (paced: 0.25 and 0.175)";
+}
 
 std::vector<place> sims(context& ctx) {
   return ctx.rt().machine().slice(isa::sim).descendants(place_type::device);
@@ -119,7 +129,7 @@ void run_rebalance(context& ctx, char const* bench, std::vector<place> const& al
                                       .weights = std::move(weights),
                                       .boundary = boundary,
                                       .rebalance = rebalance,
-                                      // At 2048^2 a strip's time is nearly proportional to
+                                      // At 1024^2-2048^2 a strip's time is nearly proportional to
                                       // its rows: move all the way, but only past a 25% gap
                                       // (the host and the sim devices share 2 cores, so
                                       // the times are noisy) and every 10 iterations.
@@ -383,8 +393,8 @@ void run_hybrid_jacobi(context& ctx) {
   std::string const contended =
       "sim devices compute on this machine's own 2 cores, also used by the host strip, so "
       "the devices are not independent and the sum of single-device throughputs is out of "
-      "reach here (the paced rows below are the setting where it is not); sim devices " +
-      std::string(hybrid_devices);
+      "reach here (the paced rows below are the setting where it is not); " +
+      devices_note();
   // Each device alone: its throughput (cells per second).
   std::vector<place> all{host, devs[0], devs[1]};
   std::vector<double> alone;
@@ -412,11 +422,9 @@ void run_hybrid_jacobi(context& ctx) {
     side_alone.push_back(double(n * n) * double(sweeps) / time_solve(h));
   }
   std::string const side_note =
-      "host strip on 1 PU, sim devices paced at a quarter of their speeds, 0.25 and 0.175 (they "
-      "sleep out "
-      "most of their modelled time), so the three compute side by side on the 2 cores; sim "
-      "devices " +
-      std::string(hybrid_devices);
+      "host strip on 1 PU, sim devices paced at a quarter of their speeds (they sleep out most "
+      "of their modelled time), so the three compute side by side on the 2 cores; " +
+      devices_note();
   report_paired_mixes(ctx, "hybrid-jacobi", "paced/host1", side, side_alone, {.boundary = 0.0}, n,
                       sweeps, true, solve_once, side_note);
   run_rebalance(ctx, "hybrid-jacobi", side, side_alone, n, 0.0, sweep, "paced/rebalance/host1+2sim",
@@ -461,9 +469,9 @@ void run_hybrid_path_mixes(context& ctx) {
     alone.push_back(cells / best);
   }
   std::string const note =
-      "host strip on 1 PU, sim devices paced at a quarter of their speeds (0.25, 0.175), so "
-      "the three compute side by side on the 2 cores; sim devices " +
-      std::string(hybrid_devices);
+      "host strip on 1 PU, sim devices paced at a quarter of their speeds, so the three "
+      "compute side by side on the 2 cores; " +
+      devices_note();
   report_paired_mixes(ctx, "hybrid-shortest-path", "paced/host1", side, alone, {.boundary = inf}, n,
                       sweeps, false, solve_once, note);
   // Re-partitioning as hybrid-jacobi's: the elevations are an extra tensor of the solve,
@@ -521,8 +529,8 @@ void run_hybrid_path(context& ctx) {
              {"frontiers_skipped", double(res[1].frontiers_skipped)}};
   r.note =
       "same costs both ways (checked); bytes_sent vs bytes_sent_without_flags is the "
-      "seed's point: unchanged frontiers are not sent; host + sim0 of " +
-      std::string(hybrid_devices);
+      "seed's point: unchanged frontiers are not sent; host + the first of the " +
+      devices_note();
   ctx.report(r);
   run_hybrid_path_mixes(ctx);
 }
@@ -535,7 +543,8 @@ registrar hybrid_jacobi_r("hybrid-jacobi",
 registrar hybrid_path_r("hybrid-shortest-path",
                         "hybrid stencil shortest path on host + sim: frontier bytes and time "
                         "with and without change flags; host + 1/2 paced sim devices with "
-                        "measured-speed cuts vs the sum of single-device throughputs",
+                        "measured-speed cuts vs the sum of single-device throughputs; dynamic "
+                        "re-partitioning after a sim device's speed halves",
                         run_hybrid_path, hybrid_devices);
 
 }  // namespace

@@ -15,13 +15,14 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 namespace {
 
 TEST(HybridAppsTerrain, GdalReadsAGeoTiffInFeetWithAVoid) {
   ASSERT_TRUE(apps::have_gdal());
-  auto const dir =
-      std::filesystem::temp_directory_path() /
-      ("strata-geotiff-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()));
+  auto const dir = std::filesystem::temp_directory_path() /
+                   ("strata-geotiff-" + std::to_string(::getpid()));  // one per process
   std::filesystem::create_directories(dir);
   auto const path = (dir / "terrain.tif").string();
   int const rows = 4, cols = 5;

@@ -165,6 +165,34 @@ TEST(HybridAppsErrors, OversizedFractalIsAClearError) {
                invalid_argument);
 }
 
+// --cuts: the rows where strips 2, 3, ... start; anything else names what was expected.
+TEST(HybridAppsErrors, CutLinesFromTheCommandLineAreCheckedWithClearErrors) {
+  EXPECT_EQ(apps::parse_cuts("10,30", 48, 3), (std::vector<index_t>{10, 30}));
+  EXPECT_EQ(apps::parse_cuts("47", 48, 2), (std::vector<index_t>{47}));
+  auto message = [](std::string const& text, index_t rows, std::size_t devices) {
+    try {
+      (void)apps::parse_cuts(text, rows, devices);
+    } catch (invalid_argument const& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("10", 48, 3).find("1 cut lines for 3 devices"), std::string::npos);
+  EXPECT_NE(message("30,10", 48, 3).find("rows must increase"), std::string::npos);
+  EXPECT_NE(message("20,20", 48, 3).find("rows must increase"), std::string::npos);
+  EXPECT_NE(message("0,30", 48, 3).find("outside the grid's inner rows"), std::string::npos);
+  EXPECT_NE(message("10,48", 48, 3).find("outside the grid's inner rows"), std::string::npos);
+  for (char const* bad : {"", "10,", ",10", "10,,30", "+10,30", " 10,30", "10,x", "1e1,30",
+                          "99999999999999999999,30"})
+    EXPECT_NE(message(bad, 48, 3).find("is not a row"), std::string::npos) << bad;
+  EXPECT_EQ(message("10,30", 48, 3), "no error");
+  EXPECT_NE(message("10", 48, 1).find("no cut line to give"), std::string::npos);
+  // The message says what is expected, with an example for this grid.
+  EXPECT_NE(message("x", 48, 3).find("expected 2 increasing row numbers in 1..47"),
+            std::string::npos);
+  EXPECT_NE(message("x", 48, 3).find("e.g. --cuts 16,32"), std::string::npos);
+}
+
 TEST(HybridAppsErrors, MissingAndWrongSizedHgtFilesAreClearErrors) {
   auto dir = temp_dir();
   auto missing = (dir / "N45E006.hgt").string();
